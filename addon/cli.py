@@ -1,0 +1,119 @@
+"""`webarena-live` command line: serve, evaluate, demo.
+
+Argument parsing only; each subcommand's work lives in its own module and is
+imported when the subcommand runs, so `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from evaluator import __version__
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port out of range 0-65535: {value}")
+    return value
+
+
+def _task_ids(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"task ids must be comma-separated integers: {text!r}") from None
+
+
+def _add_dataset_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tasks",
+        metavar="PATH",
+        help="dataset file in WebArena-Verified format, or 'webarena-verified' for the official "
+        "dataset of the installed reference package (default: the embedded demo tasks)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help='site map in the reference format: {"environments": {"__SHOPPING__": {"urls": ["http://..."]}}}',
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="webarena-live",
+        description="Evaluate web agents live, through a proxy, the way WebArena-Verified evaluates them.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the evaluating proxy", description="Run the evaluating proxy.")
+    _add_dataset_options(serve)
+    serve.add_argument(
+        "--output-dir", metavar="DIR", help="write OUT/<task_id>/{agent_response.json,network.har,eval_result.json}"
+    )
+    serve.add_argument("--port", type=_port, default=8080, help="proxy port; credentials optional (default: 8080)")
+    serve.add_argument(
+        "--session-port", type=_port, default=8082, help="proxy port that always asks for credentials (default: 8082)"
+    )
+    serve.add_argument("--control-port", type=_port, default=8081, help="control API port (default: 8081)")
+    serve.add_argument(
+        "--listen-host", default="127.0.0.1", metavar="HOST", help="address the proxy ports bind to (default: 127.0.0.1)"
+    )
+    serve.add_argument(
+        "--control-host", default="127.0.0.1", metavar="HOST", help="address the control port binds to (default: 127.0.0.1)"
+    )
+    serve.add_argument(
+        "--set",
+        dest="mitmproxy_options",
+        action="append",
+        default=[],
+        metavar="OPTION=VALUE",
+        help="pass an option to mitmproxy, e.g. --set ssl_insecure=true (repeatable)",
+    )
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="evaluate recorded runs offline",
+        description="Evaluate every DIR/<task_id>/ holding agent_response.json and network.har; "
+        "write DIR/<task_id>/eval_result.json and print a summary.",
+    )
+    evaluate.add_argument("--output-dir", metavar="DIR", required=True, help="run directory to evaluate")
+    _add_dataset_options(evaluate)
+    evaluate.add_argument("--task-ids", type=_task_ids, metavar="1,2,3", help="only these task ids")
+
+    demo = commands.add_parser(
+        "demo",
+        help="run the embedded demo end to end",
+        description="Start the demo site and the proxy, drive headless Chromium through the demo tasks "
+        "and print the verdicts.",
+    )
+    demo.add_argument("--output-dir", metavar="DIR", help="where to leave the outputs (default: a new temp dir)")
+    demo.add_argument(
+        "--chromium", metavar="PATH", default="/usr/bin/chromium", help="Chromium binary (default: /usr/bin/chromium)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        from addon.serve import run as run_serve
+
+        return run_serve(args)
+    if args.command == "evaluate":
+        from addon.offline import run as run_evaluate
+
+        return run_evaluate(args)
+    from addon.demo import run as run_demo
+
+    return run_demo(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Set up everything webarena-live needs on a fresh Debian/Ubuntu machine, then
+# run one thing:  scripts/bootstrap.sh demo | test | setup
+#   demo   run the embedded demo (webarena-live demo)
+#   test   lint, type-check and run the whole test suite
+#   setup  only install
+# It creates .venv (the project) and .oracle-venv (the reference evaluator
+# webarena-verified==1.2.3, used by the parity tests), and installs Debian's
+# chromium with apt-get when it is missing and we are root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+what="${1:-setup}"
+python="${PYTHON:-python3.11}"
+command -v "$python" >/dev/null 2>&1 || python=python3
+if ! "$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+    echo "webarena-live needs Python 3.11 (found $("$python" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2
+    exit 1
+fi
+
+pip_quiet=(--quiet --disable-pip-version-check)
+
+if [ ! -x .venv/bin/python ]; then
+    echo "==> creating .venv"
+    "$python" -m venv .venv
+fi
+echo "==> installing webarena-live into .venv"
+.venv/bin/pip install "${pip_quiet[@]}" -e '.[test]'
+
+if [ "$what" = test ] || [ "$what" = setup ]; then
+    if [ ! -x .oracle-venv/bin/webarena-verified ]; then
+        echo "==> creating .oracle-venv with the reference evaluator webarena-verified==1.2.3"
+        "$python" -m venv .oracle-venv
+        .oracle-venv/bin/pip install "${pip_quiet[@]}" 'webarena-verified==1.2.3'
+    fi
+fi
+
+if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "==> installing Debian's chromium with apt-get"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "Chromium is missing: install it first (sudo apt-get install chromium), then run this again." >&2
+        exit 1
+    fi
+fi
+
+case "$what" in
+    demo)
+        exec .venv/bin/webarena-live demo
+        ;;
+    test)
+        echo "==> ruff"
+        .venv/bin/ruff check .
+        echo "==> mypy"
+        .venv/bin/mypy
+        echo "==> pytest"
+        export WEBARENA_ORACLE="$PWD/.oracle-venv/bin/python"
+        exec .venv/bin/pytest "${@:2}"
+        ;;
+    setup)
+        echo "==> ready: .venv/bin/webarena-live --help"
+        ;;
+    *)
+        echo "usage: scripts/bootstrap.sh demo | test | setup" >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,52 @@
+"""Fixtures shared by every test module.
+
+The reference evaluator (the "oracle", webarena-verified==1.2.3) pins its own
+pydantic, so it lives in its own virtual environment and is only ever run as a
+separate process. `scripts/bootstrap.sh` creates it; if a test run finds none,
+the `oracle_python` fixture creates it once (never skips: parity is measured).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ORACLE_VERSION = "1.2.3"
+OFFICIAL_DATASET = "assets/dataset/webarena-verified.json"
+
+
+def _ensure_oracle() -> Path:
+    configured = os.environ.get("WEBARENA_ORACLE")
+    if configured:
+        return Path(configured)
+    venv = REPO / ".oracle-venv"
+    python = venv / "bin" / "python"
+    if not (venv / "bin" / "webarena-verified").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", f"webarena-verified=={ORACLE_VERSION}"], check=True
+        )
+    return python
+
+
+@pytest.fixture(scope="session")
+def oracle_python() -> Path:
+    """Python interpreter of the oracle's virtual environment."""
+    return _ensure_oracle()
+
+
+@pytest.fixture(scope="session")
+def official_dataset(oracle_python: Path) -> Path:
+    """The official 812-task dataset file shipped inside the oracle package."""
+    out = subprocess.run(
+        [str(oracle_python), "-c", "import webarena_verified, os; print(os.path.dirname(webarena_verified.__file__))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return Path(out.stdout.strip()) / OFFICIAL_DATASET

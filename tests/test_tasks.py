@@ -1,0 +1,49 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluator.errors import TaskFileError, UnknownTaskError
+from evaluator.tasks import AgentResponseEvaluatorConfig, NetworkEventEvaluatorConfig, TaskType, load_tasks
+
+
+def test_all_official_tasks_load(official_dataset: Path) -> None:
+    tasks = load_tasks(official_dataset)
+    assert len(tasks) == 812
+    assert all(isinstance(t.response_config, AgentResponseEvaluatorConfig) for t in tasks.values())
+    assert sum(len(t.network_configs) for t in tasks.values()) == 663
+    assert {t.task_type for t in tasks.values()} == set(TaskType)
+
+
+def test_unknown_task_id_is_a_clear_error(official_dataset: Path) -> None:
+    tasks = load_tasks(official_dataset)
+    with pytest.raises(UnknownTaskError, match="task 99999 is not in"):
+        tasks[99999]
+
+
+def test_malformed_task_names_task_and_field(official_dataset: Path, tmp_path: Path) -> None:
+    data = json.loads(official_dataset.read_text())[:3]
+    data[1]["eval"][0]["expected"]["task_type"] = "explode"
+    data[2]["revision"] = 0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(TaskFileError) as caught:
+        load_tasks(bad)
+    message = str(caught.value)
+    assert f"task {data[1]['task_id']}" in message
+    assert "eval.0.AgentResponseEvaluator.expected.task_type" in message
+
+
+def test_network_config_defaults(official_dataset: Path) -> None:
+    tasks = load_tasks(official_dataset)
+    cfg = next(c for t in tasks.values() for c in t.network_configs)
+    assert isinstance(cfg, NetworkEventEvaluatorConfig)
+    assert cfg.last_event_only is True and cfg.should_not_exist is False
+
+
+def test_unreadable_and_non_json_files(tmp_path: Path) -> None:
+    with pytest.raises(TaskFileError, match="cannot read"):
+        load_tasks(tmp_path / "missing.json")
+    (tmp_path / "x.json").write_text("{nope")
+    with pytest.raises(TaskFileError, match="not valid JSON"):
+        load_tasks(tmp_path / "x.json")
