@@ -33,3 +33,15 @@ class TraceFormatError(WebArenaLiveError):
 
 class NormalizationError(WebArenaLiveError):
     """A value could not be normalized to the type its schema asks for."""
+
+
+class RunInputError(WebArenaLiveError):
+    """A file of one recorded run (response, trace, run config) is missing or unreadable."""
+
+
+class UnknownValueTypeError(NormalizationError):
+    """A schema names a value type or format that no normalizer serves."""
+
+
+class ComparisonError(WebArenaLiveError):
+    """Two values could not be compared at all (a self-referencing structure, an empty expected object)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from unidecode import unidecode
@@ -47,6 +48,12 @@ def clean_text(text: str, derender_url: DerenderUrl | None = None) -> str:
             text = derender_url(text, strict=False)
         except Exception:  # best effort: a string that is not a site URL stays as it is
             pass
+    return _fold(text)
+
+
+@lru_cache(maxsize=1 << 16)
+def _fold(text: str) -> str:
+    """The folding itself, cached: the same expected strings are folded at every evaluation."""
     text = text.translate(_MARKS)
     text = unicodedata.normalize("NFKC", text)
     text = _LETTER_HYPHEN.sub(" ", text)
@@ -84,11 +91,20 @@ class Normalized:
 
     def _normalize_one(self, value: Any) -> Any:
         if isinstance(value, str):
-            value = clean_text(value, self.derender_url)
+            value = self._clean(value)
         return self._parse(value)
+
+    def _clean(self, text: str) -> str:
+        """String folding applied before `_parse`; types whose text is case- or
+        byte-sensitive (base64, markdown, null markers) override it."""
+        return clean_text(text, self.derender_url)
 
     def _parse(self, value: Any) -> Any:
         raise NotImplementedError
+
+    def _error(self, value: Any, reason: str) -> NormalizationError:
+        """The error a `_parse` raises: names the value, the type and what is wrong."""
+        return NormalizationError(f"cannot read {value!r} as {self.type_name or type(self).__name__}: {reason}")
 
     @property
     def normalized(self) -> Any:

@@ -1,0 +1,347 @@
+"""The control API (DESIGN §6) as plain functions: (method, path, body) in, a `Reply` out.
+
+The same routes answer on the reserved host through the proxy and on the
+control port, so both front ends only translate HTTP to `handle_request` and
+back. A failing request gets a JSON `{"error", "detail"}` body and a 4xx
+status, and changes nothing: every check runs before the first change.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
+
+from addon.outputs import write_outputs
+from addon.sessions import DEFAULT_SESSION, Session, SessionState, SessionStore, session_name_problem
+from evaluator import __version__
+from evaluator.errors import UnknownTaskError, WebArenaLiveError
+from evaluator.evaluate import evaluate_task
+from evaluator.har import trace_to_har
+from evaluator.results import REFERENCE_VERSION
+from evaluator.sites import SiteMap
+from evaluator.tasks import Task, TaskSet
+
+RESERVED_HOST = "webarena-live.invalid"
+"""Requests through the proxy to this host are control requests, never forwarded."""
+
+JSON_TYPE = "application/json"
+EVENT_STREAM_TYPE = "text/event-stream"
+
+_FENCE = "```"
+
+logger = logging.getLogger(__name__)
+
+
+class ControlError(WebArenaLiveError):
+    """A control request that cannot be served; becomes a JSON error reply with `status`."""
+
+    def __init__(self, status: int, error: str, detail: Any = None) -> None:
+        super().__init__(f"{status} {error}: {detail}")
+        self.status = status
+        self.error = error
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    status: int
+    body: bytes
+    content_type: str = JSON_TYPE
+    headers: tuple[tuple[str, str], ...] = ()
+    stream_session: Session | None = None
+    """For the event stream: the session whose further events the front end may keep pushing."""
+
+
+@dataclass
+class ControlContext:
+    """What the routes work on: the loaded tasks and site map, the sessions, where outputs go."""
+
+    tasks: TaskSet
+    site_map: SiteMap
+    sessions: SessionStore
+    output_dir: Path | None = None
+    token: str | None = None
+    """When set, every route but /health needs `Authorization: Bearer <token>`."""
+    extra_health: dict[str, Any] = field(default_factory=dict)
+
+
+class StartSession(BaseModel):
+    """Body of `POST /sessions`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: StrictInt
+    session: str | None = None
+
+
+def json_reply(status: int, payload: Any, *, headers: tuple[tuple[str, str], ...] = ()) -> Reply:
+    # ASCII escapes: captured text may hold lone surrogates (undecodable header bytes).
+    body = json.dumps(payload, indent=2).encode("ascii") + b"\n"
+    return Reply(status=status, body=body, headers=headers)
+
+
+def error_reply(error: ControlError) -> Reply:
+    return json_reply(error.status, {"error": error.error, "detail": error.detail})
+
+
+def sse_message(data: Any, *, event: str | None = None, event_id: int | None = None) -> bytes:
+    """One Server-Sent Events message; `data` is sent as one line of JSON."""
+    lines = []
+    if event is not None:
+        lines.append(f"event: {event}")
+    if event_id is not None:
+        lines.append(f"id: {event_id}")
+    lines.append(f"data: {json.dumps(data, separators=(',', ':'))}")
+    return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+def render_url(site_map: SiteMap, template: str, sites: tuple[str, ...]) -> str:
+    """A start URL with real base URLs; placeholders the site map cannot fill stay as they are."""
+    try:
+        return site_map.render(template, sites=sites, strict=False)
+    except WebArenaLiveError:
+        return template
+
+
+def task_view(task: Task, site_map: SiteMap) -> dict[str, Any]:
+    """What an agent may see of a task: never the evaluators (they hold the expected answer)."""
+    return {
+        "task_id": task.task_id,
+        "intent_template_id": task.intent_template_id,
+        "sites": list(task.sites),
+        "intent": task.intent,
+        "start_urls": [render_url(site_map, url, task.sites) for url in task.start_urls],
+        "revision": task.revision,
+    }
+
+
+def parse_json_body(body: bytes) -> Any:
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ControlError(400, "bad_json", f"the request body is not valid JSON: {error}") from None
+
+
+def parse_final_response(body: bytes) -> Any:
+    """The agent's final answer from a finish body: JSON, or text holding a ```json fence."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ControlError(400, "bad_json", f"the request body is not UTF-8: {error}") from None
+    if not text.strip():
+        raise ControlError(400, "bad_json", "the request body is empty; send the agent's final response")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        if _FENCE in text:
+            return text  # the response parser reads answers inside a code fence
+        raise ControlError(400, "bad_json", f"the request body is not valid JSON: {error}") from None
+
+
+def _session(ctx: ControlContext, name: str) -> Session:
+    session = ctx.sessions.get(name)
+    if session is None:
+        raise ControlError(404, "unknown_session", f"no session named {name!r}")
+    return session
+
+
+def _task(ctx: ControlContext, task_id: int) -> Task:
+    try:
+        return ctx.tasks[task_id]
+    except UnknownTaskError as error:
+        raise ControlError(404, "unknown_task", str(error)) from None
+
+
+def _int_param(query: dict[str, list[str]], name: str, default: int = 0) -> int:
+    values = query.get(name)
+    if not values:
+        return default
+    try:
+        return int(values[-1])
+    except ValueError:
+        raise ControlError(400, "bad_request", f"query parameter {name!r} must be an integer") from None
+
+
+def health(ctx: ControlContext) -> Reply:
+    return json_reply(
+        200,
+        {
+            "status": "ok",
+            "version": __version__,
+            "reference_version": REFERENCE_VERSION,
+            "tasks": len(ctx.tasks),
+            "tasks_source": ctx.tasks.source,
+            "sessions": len(ctx.sessions),
+            "output_dir": str(ctx.output_dir) if ctx.output_dir else None,
+            "journal_dir": str(ctx.sessions.journal_dir) if ctx.sessions.journal_dir else None,
+            **ctx.extra_health,
+        },
+    )
+
+
+def list_tasks(ctx: ControlContext) -> Reply:
+    tasks = [task_view(ctx.tasks[task_id], ctx.site_map) for task_id in ctx.tasks]
+    return json_reply(200, {"count": len(tasks), "tasks": tasks})
+
+
+def start_session(ctx: ControlContext, body: bytes, *, caller: str | None) -> Reply:
+    try:
+        request = StartSession.model_validate(parse_json_body(body))
+    except ValidationError as error:
+        detail = [f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in error.errors()]
+        raise ControlError(400, "bad_request", detail) from None
+    name = request.session or caller or DEFAULT_SESSION
+    problem = session_name_problem(name)
+    if problem:
+        raise ControlError(400, "bad_session_name", problem)
+    task = _task(ctx, request.task_id)
+    session = ctx.sessions.start(name, task)
+    view = task_view(task, ctx.site_map)
+    return json_reply(
+        200,
+        {"session": session.name, "state": session.state.value, **{k: view[k] for k in _START_FIELDS}},
+    )
+
+
+_START_FIELDS = ("task_id", "intent", "start_urls", "sites")
+
+
+def session_trace(session: Session, query: dict[str, list[str]]) -> Reply:
+    since = _int_param(query, "since")
+    events = list(session.events_view(since))
+    return json_reply(200, {"session": session.name, "count": len(session.trace), "events": events})
+
+
+def session_events(session: Session, query: dict[str, list[str]], *, last_event_id: str | None) -> Reply:
+    """The stream's opening: every event so far (from `since`, or after `Last-Event-ID`)."""
+    since = _int_param(query, "since")
+    if last_event_id and last_event_id.strip().isdigit():
+        since = max(since, int(last_event_id) + 1)
+    chunks = [b"retry: 1000\n\n", sse_message(session.describe(), event="session")]
+    chunks.extend(sse_message(view, event_id=view["index"]) for view in session.events_view(since))
+    if session.result is not None:
+        chunks.append(sse_message(session.result.to_dict(), event="finished"))
+    headers = (("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"))
+    body = b"".join(chunks)
+    return Reply(200, body, content_type=EVENT_STREAM_TYPE, headers=headers, stream_session=session)
+
+
+def finish_session(ctx: ControlContext, session: Session, body: bytes) -> Reply:
+    if session.state is SessionState.FINISHED:
+        detail = f"session {session.name!r} is finished; POST /sessions to restart it"
+        raise ControlError(409, "already_finished", detail)
+    task = session.task
+    if task is None:
+        raise ControlError(
+            409, "no_task", f"session {session.name!r} has no task; POST /sessions with a task_id first"
+        )
+    response = parse_final_response(body)
+    trace = session.trace
+    result = evaluate_task(task, response, trace, site_map=ctx.site_map, data_checksum=ctx.tasks.checksum)
+    outputs = None
+    if ctx.output_dir is not None:
+        try:
+            outputs = write_outputs(
+                ctx.output_dir, task_id=task.task_id, raw_response=response, trace=trace, result=result
+            )
+        except OSError as error:
+            raise ControlError(507, "output_failed", f"cannot write outputs: {error}") from None
+    session.finish(result, outputs=outputs)
+    return json_reply(200, result.to_dict(), headers=(("X-WebArena-Live-Session", session.name),))
+
+
+def session_har(session: Session) -> Reply:
+    return json_reply(200, trace_to_har(session.trace))
+
+
+_SESSION_ROUTE = re.compile(r"^/sessions/([^/]+)(?:/(trace|events|finish|har))?/?$")
+_TASK_ROUTE = re.compile(r"^/tasks/([^/]+)/?$")
+
+
+def route(
+    ctx: ControlContext,
+    method: str,
+    path: str,
+    query: dict[str, list[str]],
+    body: bytes,
+    *,
+    caller: str | None,
+    last_event_id: str | None,
+) -> Reply:
+    """Dispatch one request; raises `ControlError` for anything that is not served."""
+    method = method.upper()
+    if path in ("/health", "/health/"):
+        _allow(method, "GET")
+        return health(ctx)
+    if path in ("/tasks", "/tasks/"):
+        _allow(method, "GET")
+        return list_tasks(ctx)
+    if match := _TASK_ROUTE.match(path):
+        _allow(method, "GET")
+        text = unquote(match.group(1))
+        if not text.lstrip("-").isdigit():
+            raise ControlError(400, "bad_request", f"task id must be an integer, got {text!r}")
+        return json_reply(200, task_view(_task(ctx, int(text)), ctx.site_map))
+    if path in ("/sessions", "/sessions/"):
+        if method == "GET":
+            return json_reply(200, {"sessions": [s.describe() for s in ctx.sessions]})
+        _allow(method, "POST")
+        return start_session(ctx, body, caller=caller)
+    if match := _SESSION_ROUTE.match(path):
+        name, action = unquote(match.group(1)), match.group(2)
+        if action == "finish":
+            _allow(method, "POST")
+            return finish_session(ctx, _session(ctx, name), body)
+        _allow(method, "GET")
+        session = _session(ctx, name)
+        if action is None:
+            return json_reply(200, session.describe())
+        if action == "trace":
+            return session_trace(session, query)
+        if action == "events":
+            return session_events(session, query, last_event_id=last_event_id)
+        return session_har(session)
+    raise ControlError(404, "not_found", f"no route {method} {path}")
+
+
+def _allow(method: str, allowed: str) -> None:
+    if method != allowed:
+        raise ControlError(405, "method_not_allowed", f"use {allowed}")
+
+
+def handle_request(
+    ctx: ControlContext,
+    method: str,
+    target: str,
+    body: bytes = b"",
+    *,
+    caller: str | None = None,
+    last_event_id: str | None = None,
+    authorization: str | None = None,
+) -> Reply:
+    """Serve one control request given its method and request target (path and query).
+
+    `caller` is the session the request came from (proxy credentials), used
+    when `POST /sessions` names none; the header values are passed as received.
+    """
+    parts = urlsplit(target)
+    path = parts.path or "/"
+    if method.upper() == "OPTIONS":  # a CORS preflight; the front ends add the CORS headers
+        return Reply(204, b"")
+    try:
+        if ctx.token and path.rstrip("/") != "/health" and authorization != f"Bearer {ctx.token}":
+            raise ControlError(401, "unauthorized", "send Authorization: Bearer <control token>")
+        query = parse_qs(parts.query)
+        return route(ctx, method, path, query, body, caller=caller, last_event_id=last_event_id)
+    except ControlError as error:
+        return error_reply(error)
+    except Exception as error:  # a bug must answer as JSON, not kill the proxy's handler
+        logger.exception("control request %s %s failed", method, target)
+        return json_reply(500, {"error": "internal_error", "detail": f"{type(error).__name__}: {error}"})

@@ -1,0 +1,249 @@
+"""The mitmproxy addon: sessions from proxy credentials, one event per flow, the control API.
+
+Loaded by `webarena-live serve` and by `mitmdump -s addon/entry.py`. Options
+carry a `webarena_` prefix. Traffic is assigned to a session by the username
+of its proxy credentials (DESIGN §5). Like mitmproxy's own `proxyauth`, the
+name is remembered per client connection, so requests inside an HTTPS tunnel
+(HTTP/1 or HTTP/2), which never repeat the credentials, land in the session
+named on the CONNECT.
+"""
+
+from __future__ import annotations
+
+import binascii
+import logging
+import os
+import tempfile
+import weakref
+from collections.abc import MutableMapping
+from pathlib import Path
+
+from mitmproxy import connection, ctx, exceptions, http
+
+from addon.capture import BODY_CAP, PROXY_AUTHORIZATION, event_from_flow
+from addon.control import RESERVED_HOST, ControlContext, handle_request
+from addon.control_server import CORS_HEADERS, SERVER_HEADER, ControlServer
+from addon.sessions import DEFAULT_SESSION, SessionStore, session_name_problem
+from evaluator.errors import WebArenaLiveError
+from evaluator.sites import SiteMap
+from evaluator.tasks import load_tasks
+
+logger = logging.getLogger(__name__)
+
+REALM = "webarena-live"
+JOURNAL_SUBDIR = ".journal"
+"""Journal directory inside the output dir; not a task id, so the reference tooling skips it."""
+
+# Keys of flow.metadata set by this addon.
+SESSION_KEY = "webarena_live.session"
+SKIP_KEY = "webarena_live.skip"
+"""Flows answered by the addon itself (control API, 407 challenges): never events."""
+CAPTURED_KEY = "webarena_live.captured"
+
+_OPTIONS = (
+    "webarena_tasks",
+    "webarena_config",
+    "webarena_output_dir",
+    "webarena_journal_dir",
+    "webarena_session_port",
+    "webarena_body_cap",
+    "webarena_control_token",
+)
+
+
+def proxy_username(header_value: str | None) -> str | None:
+    """The username of `Proxy-Authorization: Basic …`, or None when there is none or it is malformed."""
+    if not header_value:
+        return None
+    scheme, _, encoded = header_value.strip().partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = binascii.a2b_base64(encoded.strip().encode("ascii")).decode("utf-8", "replace")
+    except (binascii.Error, UnicodeEncodeError):
+        return None
+    username = decoded.partition(":")[0]
+    return username or None
+
+
+CHALLENGE_DETAIL = "proxy credentials name the session: http://<session>:<any>@host:port"
+
+
+def challenge(detail: str = CHALLENGE_DETAIL) -> http.Response:
+    """The 407 that makes browsers send their proxy credentials."""
+    return http.Response.make(
+        407,
+        f"407 Proxy Authentication Required: {detail}\n",
+        {"Proxy-Authenticate": f'Basic realm="{REALM}"', "Content-Type": "text/plain; charset=utf-8"},
+    )
+
+
+def default_journal_dir(output_dir: str) -> Path:
+    if output_dir:
+        return Path(output_dir) / JOURNAL_SUBDIR
+    return Path(tempfile.gettempdir()) / f"webarena-live-journal-{os.getpid()}"
+
+
+class WebArenaLive:
+    """Evaluate agents live: capture every flow into its session's trace, serve the control API."""
+
+    def __init__(self) -> None:
+        self.context: ControlContext | None = None
+        self.server: ControlServer | None = None
+        self.body_cap = BODY_CAP
+        self.session_port = 0
+        self._connections: MutableMapping[connection.Client, str] = weakref.WeakKeyDictionary()
+        """Session name per client connection that sent credentials (CONNECT or first request)."""
+
+    # --- options -------------------------------------------------------------------------------
+
+    def load(self, loader: object) -> None:
+        add = loader.add_option  # type: ignore[attr-defined]
+        add("webarena_tasks", str, "", "Task file in WebArena-Verified format, or 'webarena-verified' for "
+            "the official dataset (default: the embedded demo tasks).")  # fmt: skip
+        add("webarena_config", str, "", 'Site map: {"environments": {"__SHOPPING__": {"urls": ["http://..."]}}}.')
+        add("webarena_output_dir", str, "", "Write OUT/<task_id>/{agent_response.json,network.har,"
+            "eval_result.json} when a session finishes.")  # fmt: skip
+        add("webarena_journal_dir", str, "", "Where each session run's events are journaled as JSON lines "
+            "(default: OUT/.journal, or a directory in the system temp dir).")  # fmt: skip
+        add("webarena_session_port", int, 8082, "The listen port whose clients are always asked (407) for "
+            "proxy credentials; add it with --mode regular@PORT.")  # fmt: skip
+        add("webarena_control_port", int, 8081, "Control API port (0: none; the reserved host through the "
+            "proxy still answers).")  # fmt: skip
+        add("webarena_control_host", str, "127.0.0.1", "Address the control API binds to.")
+        add("webarena_control_token", str, "", "When set, control requests need the header "
+            "'Authorization: Bearer <token>'.")  # fmt: skip
+        add("webarena_body_cap", int, BODY_CAP, "Largest request/response body kept in an event, in bytes.")
+
+    def configure(self, updated: set[str]) -> None:
+        if self.context is not None and not updated.intersection(_OPTIONS):
+            return
+        options = ctx.options
+        if options.webarena_body_cap < 0:
+            raise exceptions.OptionsError("webarena_body_cap must not be negative")
+        try:
+            tasks = load_tasks(options.webarena_tasks or None)
+            site_map = SiteMap.load(options.webarena_config) if options.webarena_config else SiteMap()
+        except WebArenaLiveError as error:
+            raise exceptions.OptionsError(str(error)) from None
+        output_dir = Path(options.webarena_output_dir) if options.webarena_output_dir else None
+        journal_dir = Path(options.webarena_journal_dir or default_journal_dir(options.webarena_output_dir))
+        if self.context is None or self.context.sessions.journal_dir != journal_dir:
+            if self.context is not None:
+                self.context.sessions.close()
+            sessions = SessionStore(journal_dir=journal_dir)
+        else:
+            sessions = self.context.sessions
+        self.context = ControlContext(
+            tasks=tasks,
+            site_map=site_map,
+            sessions=sessions,
+            output_dir=output_dir,
+            token=options.webarena_control_token or None,
+        )
+        self.body_cap = options.webarena_body_cap
+        self.session_port = options.webarena_session_port
+        logger.info("webarena-live: %d tasks from %s; journal in %s", len(tasks), tasks.source, journal_dir)
+
+    async def running(self) -> None:
+        options = ctx.options
+        if self.context is None or not options.webarena_control_port or self.server is not None:
+            return
+        port = options.webarena_control_port
+        server = ControlServer(self.context, host=options.webarena_control_host, port=port)
+        try:
+            await server.start()
+        except OSError as error:
+            # Logged as an error during startup, which makes mitmdump exit with a message.
+            logger.error("webarena-live: cannot open the control port %s: %s", port, error)
+            return
+        self.server = server
+        self.context.extra_health = {"control_port": server.port}
+        logger.info("webarena-live: control API on http://%s:%d/", server.host, server.port)
+
+    async def done(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+            self.server = None
+        if self.context is not None:
+            self.context.sessions.close()
+
+    # --- session assignment --------------------------------------------------------------------
+
+    def _on_session_port(self, flow: http.HTTPFlow) -> bool:
+        sockname = flow.client_conn.sockname
+        return bool(self.session_port) and len(sockname) > 1 and sockname[1] == self.session_port
+
+    def _take_credentials(self, flow: http.HTTPFlow) -> tuple[str | None, str | None]:
+        """(username, problem) from the request's proxy credentials, removing them before they go upstream."""
+        value = flow.request.headers.get(PROXY_AUTHORIZATION)
+        if value is None:
+            return None, None
+        del flow.request.headers[PROXY_AUTHORIZATION]
+        username = proxy_username(value)
+        if username is None:
+            return None, None
+        problem = session_name_problem(username)
+        if problem:
+            return None, problem
+        self._connections[flow.client_conn] = username
+        return username, None
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        flow.metadata[SKIP_KEY] = True  # the tunnel itself is no event; the requests inside it are
+        username, problem = self._take_credentials(flow)
+        if problem:
+            flow.response = challenge(problem)
+        elif username is None and flow.client_conn not in self._connections and self._on_session_port(flow):
+            flow.response = challenge()
+
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        is_control = flow.request.host == RESERVED_HOST
+        username, problem = self._take_credentials(flow)
+        if username is None:
+            username = self._connections.get(flow.client_conn)
+        if problem or (username is None and not is_control and self._on_session_port(flow)):
+            flow.metadata[SKIP_KEY] = True
+            flow.response = challenge(problem) if problem else challenge()
+            return
+        if is_control:
+            flow.metadata[SKIP_KEY] = True
+        flow.metadata[SESSION_KEY] = username
+
+    # --- control API through the proxy ---------------------------------------------------------
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        if flow.response is not None or flow.request.host != RESERVED_HOST or self.context is None:
+            return
+        flow.metadata[SKIP_KEY] = True
+        request = flow.request
+        reply = handle_request(
+            self.context,
+            request.method,
+            request.path,
+            request.get_content(strict=False) or b"",
+            caller=flow.metadata.get(SESSION_KEY),
+            last_event_id=request.headers.get("last-event-id"),
+            authorization=request.headers.get("authorization"),
+        )
+        fields = [("Content-Type", reply.content_type), SERVER_HEADER, *CORS_HEADERS, *reply.headers]
+        headers = http.Headers([(name.encode("latin-1"), value.encode("latin-1")) for name, value in fields])
+        flow.response = http.Response.make(reply.status, reply.body, headers)
+
+    # --- capture -------------------------------------------------------------------------------
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        if not flow.metadata.get(SKIP_KEY):
+            self._capture(flow)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        if not flow.metadata.get(SKIP_KEY) and not flow.metadata.get(CAPTURED_KEY):
+            self._capture(flow)
+
+    def _capture(self, flow: http.HTTPFlow) -> None:
+        if self.context is None or flow.is_replay:
+            return
+        flow.metadata[CAPTURED_KEY] = True
+        name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
+        event = event_from_flow(flow, body_cap=self.body_cap)
+        self.context.sessions.get_or_create(name).append(event)

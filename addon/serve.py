@@ -1,0 +1,114 @@
+"""`webarena-live serve`: mitmproxy's DumpMaster with the addon, two proxy ports and the control port.
+
+The proxy port never asks for credentials; the session port always does
+(DESIGN §5). Both are plain `regular` modes of one mitmproxy, told apart by
+the port a client connected to. mitmproxy's own per-flow console output is
+off (the dumper is not loaded) and its log shows warnings only; the addon
+prints one banner once everything listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from mitmproxy import ctx, exceptions, options
+from mitmproxy.tools.dump import DumpMaster
+
+from addon.control import RESERVED_HOST
+from addon.live import WebArenaLive
+from evaluator import __version__
+
+
+def proxy_modes(*, port: int, session_port: int) -> list[str]:
+    """mitmproxy `mode` values: the proxy port, plus the session port when there is one."""
+    modes = [f"regular@{port}"]
+    if session_port and session_port != port:
+        modes.append(f"regular@{session_port}")
+    return modes
+
+
+def addon_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The addon's options (`webarena_*`) from the `serve` command line."""
+    return {
+        "webarena_tasks": args.tasks or "",
+        "webarena_config": args.config or "",
+        "webarena_output_dir": args.output_dir or "",
+        "webarena_session_port": args.session_port if args.session_port != args.port else 0,
+        "webarena_control_port": args.control_port,
+        "webarena_control_host": args.control_host,
+    }
+
+
+class Banner:
+    """Prints where everything listens, once the proxy and the control port are up."""
+
+    def __init__(self, live: WebArenaLive, args: argparse.Namespace) -> None:
+        self.live = live
+        self.args = args
+
+    def running(self) -> None:
+        context = self.live.context
+        if context is None:
+            return
+        host, args = self.args.listen_host, self.args
+        lines = [
+            f"webarena-live {__version__}: {len(context.tasks)} tasks from {context.tasks.source}",
+            f"  proxy port    http://{host}:{args.port}  (credentials optional; none: session 'default')",
+        ]
+        if ctx.options.webarena_session_port:
+            lines.append(
+                f"  session port  http://{host}:{args.session_port}  (asks for credentials: "
+                f"http://<session>:<any>@{host}:{args.session_port})"
+            )
+        server = self.live.server
+        control = f"http://{server.host}:{server.port}/ and " if server is not None else ""
+        lines.append(f"  control API   {control}http://{RESERVED_HOST}/ through the proxy")
+        if context.output_dir is not None:
+            lines.append(f"  outputs       {context.output_dir}")
+        lines.append(f"  journal       {context.sessions.journal_dir}")
+        confdir = Path(ctx.options.confdir).expanduser()
+        lines.append(f"  HTTPS CA      {confdir / 'mitmproxy-ca-cert.pem'}")
+        print("\n".join(lines), flush=True)
+
+
+async def serve(args: argparse.Namespace) -> int:
+    opts = options.Options()
+    master = DumpMaster(opts, with_termlog=True, with_dumper=False)
+    live = WebArenaLive()
+    master.addons.add(live)
+    try:
+        opts.update(
+            listen_host=args.listen_host,
+            mode=proxy_modes(port=args.port, session_port=args.session_port),
+            termlog_verbosity="warn",
+            **addon_options(args),
+        )
+        if args.mitmproxy_options:
+            opts.set(*args.mitmproxy_options)
+        if live.context is None:  # nothing differed from the defaults, so configure never ran
+            live.configure(set(opts.keys()))
+    except exceptions.OptionsError as error:
+        print(f"webarena-live serve: {error}", file=sys.stderr)
+        return 2
+    master.addons.add(Banner(live, args))
+
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, master.shutdown)
+    await master.run()
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of `webarena-live serve`; returns the process exit status."""
+    try:
+        return asyncio.run(serve(args))
+    except SystemExit as exit_:  # mitmproxy exits this way when a port cannot be bound
+        return exit_.code if isinstance(exit_.code, int) else 1
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,103 @@
+"""One task, one verdict: run every evaluator of a task on a response and a trace.
+
+This is the orchestration the live addon and the offline batch share. It never
+raises on bad input: an evaluator that fails becomes an `error` evaluator
+result, and a run that cannot be evaluated at all (no site map and nothing in
+the trace to guess one from) becomes an `error` task result, which is how the
+reference scores such runs.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from evaluator.errors import WebArenaLiveError
+from evaluator.network_evaluator import evaluate_network
+from evaluator.response_evaluator import evaluate_response
+from evaluator.responses import response_warnings
+from evaluator.results import EvaluatorResult, TaskResult
+from evaluator.sites import SiteMap
+from evaluator.tasks import AgentResponseEvaluatorConfig, NetworkEventEvaluatorConfig, Task
+from evaluator.trace import NetworkTrace
+
+RESPONSE_EVALUATOR = "AgentResponseEvaluator"
+NETWORK_EVALUATOR = "NetworkEventEvaluator"
+
+
+def task_fields(task: Task) -> dict[str, Any]:
+    """The identifying fields every result of `task` carries."""
+    return {
+        "task_id": task.task_id,
+        "intent_template_id": task.intent_template_id,
+        "sites": task.sites,
+        "task_revision": task.revision,
+    }
+
+
+def _warnings_for(response: Any) -> tuple[str, ...] | None:
+    # Warnings are advice about the seed's rules; a response too broken to
+    # inspect already fails the response evaluator, so it needs no warning.
+    try:
+        found = response_warnings(response)
+    except Exception:
+        return None
+    return tuple(found) or None
+
+
+def _site_map_for(task: Task, trace: NetworkTrace, site_map: SiteMap) -> SiteMap:
+    """The site map to evaluate with, completed from the trace when it lacks a task's site.
+
+    Raises `WebArenaLiveError` when the map lacks a site and the trace offers no
+    event to take a base URL from.
+    """
+    return site_map.complete_from_trace(task.sites, trace)
+
+
+def _run_one(
+    config: AgentResponseEvaluatorConfig | NetworkEventEvaluatorConfig,
+    *,
+    task: Task,
+    response: Any,
+    trace: NetworkTrace,
+    site_map: SiteMap,
+) -> EvaluatorResult:
+    name = config.evaluator
+    try:
+        if isinstance(config, AgentResponseEvaluatorConfig):
+            derender = functools.partial(site_map.derender, sites=task.sites)
+            return evaluate_response(config, response, task=task, derender_url=derender)
+        return evaluate_network(config, trace, task=task, site_map=site_map)
+    except Exception as error:  # an evaluator bug or unforeseen input scores as an error, like the reference
+        detail = f"{type(error).__name__}: {error}" if not isinstance(error, WebArenaLiveError) else str(error)
+        return EvaluatorResult.from_error(name, f"{name} could not evaluate task {task.task_id}: {detail}")
+
+
+def evaluate_task(
+    task: Task,
+    response: Any,
+    trace: NetworkTrace,
+    *,
+    site_map: SiteMap,
+    data_checksum: str | None = None,
+) -> TaskResult:
+    """Score one agent run of `task`.
+
+    `response` is whatever the agent sent as its final answer (a dict, JSON
+    text possibly inside a code fence, None, ...). Evaluators run in the order
+    the task lists them; the task succeeds only when all of them do.
+    """
+    fields = {**task_fields(task), "webarena_verified_data_checksum": data_checksum}
+    warnings = _warnings_for(response)
+    try:
+        effective_map = _site_map_for(task, trace, site_map)
+    except Exception as error:
+        return TaskResult.from_error(
+            message=f"task {task.task_id}: cannot map its sites {list(task.sites)} to URLs: {error}",
+            warnings=warnings,
+            **fields,
+        )
+    results = [
+        _run_one(config, task=task, response=response, trace=trace, site_map=effective_map) for config in task.eval
+    ]
+    return TaskResult.from_evaluators(evaluators_results=results, warnings=warnings, **fields)

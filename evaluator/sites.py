@@ -1,0 +1,255 @@
+"""The site map: which real base URLs stand for each `__SITE__` placeholder.
+
+Task files never name real hosts; they write `__GITLAB__/a/b`. A site map says
+that `__GITLAB__` is, say, `http://localhost:8023`. A site may list several
+URLs (staging, production, the proxy's view...): *rendering* a template uses
+the active one, *derendering* a captured URL accepts any of them, so traces
+recorded against any of a site's deployments are judged the same way.
+
+The file format is the reference tooling's config:
+`{"environments": {"__SHOPPING__": {"urls": [...], "active_url_idx": 0}, ...}}`.
+Its other keys (credentials, container settings, file names) are accepted and
+ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from evaluator.errors import SiteConfigError
+
+if TYPE_CHECKING:
+    from evaluator.trace import NetworkTrace
+
+ADMIN_SITE = "shopping_admin"
+"""The one site whose pages live under a path (`/admin`) rather than at a host root."""
+
+
+def site_key(name: str) -> str:
+    """`__SHOPPING_ADMIN__`, `shopping_admin` and `SHOPPING_ADMIN` all name the same site."""
+    return name.strip().strip("_").lower()
+
+
+def placeholder(site: str) -> str:
+    """The token task URLs use for `site`: `shopping_admin` -> `__SHOPPING_ADMIN__`."""
+    return f"__{site.upper()}__"
+
+
+class SiteEnvironment(BaseModel):
+    """The URLs one site is reachable at, and which of them new requests go to."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    urls: tuple[str, ...] = ()
+    active_url_idx: int | None = None
+
+    @model_validator(mode="after")
+    def _default_active(self) -> SiteEnvironment:
+        # Like the reference: no index given means the first URL.
+        if self.active_url_idx is None and self.urls:
+            object.__setattr__(self, "active_url_idx", 0)
+        return self
+
+    @property
+    def active_url(self) -> str | None:
+        idx = self.active_url_idx
+        if not self.urls or idx is None or not 0 <= idx < len(self.urls):
+            return None
+        return self.urls[idx]
+
+
+class SiteMap(BaseModel):
+    """Placeholders to base URLs, by site name (`shopping`, `gitlab`, ...)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    environments: dict[str, SiteEnvironment] = Field(default_factory=dict)
+    _derender_tables: dict[tuple[str, ...], tuple[tuple[str, str, str], ...]] = PrivateAttr(
+        default_factory=dict
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _site_names(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("environments"), dict):
+            envs = {}
+            for name, env in data["environments"].items():
+                if not isinstance(name, str) or not site_key(name):
+                    raise ValueError(f"site name {name!r} is not a placeholder such as __SHOPPING__")
+                envs[site_key(name)] = env
+            return {"environments": envs}
+        if isinstance(data, dict) and data.get("environments") is None:
+            return {"environments": {}}
+        return data
+
+    # ------------------------------------------------------------------ loading
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "<site map>") -> SiteMap:
+        """Build from the reference config format; keys other than `environments` are ignored."""
+        if not isinstance(data, Mapping):
+            raise SiteConfigError(f"{source}: the config must be a JSON object, got {type(data).__name__}")
+        try:
+            return cls.model_validate({"environments": data.get("environments")})
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in item['loc']) or '(config)'}: {item['msg']}"
+                for item in error.errors()
+            )
+            raise SiteConfigError(f"{source}: {problems}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> SiteMap:
+        """Read a config file in the reference format."""
+        file = Path(path)
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except OSError as error:
+            raise SiteConfigError(f"{file}: cannot read site config: {error.strerror or error}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise SiteConfigError(f"{file}: site config is not valid JSON: {error}") from None
+        return cls.from_dict(data, source=str(file))
+
+    @classmethod
+    def from_urls(cls, urls: Mapping[str, str | Iterable[str]]) -> SiteMap:
+        """Convenience: `{"shopping": "http://127.0.0.1:7770"}` (or a list of URLs per site)."""
+        envs = {
+            name: {"urls": [value] if isinstance(value, str) else list(value)} for name, value in urls.items()
+        }
+        return cls.from_dict({"environments": envs})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The reference config format."""
+        return {
+            "environments": {
+                placeholder(name): {"urls": list(env.urls), "active_url_idx": env.active_url_idx}
+                for name, env in self.environments.items()
+            }
+        }
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def key(self) -> tuple[tuple[str, tuple[str, ...], int | None], ...]:
+        """A hashable identity of the mapping, for caches of derived per-event values."""
+        return tuple((name, env.urls, env.active_url_idx) for name, env in sorted(self.environments.items()))
+
+    def __eq__(self, other: object) -> bool:
+        # Compare the mapping only, not the private lookup caches.
+        return isinstance(other, SiteMap) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __contains__(self, site: object) -> bool:
+        return isinstance(site, str) and site_key(site) in self.environments
+
+    def active_url(self, site: str) -> str | None:
+        env = self.environments.get(site_key(site))
+        return env.active_url if env else None
+
+    def _checked_sites(self, sites: Iterable[str] | None) -> tuple[str, ...]:
+        if not self.environments:
+            raise SiteConfigError("no site URLs configured (give a config with 'environments')")
+        names = tuple(self.environments) if sites is None else tuple(site_key(s) for s in sites)
+        missing = [placeholder(s) for s in names if s not in self.environments]
+        if missing:
+            raise SiteConfigError(f"the site config has no URLs for {', '.join(missing)}")
+        return names
+
+    def render(self, template: str, *, sites: Iterable[str] | None = None, strict: bool = True) -> str:
+        """`__SITE__/path` -> `<active URL of site>/path`.
+
+        Only a template that *starts* with a site's placeholder is rendered; the
+        sites are tried in order. With `strict`, a template no site renders is
+        an error; otherwise it comes back unchanged. Every site asked for must
+        be configured (even when not strict), as in the reference.
+        """
+        for name in self._checked_sites(sites):
+            token = placeholder(name)
+            if not template.startswith(token):
+                continue
+            env = self.environments[name]
+            url = env.active_url
+            if url is None:
+                raise SiteConfigError(
+                    f"site {token} has no URL at index {env.active_url_idx} (urls: {list(env.urls)})"
+                )
+            rendered = template.replace(token, url)
+            if rendered != template:
+                return rendered
+        if strict:
+            raise SiteConfigError(
+                f"no site in {[placeholder(s) for s in self._checked_sites(sites)]} "
+                f"renders the URL template {template!r}"
+            )
+        return template
+
+    def _derender_table(self, sites: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
+        """(url as configured, url without trailing slash, placeholder), most specific site first."""
+        cache = self._derender_tables
+        table = cache.get(sites)
+        if table is None:
+            # Longest URL first, so `http://h/admin` wins over `http://h` for an admin page.
+            ordered = sorted(
+                sites, key=lambda s: max((len(u) for u in self.environments[s].urls), default=0), reverse=True
+            )
+            table = tuple(
+                (url, url.rstrip("/"), placeholder(name))
+                for name in ordered
+                for url in self.environments[name].urls
+            )
+            cache[sites] = table
+        return table
+
+    def derender(self, url: str, *, sites: Iterable[str] | None = None, strict: bool = False) -> str:
+        """Any configured URL of a site -> its placeholder: `http://h:8023/a` -> `__GITLAB__/a`.
+
+        The first configured URL found *anywhere* in `url` is replaced (so a URL
+        embedded in a query string is derendered too), as in the reference.
+        With `strict`, a URL that matches no site is an error.
+        """
+        names = self._checked_sites(sites)
+        for configured, stripped, token in self._derender_table(names):
+            if configured in url:
+                return url.replace(stripped, token)
+        if strict:
+            raise SiteConfigError(
+                f"URL {url!r} does not match any configured URL of {[placeholder(s) for s in names]}"
+            )
+        return url
+
+    def covers(self, sites: Iterable[str]) -> bool:
+        """True when every one of `sites` has at least one URL."""
+        return all(site_key(s) in self.environments and self.environments[site_key(s)].urls for s in sites)
+
+    def complete_from_trace(self, task_sites: Iterable[str], trace: NetworkTrace) -> SiteMap:
+        """The reference's best-effort fallback when the config lacks a task's site.
+
+        If every task site has URLs, the map is returned unchanged. Otherwise a
+        new map is guessed from the trace, holding only the task's sites: the
+        n-th site gets the scheme and host of the n-th evaluation event (the
+        last one when there are fewer events), `/admin` appended for the shop
+        admin. Without evaluation events nothing can be guessed: SiteConfigError.
+        """
+        sites = tuple(site_key(s) for s in task_sites)
+        if self.covers(sites):
+            return self
+        events = trace.evaluation_events
+        if not events:
+            raise SiteConfigError(
+                f"the site config has no URLs for {[placeholder(s) for s in sites]} and the trace has no "
+                "events to guess them from"
+            )
+        guessed: dict[str, dict[str, list[str]]] = {}
+        for index, name in enumerate(sites):
+            parts = urlsplit(events[min(index, len(events) - 1)].url)
+            base = f"{parts.scheme}://{parts.netloc}"
+            guessed[name] = {"urls": [f"{base}/admin" if name == ADMIN_SITE else base]}
+        return SiteMap.from_dict({"environments": guessed})

@@ -1,0 +1,284 @@
+"""Helpers the live end-to-end tests share: the proxy process, the control
+API client, the browser settings and the oracle run.
+
+The proxy runs as a real `webarena-live serve` subprocess on free ports; the
+oracle (webarena-verified 1.2.3) runs as a subprocess of its own venv's Python.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+REPO = Path(__file__).resolve().parents[2]
+TASKS_FILE = Path(__file__).resolve().parent / "tasks.json"
+RESERVED_HOST = "webarena-live.invalid"
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+# The reference refuses a dataset that does not hold exactly this many tasks.
+REFERENCE_TASK_COUNT = 812
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def write_config(path: Path, environments: Mapping[str, Any], *, test_data_file: Path | None = None) -> Path:
+    """A site map in the reference's config format (also read by the oracle)."""
+    config: dict[str, Any] = {"environments": dict(environments)}
+    if test_data_file is not None:
+        config["test_data_file"] = str(test_data_file)
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+# -- the proxy ---------------------------------------------------------------
+
+
+@dataclass
+class ControlClient:
+    """The control API (DESIGN §6), reached directly on the control port."""
+
+    base: str
+    http: requests.Session = field(default_factory=requests.Session)
+
+    def get(self, path: str, *, timeout: float = 10) -> requests.Response:
+        return self.http.get(self.base + path, timeout=timeout)
+
+    def post(self, path: str, body: Any = None, *, timeout: float = 30) -> requests.Response:
+        return self.http.post(self.base + path, json=body, timeout=timeout)
+
+    def start(self, task_id: int, session: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"task_id": task_id}
+        if session is not None:
+            body["session"] = session
+        reply = self.post("/sessions", body)
+        assert reply.status_code in (200, 201), f"POST /sessions {body}: {reply.status_code} {reply.text}"
+        started: dict[str, Any] = reply.json()
+        return started
+
+    def finish(self, session: str, response: Any) -> dict[str, Any]:
+        reply = self.post(f"/sessions/{session}/finish", response)
+        assert reply.status_code == 200, f"finish {session}: {reply.status_code} {reply.text}"
+        result: dict[str, Any] = reply.json()
+        return result
+
+    def trace(self, session: str) -> list[dict[str, Any]]:
+        reply = self.get(f"/sessions/{session}/trace")
+        assert reply.status_code == 200, f"trace {session}: {reply.status_code} {reply.text}"
+        return trace_events(reply.json())
+
+
+def trace_events(body: Any) -> list[dict[str, Any]]:
+    """The event list of a /trace answer: a bare list, or an object holding `events`."""
+    if isinstance(body, dict):
+        body = body.get("events")
+    assert isinstance(body, list), f"trace answer holds no event list: {str(body)[:300]}"
+    return body
+
+
+@dataclass
+class ProxyProcess:
+    process: subprocess.Popen[bytes]
+    port: int
+    session_port: int
+    control_port: int
+    output_dir: Path
+    log_file: Path
+
+    @property
+    def control(self) -> ControlClient:
+        return ControlClient(f"http://127.0.0.1:{self.control_port}")
+
+    @property
+    def proxy_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def session_proxy_url(self) -> str:
+        return f"http://127.0.0.1:{self.session_port}"
+
+    def log_tail(self, chars: int = 4000) -> str:
+        try:
+            return self.log_file.read_text(errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def start_proxy(
+    workdir: Path,
+    *,
+    tasks: Path,
+    config: Path,
+    extra_options: Sequence[str] = (),
+    plain_mitmdump: bool = False,
+    timeout: float = 30,
+) -> ProxyProcess:
+    """Run the proxy on free ports and wait until the control port's /health answers.
+
+    By default through the CLI (`webarena-live serve`); with `plain_mitmdump`
+    as plain mitmproxy loading the addon script (`mitmdump -s addon/entry.py`),
+    the other way the addon is meant to be loaded.
+    """
+    output_dir = workdir / "out"
+    confdir = workdir / "mitmproxy"  # keeps mitmproxy's CA out of the user's home
+    log_file = workdir / "proxy.log"
+    workdir.mkdir(parents=True, exist_ok=True)
+    port, session_port, control_port = free_port(), free_port(), free_port()
+    bin_dir = Path(sys.executable).parent
+    options = [f"confdir={confdir}", *extra_options]
+    if plain_mitmdump:
+        command = [
+            str(bin_dir / "mitmdump"), "-q",
+            "-s", str(REPO / "addon" / "entry.py"),
+            "--mode", f"regular@{port}",
+            "--mode", f"regular@{session_port}",
+            "--set", f"webarena_session_port={session_port}",
+            "--set", f"webarena_tasks={tasks}",
+            "--set", f"webarena_config={config}",
+            "--set", f"webarena_output_dir={output_dir}",
+            "--set", f"webarena_control_port={control_port}",
+        ]  # fmt: skip
+    else:
+        command = [
+            str(bin_dir / "webarena-live"), "serve",
+            "--tasks", str(tasks),
+            "--config", str(config),
+            "--output-dir", str(output_dir),
+            "--port", str(port),
+            "--session-port", str(session_port),
+            "--control-port", str(control_port),
+        ]  # fmt: skip
+    for option in options:
+        command += ["--set", option]
+    log = log_file.open("wb")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, env=env)
+    log.close()
+    proxy = ProxyProcess(process, port, session_port, control_port, output_dir, log_file)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{command[0]} exited with {process.returncode}:\n{proxy.log_tail()}")
+        try:
+            if proxy.control.get("/health", timeout=2).status_code == 200:
+                return proxy
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.2)
+    proxy.stop()
+    raise AssertionError(f"{command[0]} did not answer /health within {timeout}s:\n{proxy.log_tail()}")
+
+
+def wait_for(predicate: Any, *, timeout: float = 10, interval: float = 0.05, what: str = "condition") -> Any:
+    """Poll until `predicate()` is truthy; return its value or fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+# -- verdict parity with the oracle -----------------------------------------
+
+
+@dataclass(frozen=True)
+class LiveFinish:
+    """One finished session: what the live proxy said, and a copy of its outputs."""
+
+    label: str
+    task_id: int
+    live_status: str
+    snapshot: Path
+    """A directory holding <task_id>/agent_response.json and network.har."""
+
+
+class FinishRecorder:
+    """Copies each finished session's outputs aside before another run of the
+    same task overwrites them, so the oracle can judge every one later."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.finishes: list[LiveFinish] = []
+
+    def record(
+        self, label: str, output_dir: Path, task_id: int, live_result: Mapping[str, Any]
+    ) -> LiveFinish:
+        # Runs of the same task go to different snapshot directories: the
+        # oracle evaluates a whole directory of <task_id>/ folders at a time.
+        generation = sum(1 for finish in self.finishes if finish.task_id == task_id)
+        snapshot = self.root / f"run{generation}"
+        target = snapshot / str(task_id)
+        target.mkdir(parents=True, exist_ok=False)
+        for name in ("agent_response.json", "network.har"):
+            shutil.copy2(output_dir / str(task_id) / name, target / name)
+        finish = LiveFinish(label, task_id, str(live_result["status"]), snapshot)
+        self.finishes.append(finish)
+        return finish
+
+
+def oracle_dataset(official: Path, ours: Path, dest: Path) -> Path:
+    """Our tasks plus enough official ones to make the 812 the reference insists on."""
+    own = json.loads(ours.read_text())
+    official_tasks = json.loads(official.read_text())
+    own_ids = {task["task_id"] for task in own}
+    filler = [task for task in official_tasks if task["task_id"] not in own_ids]
+    merged = own + filler[: REFERENCE_TASK_COUNT - len(own)]
+    dest.write_text(json.dumps(merged))
+    return dest
+
+
+def oracle_verdicts(oracle_python: Path, output_dir: Path, config: Path) -> dict[int, dict[str, Any]]:
+    """Run `webarena-verified eval-tasks` on a directory; its eval_result.json per task."""
+    run = subprocess.run(
+        [str(oracle_python), "-m", "webarena_verified", "eval-tasks", "--output-dir", str(output_dir),
+         "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, (
+        f"oracle eval-tasks failed ({run.returncode}):\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    )
+    verdicts: dict[int, dict[str, Any]] = {}
+    for task_dir in output_dir.iterdir():
+        result_file = task_dir / "eval_result.json"
+        if task_dir.is_dir() and result_file.exists():
+            verdicts[int(task_dir.name)] = json.loads(result_file.read_text())
+    return verdicts

@@ -1,0 +1,141 @@
+"""The control port's HTTP server: real sockets on 127.0.0.1, real streaming."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from addon_helpers import SHOP, browser_headers, make_flow, write_tasks
+
+from addon import control_server
+from addon.capture import event_from_flow
+from addon.control import ControlContext, handle_request
+from addon.control_server import ControlServer
+from addon.sessions import SessionStore
+from evaluator.sites import SiteMap
+from evaluator.tasks import load_tasks
+
+
+def make_context(tmp_path) -> ControlContext:
+    tasks = load_tasks(write_tasks(tmp_path))
+    return ControlContext(tasks=tasks, site_map=SiteMap(), sessions=SessionStore())  # no site map: unrendered
+
+
+async def read_response(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+    body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return status, headers, body
+
+
+async def read_until(reader: asyncio.StreamReader, needle: bytes) -> bytes:
+    """Read the stream until `needle` has arrived (chunked framing and all)."""
+    seen = b""
+    while needle not in seen:
+        chunk = await reader.read(4096)
+        assert chunk, f"stream ended before {needle!r}"
+        seen += chunk
+    return seen
+
+
+def serve(tmp_path, scenario) -> None:
+    async def main() -> None:
+        server = ControlServer(make_context(tmp_path), host="127.0.0.1", port=0)
+        await server.start()
+        try:
+            await asyncio.wait_for(scenario(server), timeout=30)
+        finally:
+            await server.stop()
+
+    asyncio.run(main())
+
+
+def test_keep_alive_serves_several_requests_on_one_connection(tmp_path):
+    async def scenario(server: ControlServer) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /tasks/9003 HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = await read_response(reader)
+        second = await read_response(reader)
+        assert first[0] == 200 and json.loads(first[2])["status"] == "ok"
+        assert first[1]["access-control-allow-origin"] == "*"
+        assert second[0] == 200 and json.loads(second[2])["task_id"] == 9003
+        body = b'{"task_id": 9001, "session": "s"}'
+        head = b"POST /sessions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+        writer.write(head + body)
+        status, _, answer = await read_response(reader)
+        assert status == 200 and json.loads(answer)["session"] == "s"
+        writer.close()
+
+    serve(tmp_path, scenario)
+
+
+def test_event_stream_pushes_events_as_they_are_captured(tmp_path):
+    async def scenario(server: ControlServer) -> None:
+        session = server.ctx.sessions.get_or_create("live")
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /sessions/live/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert b"text/event-stream" in head and b"chunked" in head.lower()
+        await read_until(reader, b"event: session")
+        assert len(session.listeners) == 1
+        for path in ("/one", "/two"):
+            flow = make_flow(url=f"{SHOP}{path}", headers=browser_headers(navigate=True))
+            session.append(event_from_flow(flow))
+            await read_until(reader, f"{SHOP}{path}".encode())
+        writer.close()
+        for _ in range(100):  # the server notices the hang-up and unsubscribes
+            if not session.listeners:
+                break
+            await asyncio.sleep(0.02)
+        assert session.listeners == []
+
+    serve(tmp_path, scenario)
+
+
+def test_stream_of_a_finished_session_replays_and_ends(tmp_path):
+    async def scenario(server: ControlServer) -> None:
+        ctx = server.ctx
+        ctx.sessions.start("done", ctx.tasks[9001]).append(event_from_flow(make_flow(url=f"{SHOP}/x")))
+        answer = b'{"task_type": "navigate", "status": "SUCCESS"}'
+        assert handle_request(ctx, "POST", "/sessions/done/finish", answer).status == 200
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /sessions/done/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        everything = await reader.read()  # the server ends the stream itself
+        assert b"event: finished" in everything and f"{SHOP}/x".encode() in everything
+        writer.close()
+
+    serve(tmp_path, scenario)
+
+
+def test_oversized_and_malformed_requests_do_not_take_the_server_down(tmp_path, monkeypatch):
+    monkeypatch.setattr(control_server, "MAX_BODY", 10)
+
+    async def scenario(server: ControlServer) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"POST /sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + b"x" * 100)
+        status, _, body = await read_response(reader)
+        assert status == 413 and json.loads(body)["error"] == "too_large"
+        writer.close()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"NONSENSE\r\n\r\n")
+        assert await reader.read() is not None  # closed, no crash
+        writer.close()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert (await read_response(reader))[0] == 200
+        writer.close()
+
+    serve(tmp_path, scenario)
+
+
+def test_cors_preflight(tmp_path):
+    async def scenario(server: ControlServer) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"OPTIONS /sessions HTTP/1.1\r\nHost: x\r\nOrigin: http://a\r\n\r\n")
+        status, headers, _ = await read_response(reader)
+        assert status == 204 and "POST" in headers["access-control-allow-methods"]
+        writer.close()
+
+    serve(tmp_path, scenario)

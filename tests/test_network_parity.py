@@ -1,0 +1,105 @@
+"""Our NetworkEventEvaluator verdicts against the oracle's, on every official task that has one.
+
+For each such task a golden trace (the expected events among static assets,
+XHRs and earlier navigations) and three mutations of it (taken in turn from
+`network_cases.MUTATIONS`: other status, other method, changed referer, extra
+or ignored query parameters, changed post data, other path, upper-cased path,
+missing event, JSON posted as text, query moved into a base64 path segment,
+upper-cased post data, a later event shadowing the expected one...) are
+written as HAR files. We judge the HAR as loaded by `load_trace`; the oracle
+judges the HAR *we export* from that trace (`trace_to_har`), so a lossy
+export shows up as a disagreement too.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import network_cases as cases
+
+from evaluator.har import load_trace, trace_to_har
+from evaluator.network_evaluator import evaluate_network
+from evaluator.tasks import load_tasks
+
+HERE = Path(__file__).resolve().parent
+MUTATION_NAMES = [name for name in cases.MUTATIONS if name != "golden"]
+PER_TASK = 3
+
+
+def _build_runs(official_dataset: Path, tmp_path: Path) -> tuple[Any, list[dict[str, Any]]]:
+    tasks = load_tasks(official_dataset)
+    runs: list[dict[str, Any]] = []
+    for position, (task_id, task) in enumerate(sorted(tasks.items())):
+        if not task.network_configs:
+            continue
+        chosen = ["golden"] + [
+            MUTATION_NAMES[(position * PER_TASK + k) % len(MUTATION_NAMES)] for k in range(PER_TASK)
+        ]
+        for name in chosen:
+            entries = cases.MUTATIONS[name](task)
+            if entries is None:
+                continue
+            original = tmp_path / f"{task_id}_{name}.har"
+            original.write_text(json.dumps(cases.har(entries)))
+            exported = tmp_path / f"{task_id}_{name}.exported.har"
+            exported.write_text(json.dumps(trace_to_har(load_trace(original))))
+            runs.append(
+                {
+                    "task_id": task_id,
+                    "mutation": name,
+                    "response": task.response_config.expected.model_dump(mode="json"),
+                    "original": str(original),
+                    "har": str(exported),
+                }
+            )
+    return tasks, runs
+
+
+def test_network_verdicts_match_the_oracle(
+    oracle_python: Path, official_dataset: Path, tmp_path: Path
+) -> None:
+    tasks, runs = _build_runs(official_dataset, tmp_path)
+    assert len({run["task_id"] for run in runs}) > 400  # every official task with a network evaluator
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps({"config": cases.CONFIG, "runs": runs}))
+    out = subprocess.run(
+        [str(oracle_python), str(HERE / "oracle_network.py"), "evaluate", str(request)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    verdicts = json.loads(out.stdout)
+    assert len(verdicts) == len(runs)
+
+    disagreements = []
+    golden_passing = golden_total = 0
+    statuses: dict[str, int] = {}
+    for run, theirs_task in zip(runs, verdicts, strict=True):
+        task = tasks[run["task_id"]]
+        trace = load_trace(run["original"])
+        ours = [
+            evaluate_network(config, trace, task=task, site_map=cases.SITE_MAP).status.value
+            for config in task.network_configs
+        ]
+        theirs = [e["status"] for e in theirs_task["evaluators"] if e["name"] == "NetworkEventEvaluator"]
+        for status in ours:
+            statuses[status] = statuses.get(status, 0) + 1
+        if ours != theirs:
+            disagreements.append(
+                (run["task_id"], run["mutation"], ours, theirs, theirs_task.get("error_msg"))
+            )
+        if run["mutation"] == "golden":
+            golden_total += 1
+            golden_passing += all(status == "success" for status in theirs)
+    agreed = len(runs) - len(disagreements)
+    print(
+        f"\nnetwork parity agreement: {agreed}/{len(runs)}; statuses: {statuses}; "
+        f"golden traces passing under the oracle: {golden_passing}/{golden_total}"
+    )
+    assert not disagreements, disagreements[:10]
+    # The cases must exercise both verdicts broadly, or agreement would mean little.
+    assert statuses.get("success", 0) > 300 and statuses.get("failure", 0) > 300
+    assert golden_passing / golden_total > 0.8
