@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
@@ -254,7 +254,8 @@ def finish_session(ctx: ControlContext, session: Session, body: bytes) -> Reply:
         except OSError as error:
             raise ControlError(507, "output_failed", f"cannot write outputs: {error}") from None
     session.finish(result, outputs=outputs)
-    return json_reply(200, result.to_dict(), headers=(("X-WebArena-Live-Session", session.name),))
+    # Percent-encoded: a session name may hold characters a header value cannot.
+    return json_reply(200, result.to_dict(), headers=(("X-WebArena-Live-Session", quote(session.name)),))
 
 
 def session_har(session: Session) -> Reply:

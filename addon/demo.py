@@ -71,6 +71,36 @@ class Verdict:
         return (self.status != "success") == self.expected_to_fail
 
 
+def _shown(value: Any) -> str:
+    """A normalized value as people read it; URLs as one string with their query."""
+    if isinstance(value, dict) and "base_url" in value:
+        query = value.get("query_params") or {}
+        pairs = [f"{key}={item}" for key, items in sorted(query.items()) for item in items]
+        return str(value["base_url"]).rstrip("/") + ("?" + "&".join(pairs) if pairs else "")
+    return json.dumps(value, ensure_ascii=False)
+
+
+def event_differences(expected: Any, actual_events: Any) -> list[str]:
+    """How the last candidate event differs from the expected one, field by field.
+
+    The network evaluator's own message only says that no event matched; the
+    result also carries the normalized expected event and the candidates, which
+    say why.
+    """
+    if not isinstance(expected, dict) or not isinstance(actual_events, list):
+        return []
+    if not actual_events:
+        return [f"expected an event for {_shown(expected.get('url'))}"]
+    actual = actual_events[-1]
+    if not isinstance(actual, dict):
+        return []
+    return [
+        f"{field}: expected {_shown(want)}, got {_shown(actual.get(field))}"
+        for field, want in expected.items()
+        if want is not None and _shown(want) != _shown(actual.get(field))
+    ]
+
+
 def failure_reason(result: dict[str, Any]) -> str:
     """Why a verdict is not a success, from the failed assertions (or the error) of each evaluator."""
     reasons = []
@@ -88,7 +118,10 @@ def failure_reason(result: dict[str, Any]) -> str:
         if evaluator.get("error_msg"):
             messages.append(str(evaluator["error_msg"]))
         name = evaluator.get("evaluator_name", "?")
-        reasons.append(f"{name}: {'; '.join(messages) or evaluator.get('status')}")
+        if name == "NetworkEventEvaluator":
+            messages.extend(event_differences(evaluator.get("expected"), evaluator.get("actual_normalized")))
+        text = "; ".join(str(message).rstrip(".") for message in messages)
+        reasons.append(f"{name}: {text or evaluator.get('status')}")
     return "\n".join(reasons)
 
 

@@ -37,6 +37,8 @@ class DemoError(WebArenaLiveError):
 
 @dataclass(frozen=True)
 class Ports:
+    """The proxy's three listening ports (DESIGN §5, §6)."""
+
     proxy: int
     session: int
     control: int
@@ -78,7 +80,11 @@ def load_demo_site() -> ModuleType:
 
 
 def write_site_config(output_dir: Path, site_url: str, tasks_file: Path) -> Path:
-    """The site map in the reference's config format, usable by `serve --config` and by the reference."""
+    """The site map in the reference's config format, for `serve --config` and `evaluate --config`.
+
+    The reference reads the same file, but its `eval-tasks` only accepts a
+    `test_data_file` of exactly 812 tasks (tests/test_demo.py shows the padding).
+    """
     config = {
         "test_data_file": str(tasks_file),
         "environments": {"__SHOPPING__": {"urls": [site_url], "active_url_idx": 0}},
@@ -106,6 +112,8 @@ class ControlClient:
         except urllib.error.HTTPError as error:
             detail = error.read().decode("utf-8", "replace")
             raise DemoError(f"control API {method} {path} answered {error.code}: {detail}") from None
+        except (OSError, json.JSONDecodeError) as error:
+            raise DemoError(f"control API {method} {path} failed: {error}") from None
 
     def wait_healthy(self, proxy: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
         deadline = time.monotonic() + PROXY_START_TIMEOUT_S
@@ -116,7 +124,7 @@ class ControlClient:
                 raise DemoError(f"the proxy exited with code {code}: {' | '.join(tail)} (see {log})")
             try:
                 return dict(self.call("GET", "/health", timeout=2.0))
-            except (OSError, DemoError):
+            except DemoError:
                 time.sleep(0.1)
         raise DemoError(f"the proxy did not answer on {self.base}/health within {PROXY_START_TIMEOUT_S:.0f}s")
 

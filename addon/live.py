@@ -128,19 +128,21 @@ class WebArenaLive:
             raise exceptions.OptionsError(str(error)) from None
         output_dir = Path(options.webarena_output_dir) if options.webarena_output_dir else None
         journal_dir = Path(options.webarena_journal_dir or default_journal_dir(options.webarena_output_dir))
-        if self.context is None or self.context.sessions.journal_dir != journal_dir:
-            if self.context is not None:
-                self.context.sessions.close()
+        if self.context is None:
             sessions = SessionStore(journal_dir=journal_dir)
-        else:
+        else:  # reconfigured while running: sessions live on, new runs journal to the new place
             sessions = self.context.sessions
+            sessions.move_journal(journal_dir)
         self.context = ControlContext(
             tasks=tasks,
             site_map=site_map,
             sessions=sessions,
             output_dir=output_dir,
             token=options.webarena_control_token or None,
+            extra_health=self.context.extra_health if self.context is not None else {},
         )
+        if self.server is not None:  # options changed while running: the control port serves the new state
+            self.server.ctx = self.context
         self.body_cap = options.webarena_body_cap
         self.session_port = options.webarena_session_port
         logger.info("webarena-live: %d tasks from %s; journal in %s", len(tasks), tasks.source, journal_dir)

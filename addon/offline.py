@@ -53,7 +53,12 @@ def _print_problems(console: Console, report: BatchReport) -> None:
     if errors:
         console.print(f"[bold red]{len(errors)} task(s) could not be evaluated:[/]")
         for result in errors:
-            console.print(f"  task {result.task_id}: {_error_text(result)}", markup=False, highlight=False)
+            console.print(
+                f"  task {result.task_id}: {_error_text(result)}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
     if report.skipped_task_ids:
         ids = ", ".join(str(i) for i in report.skipped_task_ids)
         console.print(f"[yellow]skipped (agent_response.json or network.har missing):[/] {ids}")
@@ -74,12 +79,13 @@ def run(args: argparse.Namespace) -> int:
         site_map = SiteMap.load(args.config) if args.config else SiteMap()
         if not output_dir.is_dir():
             raise WebArenaLiveError(f"{output_dir}: output directory does not exist")
+        skipped: list[int] = []
         if args.task_ids:
-            selected, skipped = list(dict.fromkeys(args.task_ids)), []
+            selected = list(dict.fromkeys(args.task_ids))
         else:
             selected, skipped = discover_runs(output_dir)
     except WebArenaLiveError as error:
-        errors.print(f"webarena-live evaluate: {error}", markup=False, highlight=False)
+        errors.print(f"webarena-live evaluate: {error}", markup=False, highlight=False, soft_wrap=True)
         return 2
 
     show_progress = len(selected) >= PROGRESS_THRESHOLD

@@ -53,8 +53,8 @@ class Banner:
 
     def running(self) -> None:
         context = self.live.context
-        if context is None:
-            return
+        if context is None or (ctx.options.webarena_control_port and self.live.server is None):
+            return  # startup failed (the error is logged and mitmproxy is about to exit)
         host, args = self.args.listen_host, self.args
         lines = [
             f"webarena-live {__version__}: {len(context.tasks)} tasks from {context.tasks.source}",

@@ -27,6 +27,8 @@ from evaluator.trace import NetworkEvent, NetworkTrace
 
 DEFAULT_SESSION = "default"
 MAX_SESSION_NAME = 128
+IDLE_TRACE_LIMIT = 10_000
+"""Events a session without a task keeps in memory; older ones are only in its journal."""
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +108,7 @@ class Session:
 
     def __init__(self, name: str, *, journal_dir: Path | None) -> None:
         self.name = name
-        self._journal_dir = journal_dir
+        self.journal_dir = journal_dir
         self.listeners: list[Listener] = []
         self.task: Task | None = None
         self.state = SessionState.IDLE
@@ -114,6 +116,7 @@ class Session:
         self.outputs: dict[str, str] | None = None
         self.late_events = 0
         """Events that arrived after the session finished (not in the trace)."""
+        self.dropped_idle_events = 0
         self._reset(task=None)
 
     def _reset(self, *, task: Task | None) -> None:
@@ -122,14 +125,15 @@ class Session:
         self.result = None
         self.outputs = None
         self.late_events = 0
+        self.dropped_idle_events = 0
         self.started = time.time()
         self.finished: float | None = None
         self.state = SessionState.IDLE if task is None else SessionState.RUNNING
-        if self._journal_dir is None:
+        if self.journal_dir is None:
             self.journal: Journal | None = None
         else:
             name = journal_filename(self.name, task.task_id if task else None, datetime.now(UTC))
-            self.journal = Journal(self._journal_dir / name)
+            self.journal = Journal(self.journal_dir / name)
 
     def start(self, task: Task) -> None:
         """Begin (or begin again) an attempt at `task`, forgetting every event so far."""
@@ -143,6 +147,11 @@ class Session:
         if self.state is SessionState.FINISHED:
             self.late_events += 1
             return False
+        if self.state is SessionState.IDLE and len(self.trace) >= IDLE_TRACE_LIMIT:
+            # Nobody will evaluate an idle trace (starting a task clears it), so a proxy used for
+            # hours without tasks must not hold every event in memory; the journal keeps them all.
+            self.dropped_idle_events += len(self.trace)
+            self.trace = NetworkTrace()
         self.trace.append(event)
         if self.journal is not None:
             self.journal.write(event)
@@ -183,6 +192,8 @@ class Session:
         }
         if self.late_events:
             view["late_events"] = self.late_events
+        if self.dropped_idle_events:
+            view["dropped_idle_events"] = self.dropped_idle_events
         if self.result is not None:
             view["result"] = {"status": self.result.status.value, "score": self.result.score}
         if self.outputs:
@@ -217,6 +228,12 @@ class SessionStore:
         if session is None:
             session = self._sessions[name] = Session(name, journal_dir=self.journal_dir)
         return session
+
+    def move_journal(self, journal_dir: Path | None) -> None:
+        """Journal the next run of every session (and every new session) under `journal_dir`."""
+        self.journal_dir = journal_dir
+        for session in self._sessions.values():
+            session.journal_dir = journal_dir
 
     def start(self, name: str, task: Task) -> Session:
         session = self.get_or_create(name)

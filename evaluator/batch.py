@@ -87,7 +87,9 @@ def summarize(results: Iterable[TaskResult]) -> BatchSummary:
         buckets.setdefault(key, {status: [] for status in EvalStatus})[result.status].append(result.task_id)
 
     def build(by_status: dict[EvalStatus, list[int]]) -> SiteSummary:
-        success, failure, error = (by_status[s] for s in (EvalStatus.SUCCESS, EvalStatus.FAILURE, EvalStatus.ERROR))
+        success, failure, error = (
+            by_status[s] for s in (EvalStatus.SUCCESS, EvalStatus.FAILURE, EvalStatus.ERROR)
+        )
         return SiteSummary(
             total=len(success) + len(failure) + len(error),
             success_count=len(success),
@@ -177,7 +179,9 @@ def evaluate_run(
         except OSError as error:
             raise RunInputError(f"{trace_path}: cannot read the trace: {error.strerror or error}") from None
         except Exception as error:  # a reader bug must not stop the batch; the run scores as an error
-            raise RunInputError(f"{trace_path}: cannot read the trace: {type(error).__name__}: {error}") from None
+            raise RunInputError(
+                f"{trace_path}: cannot read the trace: {type(error).__name__}: {error}"
+            ) from None
     except RunInputError as error:
         return TaskResult.from_error(
             message=str(error), webarena_verified_data_checksum=data_checksum, **task_fields(task)

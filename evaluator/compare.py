@@ -34,7 +34,9 @@ def compare(
     ignored_keys: Collection[str] = (),
 ) -> list[Assertion]:
     """Failed assertions of `actual` against `expected`; `[]` means they match."""
-    walk = _Comparison(ordered=ordered, ignore_extra_keys=ignore_extra_keys, ignored_keys=frozenset(ignored_keys))
+    walk = _Comparison(
+        ordered=ordered, ignore_extra_keys=ignore_extra_keys, ignored_keys=frozenset(ignored_keys)
+    )
     return walk.values(actual, expected, value_name, set())
 
 
@@ -59,7 +61,9 @@ class _Comparison:
     def values(self, actual: Any, expected: Any, path: str, seen: set[int]) -> list[Assertion]:
         if isinstance(actual, Mapping | list | tuple):
             if id(actual) in seen:
-                raise ComparisonError(f"the actual value at {path} contains itself (or the same object twice)")
+                raise ComparisonError(
+                    f"the actual value at {path} contains itself (or the same object twice)"
+                )
             seen.add(id(actual))
         if expected is None and actual is None:
             return []
@@ -70,7 +74,9 @@ class _Comparison:
         if isinstance(expected, list | tuple):
             return self.lists(actual, expected, path, seen)
         if expected != actual:
-            return [Assertion.failure(f"{path}_mismatch", f"Expected {_shown(expected)}, got {_shown(actual)}")]
+            return [
+                Assertion.failure(f"{path}_mismatch", f"Expected {_shown(expected)}, got {_shown(actual)}")
+            ]
         return []
 
     def objects(self, actual: Any, expected: Mapping[Any, Any], path: str, seen: set[int]) -> list[Assertion]:
@@ -96,9 +102,13 @@ class _Comparison:
             failures.extend(self.values(actual[key], expected[key], f"{path}.{key}", seen))
         return failures
 
-    def lists(self, actual: Any, expected: list[Any] | tuple[Any, ...], path: str, seen: set[int]) -> list[Assertion]:
+    def lists(
+        self, actual: Any, expected: list[Any] | tuple[Any, ...], path: str, seen: set[int]
+    ) -> list[Assertion]:
         if not isinstance(actual, list | tuple):
-            return [Assertion.failure(f"{path}_invalid_format", f"Expected a list, got a {type(actual).__name__}")]
+            return [
+                Assertion.failure(f"{path}_invalid_format", f"Expected a list, got a {type(actual).__name__}")
+            ]
         if self.ordered:
             return self.in_order(actual, expected, path, seen)
         return self.any_order(actual, expected, path, seen)
@@ -127,7 +137,10 @@ class _Comparison:
         elif not extra:
             summary = f"{missing} expected item(s) missing; matched {matched}/{len(expected)}"
         else:
-            summary = f"Items differ (any order): matched {matched}/{len(expected)}, {missing} missing, {extra} unexpected"
+            summary = (
+                f"Items differ (any order): matched {matched}/{len(expected)}, "
+                f"{missing} missing, {extra} unexpected"
+            )
         return [
             Assertion.failure(
                 f"{path}_array_values_mismatch",

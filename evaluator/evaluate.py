@@ -69,7 +69,9 @@ def _run_one(
             return evaluate_response(config, response, task=task, derender_url=derender)
         return evaluate_network(config, trace, task=task, site_map=site_map)
     except Exception as error:  # an evaluator bug or unforeseen input scores as an error, like the reference
-        detail = f"{type(error).__name__}: {error}" if not isinstance(error, WebArenaLiveError) else str(error)
+        detail = (
+            f"{type(error).__name__}: {error}" if not isinstance(error, WebArenaLiveError) else str(error)
+        )
         return EvaluatorResult.from_error(name, f"{name} could not evaluate task {task.task_id}: {detail}")
 
 
@@ -89,6 +91,15 @@ def evaluate_task(
     """
     fields = {**task_fields(task), "webarena_verified_data_checksum": data_checksum}
     warnings = _warnings_for(response)
+    if not len(trace):
+        # The reference cannot load a trace without events and scores the run as an error,
+        # even for tasks that only check the response; the verdict must be the same.
+        return TaskResult.from_error(
+            message=f"task {task.task_id}: the network trace has no events (the reference scores an empty "
+            "trace as an error)",
+            warnings=warnings,
+            **fields,
+        )
     try:
         effective_map = _site_map_for(task, trace, site_map)
     except Exception as error:
@@ -98,6 +109,7 @@ def evaluate_task(
             **fields,
         )
     results = [
-        _run_one(config, task=task, response=response, trace=trace, site_map=effective_map) for config in task.eval
+        _run_one(config, task=task, response=response, trace=trace, site_map=effective_map)
+        for config in task.eval
     ]
     return TaskResult.from_evaluators(evaluators_results=results, warnings=warnings, **fields)

@@ -32,7 +32,8 @@ from functools import partial
 from typing import Any
 from urllib.parse import unquote
 
-from evaluator import bodies, jsonpaths
+from evaluator import bodies, jsonpaths, values
+from evaluator.compare import compare
 from evaluator.results import Assertion, EvaluatorResult
 from evaluator.sites import SiteMap
 from evaluator.tasks import NetworkEventEvaluatorConfig, Task, TaskType
@@ -48,24 +49,14 @@ _PLANS: dict[tuple[Any, ...], tuple[NetworkEventEvaluatorConfig, _Plan | Excepti
 _MAX_PLANS = 2048
 
 
-def _values() -> Any:
-    # Imported late: the value types package imports this project's URL type lazily too.
-    import evaluator.values as values
-
-    return values
-
-
-def _compare(actual: Any, expected: Any) -> list[Assertion]:
-    from evaluator.compare import compare
-
-    return compare(actual, expected, ordered=False, value_name="network_event", ignore_extra_keys=True)
-
-
 class _Plan:
     """The expected side of one evaluator config for one task and site map, prepared once."""
 
     def __init__(self, config: NetworkEventEvaluatorConfig, task: Task, site_map: SiteMap) -> None:
         self.token = next(_tokens)
+        self.candidate_key = ("network.candidate", self.token)
+        self.url_key = ("network.url", self.token)
+        self.normalized_key = ("network.normalized", self.token)
         self.config = config
         spec = config.expected
         sites = task.sites
@@ -96,6 +87,8 @@ class _Plan:
         self.cookie_names = tuple(spec.response_cookies or ())
         self.wants_post_data = bool(spec.post_data)
         self.wants_content = bool(spec.response_content)
+        self.expected_report = values.report(self.expected)
+        self.report_key = ("network.report", self.token)
 
     # ------------------------------------------------------------- normalizing
 
@@ -104,7 +97,7 @@ class _Plan:
         config = self.config
         normalize_query = None
         if self._query_schema:
-            normalize_query = partial(_values().normalize, schema=self._query_schema, strict=strict)
+            normalize_query = partial(values.normalize, schema=self._query_schema, strict=strict)
         try:
             return Url(
                 value,
@@ -129,7 +122,6 @@ class _Plan:
         post_keys: tuple[str, ...] | None,
         content_keys: tuple[str, ...] | None,
     ) -> dict[str, Any]:
-        values = _values()
         out = dict(event)
         out["url"] = self.url(event["url"], strict=strict, query_params=event.get("query_params"))
         out.pop("query_params", None)
@@ -157,7 +149,7 @@ class _Plan:
                 if isinstance(value, str)
                 else [self.derender_lenient(item) for item in value]
             )
-            return _values().normalize_single(derendered, "string", strict=strict)
+            return values.normalize_single(derendered, "string", strict=strict)
         except Exception:  # the reference keeps a header it cannot read as it is, even when strict
             return value
 
@@ -178,14 +170,14 @@ class _Plan:
         if not data:
             return data
         derender = self.derender_strict if strict else self.derender_lenient
-        return _values().normalize(
+        return values.normalize(
             data, self.config.post_data_schema or {}, strict=strict, derender_url=derender
         )
 
     # ------------------------------------------------------------- the events
 
     def event_url(self, event: NetworkEvent) -> Any:
-        key = ("network.url", self.token)
+        key = self.url_key
         memo = event.memo
         if key not in memo:
             memo[key] = self.url(event.url, strict=False)
@@ -195,11 +187,9 @@ class _Plan:
         """Method, base URL and referer fit (step 1); memoized per event."""
         if self.method and event.method != self.method:
             return False
-        key = ("network.candidate", self.token)
-        memo = event.memo
-        found = memo.get(key)
+        found = event.memo.get(self.candidate_key)
         if found is None:
-            found = memo[key] = self._fits(event)
+            found = event.memo[self.candidate_key] = self._fits(event)
         return found
 
     def _fits(self, event: NetworkEvent) -> bool:
@@ -240,8 +230,18 @@ class _Plan:
                 raw["response_cookies"] = cookies
         return raw
 
+    def reports(self, event: NetworkEvent) -> tuple[Any, Any]:
+        """The event's raw data and normalized view as JSON, for results (memoized)."""
+        memo = event.memo
+        if self.report_key not in memo:
+            memo[self.report_key] = (
+                _jsonable(self.raw_event(event)),
+                values.report(self.normalized_event(event)),
+            )
+        return memo[self.report_key]
+
     def normalized_event(self, event: NetworkEvent) -> dict[str, Any]:
-        key = ("network.normalized", self.token)
+        key = self.normalized_key
         memo = event.memo
         if key not in memo:
             raw = self.raw_event(event)
@@ -299,11 +299,29 @@ def _plan_for(config: NetworkEventEvaluatorConfig, task: Task, site_map: SiteMap
 
 
 def candidates(plan: _Plan, trace: NetworkTrace) -> list[NetworkEvent]:
-    """Step 1: the events that could be the expected one, in trace order."""
+    """Step 1: the events that could be the expected one, in trace order.
+
+    The search resumes where the previous evaluation of this trace stopped
+    (traces only grow), and each event's verdict is memoized on the event.
+    """
     if plan.navigate_only:
         navigations = trace.navigation_events
         return [navigations[-1]] if navigations else []
-    return [event for event in trace.evaluation_events if plan.is_candidate(event)]
+    events = trace.evaluation_events
+    scanned, found = trace.memo.get(plan.candidate_key, (0, []))
+    if scanned < len(events):
+        found = list(found)
+        method, key = plan.method, plan.candidate_key
+        for event in events[scanned:]:
+            if method and event.method != method:
+                continue
+            fits = event.memo.get(key)
+            if fits is None:
+                fits = event.memo[key] = plan._fits(event)
+            if fits:
+                found.append(event)
+        trace.memo[plan.candidate_key] = (len(events), found)
+    return found
 
 
 def _assertions(plan: _Plan, actual: list[dict[str, Any]]) -> list[Assertion]:
@@ -324,7 +342,9 @@ def _assertions(plan: _Plan, actual: list[dict[str, Any]]) -> list[Assertion]:
             )
         ]
     for event in actual:
-        if not _compare(event, plan.expected):
+        if not compare(
+            event, plan.expected, ordered=False, value_name="network_event", ignore_extra_keys=True
+        ):
             return []
     return [
         Assertion.failure(
@@ -339,34 +359,31 @@ def evaluate_network(
     config: NetworkEventEvaluatorConfig, trace: NetworkTrace, *, task: Task, site_map: SiteMap
 ) -> EvaluatorResult:
     """Judge `trace` against one NetworkEventEvaluator of `task` (never raises on bad input)."""
-    raw: list[dict[str, Any]] | None = None
     normalized: list[dict[str, Any]] | None = None
     plan: _Plan | None = None
+    events: list[NetworkEvent] = []
     try:
         plan = _plan_for(config, task, site_map)
         events = candidates(plan, trace)
         if config.last_event_only:
             events = events[-1:]
-        raw = [plan.raw_event(event) for event in events]
         normalized = [plan.normalized_event(event) for event in events]
         assertions = _assertions(plan, normalized)
+        reports = [plan.reports(event) for event in events]
     except Exception as error:
-        report = _values().report
         return EvaluatorResult.from_error(
             EVALUATOR_NAME,
             f"Error during evaluation with evaluator {EVALUATOR_NAME} for task {task.task_id}: {error}",
-            actual=_jsonable(raw),
-            actual_normalized=report(normalized) if normalized is not None else None,
-            expected=report(plan.expected) if plan is not None else None,
+            actual_normalized=values.report(normalized) if normalized is not None else None,
+            expected=plan.expected_report if plan is not None else None,
             should_not_exist=config.should_not_exist,
         )
-    report = _values().report
     return EvaluatorResult.from_assertions(
         EVALUATOR_NAME,
         assertions,
-        actual=_jsonable(raw),
-        actual_normalized=report(normalized),
-        expected=report(plan.expected),
+        actual=[raw for raw, _ in reports],
+        actual_normalized=[view for _, view in reports],
+        expected=plan.expected_report,
         should_not_exist=config.should_not_exist,
     )
 

@@ -15,14 +15,15 @@ names `action` and `results` are read like `task_type` and `retrieved_data`
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from evaluator.compare import compare
 from evaluator.errors import AgentResponseError
+from evaluator.responses import RETRIEVED_DATA_FIELDS, TASK_TYPE_FIELDS, first_present, response_document
 from evaluator.results import Assertion, EvaluatorResult
 from evaluator.tasks import AgentResponseEvaluatorConfig, Task, TaskType
 from evaluator.values import DerenderUrl, Text, normalize_list, report
-from evaluator.responses import RETRIEVED_DATA_FIELDS, TASK_TYPE_FIELDS, first_present, response_document
 
 EVALUATOR_NAME = "AgentResponseEvaluator"
 
@@ -40,15 +41,34 @@ def _retrieved_data(
 # Normalized expected answers by (config, de-renderer) identity: a task's expected answer is the
 # same at every evaluation, so it is normalized once. Bounded; entries keep their config alive,
 # so an id is never reused while its entry exists.
-_EXPECTED_CACHE: dict[tuple[int, int], tuple[AgentResponseEvaluatorConfig, Any, dict[str, Any]]] = {}
+_EXPECTED_CACHE: dict[tuple[int, Any], tuple[AgentResponseEvaluatorConfig, Any, dict[str, Any]]] = {}
 _EXPECTED_CACHE_SIZE = 4096
 
 
-def expected_response(config: AgentResponseEvaluatorConfig, derender_url: DerenderUrl | None = None) -> dict[str, Any]:
+def _callable_identity(function: Any) -> Any:
+    """A key equal for equivalent de-renderers: callers build a fresh `partial(site_map.derender,
+    sites=...)` per evaluation, which should still hit the cache. Cache entries keep the callable
+    (and so its bound object) alive, so the ids in a key are never reused while it is cached."""
+    if isinstance(function, partial):
+        key = (_callable_identity(function.func), function.args, tuple(sorted(function.keywords.items())))
+        try:
+            hash(key)
+        except TypeError:
+            return id(function)
+        return key
+    bound_to, plain = getattr(function, "__self__", None), getattr(function, "__func__", None)
+    if bound_to is not None and plain is not None:
+        return (id(bound_to), id(plain))
+    return id(function)
+
+
+def expected_response(
+    config: AgentResponseEvaluatorConfig, derender_url: DerenderUrl | None = None
+) -> dict[str, Any]:
     """The task's expected answer, normalized (raises `NormalizationError` on a broken task)."""
-    key = (id(config), id(derender_url))
+    key = (id(config), _callable_identity(derender_url))
     cached = _EXPECTED_CACHE.get(key)
-    if cached is not None and cached[0] is config and cached[1] is derender_url:
+    if cached is not None and cached[0] is config:
         return cached[2]
     normalized = _normalize_expected(config, derender_url)
     if len(_EXPECTED_CACHE) >= _EXPECTED_CACHE_SIZE:
@@ -57,12 +77,16 @@ def expected_response(config: AgentResponseEvaluatorConfig, derender_url: Derend
     return normalized
 
 
-def _normalize_expected(config: AgentResponseEvaluatorConfig, derender_url: DerenderUrl | None) -> dict[str, Any]:
+def _normalize_expected(
+    config: AgentResponseEvaluatorConfig, derender_url: DerenderUrl | None
+) -> dict[str, Any]:
     expected = config.expected
     return {
         "task_type": Text(expected.task_type.value),
         "status": Text(expected.status.value),
-        "retrieved_data": _retrieved_data(expected.retrieved_data, config, strict=True, derender_url=derender_url),
+        "retrieved_data": _retrieved_data(
+            expected.retrieved_data, config, strict=True, derender_url=derender_url
+        ),
     }
 
 
@@ -93,7 +117,11 @@ def actual_response(
         value = document[source]
         if field == "retrieved_data":
             is_retrieve = task.task_type == TaskType.RETRIEVE
-            data = _retrieved_data(value, config, strict=False, derender_url=derender_url) if is_retrieve else None
+            data = (
+                _retrieved_data(value, config, strict=False, derender_url=derender_url)
+                if is_retrieve
+                else None
+            )
             normalized[field] = data or None
             continue
         if not isinstance(value, str):
@@ -117,7 +145,9 @@ def response_assertions(
         return failures
     if expected_data is None:
         failures.append(
-            Assertion.failure("retrieved_data_unexpected", f"Expected no retrieved_data, got {report(actual_data)}")
+            Assertion.failure(
+                "retrieved_data_unexpected", f"Expected no retrieved_data, got {report(actual_data)}"
+            )
         )
     elif actual_data is None:
         failures.append(
@@ -128,7 +158,9 @@ def response_assertions(
         )
     else:
         failures.extend(
-            compare(tuple(actual_data), tuple(expected_data), ordered=config.ordered, value_name="retrieved_data")
+            compare(
+                tuple(actual_data), tuple(expected_data), ordered=config.ordered, value_name="retrieved_data"
+            )
         )
     return failures
 

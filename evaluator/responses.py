@@ -12,6 +12,7 @@ wrapped in a ```json fence, as language models like to write it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Mapping
@@ -41,10 +42,8 @@ def response_document(raw: Any) -> Any:
         fenced = _FENCED.search(raw)
         if fenced:
             value = fenced.group(1).strip()
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             value = json.loads(value)
-        except json.JSONDecodeError:
-            pass
     return value or None
 
 
@@ -158,7 +157,11 @@ def response_warnings(raw: Any) -> list[str]:
                 break
     type_field = first_present(document, TASK_TYPE_FIELDS)
     task_type = document.get(type_field) if type_field else None
-    if isinstance(task_type, str) and task_type.strip().upper() in {TaskType.NAVIGATE, TaskType.MUTATE} and items:
+    if (
+        isinstance(task_type, str)
+        and task_type.strip().upper() in {TaskType.NAVIGATE, TaskType.MUTATE}
+        and items
+    ):
         warnings.append(
             f"'{data_field}' should be null or empty for a {task_type.strip().lower()} task, "
             f"got {len(items)} item(s)"

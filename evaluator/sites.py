@@ -70,6 +70,7 @@ class SiteMap(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     environments: dict[str, SiteEnvironment] = Field(default_factory=dict)
+    _key: tuple[tuple[str, tuple[str, ...], int | None], ...] | None = PrivateAttr(default=None)
     _derender_tables: dict[tuple[str, ...], tuple[tuple[str, str, str], ...]] = PrivateAttr(
         default_factory=dict
     )
@@ -138,7 +139,11 @@ class SiteMap(BaseModel):
     @property
     def key(self) -> tuple[tuple[str, tuple[str, ...], int | None], ...]:
         """A hashable identity of the mapping, for caches of derived per-event values."""
-        return tuple((name, env.urls, env.active_url_idx) for name, env in sorted(self.environments.items()))
+        if self._key is None:
+            self._key = tuple(
+                (name, env.urls, env.active_url_idx) for name, env in sorted(self.environments.items())
+            )
+        return self._key
 
     def __eq__(self, other: object) -> bool:
         # Compare the mapping only, not the private lookup caches.

@@ -201,6 +201,10 @@ class TaskSet(Mapping[int, Task]):
         except KeyError:
             raise UnknownTaskError(f"task {task_id} is not in {self.source}") from None
 
+    def __contains__(self, task_id: object) -> bool:
+        # Mapping's default relies on KeyError, which UnknownTaskError is not.
+        return task_id in self._by_id
+
     def __iter__(self) -> Iterator[int]:
         return iter(self._by_id)
 

@@ -165,13 +165,15 @@ class NetworkEvent:
 class NetworkTrace:
     """The ordered events of one agent run, grown one event at a time."""
 
-    __slots__ = ("_evaluation", "_events", "_navigation", "_type_counts")
+    __slots__ = ("_evaluation", "_events", "_navigation", "_type_counts", "memo")
 
     def __init__(self, events: Iterable[NetworkEvent] = ()) -> None:
         self._events: list[NetworkEvent] = []
         self._evaluation: list[NetworkEvent] = []
         self._navigation: list[NetworkEvent] = []
         self._type_counts = dict.fromkeys(EventType, 0)
+        self.memo: dict[Any, Any] = {}
+        """Per-trace cache for evaluators (e.g. how far a search got); valid because traces only grow."""
         for event in events:
             self.append(event)
 

@@ -2,14 +2,16 @@
 
 Reads one JSON document on stdin and prints one JSON list of verdicts:
 
-    {"mode": "values", "cases": [{"op": "list"|"value", "schema": .., "actual": .., "expected": .., "ordered": ..}]}
+    {"mode": "values",
+     "cases": [{"op": "list"|"value", "schema": .., "actual": .., "expected": .., "ordered": ..}]}
         op "list":  the retrieved_data path (expected strict, actual lenient, compared as lists)
         op "value": the general schema walk used for request bodies (post data, query strings)
         -> [{"verdict": "match"|"mismatch"|"error", "detail": str}]
 
-    {"mode": "responses", "tasks": [task, ...], "cases": [{"task_id": .., "response": ..}]}
+    {"mode": "responses", "tasks": [task, ...], "cases": [{"task_id": .., "response": ..}], "config": {..}?}
         each response judged by the reference's public API against a small dataset of `tasks`
         -> [{"status": .., "score": .., "detail": str}]  (the AgentResponseEvaluator's result)
+        `config` is an optional site map in the reference's format ({"environments": {...}}).
 """
 
 from __future__ import annotations
@@ -21,16 +23,31 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-
 # Response-only tasks never look at the trace, but the reference wants a non-empty one.
 _PLACEHOLDER_ENTRY = {
     "startedDateTime": "2025-01-01T00:00:00.000Z",
     "time": 1,
-    "request": {"method": "GET", "url": "http://127.0.0.1/", "httpVersion": "HTTP/1.1", "headers": [],
-                "queryString": [], "cookies": [], "headersSize": -1, "bodySize": 0},
-    "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1", "headers": [], "cookies": [],
-                 "content": {"size": 0, "mimeType": "text/html"}, "redirectURL": "", "headersSize": -1,
-                 "bodySize": 0},
+    "request": {
+        "method": "GET",
+        "url": "http://127.0.0.1/",
+        "httpVersion": "HTTP/1.1",
+        "headers": [],
+        "queryString": [],
+        "cookies": [],
+        "headersSize": -1,
+        "bodySize": 0,
+    },
+    "response": {
+        "status": 200,
+        "statusText": "OK",
+        "httpVersion": "HTTP/1.1",
+        "headers": [],
+        "cookies": [],
+        "content": {"size": 0, "mimeType": "text/html"},
+        "redirectURL": "",
+        "headersSize": -1,
+        "bodySize": 0,
+    },
     "cache": {},
     "timings": {"send": 0, "wait": 1, "receive": 0},
 }
@@ -61,15 +78,20 @@ def _values(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return verdicts
 
 
-def _responses(tasks: list[dict[str, Any]], cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _responses(
+    tasks: list[dict[str, Any]], cases: list[dict[str, Any]], request_config: dict[str, Any] | None
+) -> list[dict[str, Any]]:
     from webarena_verified.api import WebArenaVerified
+    from webarena_verified.types.config import WebArenaVerifiedConfig
     from webarena_verified.types.eval import TaskEvalContext
     from webarena_verified.types.task import WebArenaVerifiedTask
     from webarena_verified.types.tracing import NetworkTrace
 
     # The reference only loads complete 812-task datasets, so the official one is loaded and
     # each case's task is handed to its evaluator in a context, as its batch command does.
-    oracle = WebArenaVerified()
+    site_config = request_config.get("environments") if request_config else None
+    config = WebArenaVerifiedConfig(environments=site_config) if site_config else None
+    oracle = WebArenaVerified(config=config)
     # The reference hashes its dataset file for every result; point it at a tiny file so that
     # thousands of cases do not re-read the full dataset (the hash is not part of any verdict).
     checksum_stub = Path(tempfile.mkdtemp()) / "tasks.json"
@@ -86,7 +108,9 @@ def _responses(tasks: list[dict[str, Any]], cases: list[dict[str, Any]]) -> list
             config=oracle.config,
         )
         result = oracle._evaluator.evaluate_task(context=context)
-        response_results = [r for r in result.evaluators_results if r.evaluator_name == "AgentResponseEvaluator"]
+        response_results = [
+            r for r in result.evaluators_results if r.evaluator_name == "AgentResponseEvaluator"
+        ]
         if not response_results:
             verdicts.append({"status": str(result.status), "score": result.score, "detail": result.error_msg})
             continue
@@ -102,7 +126,7 @@ def main() -> None:
     if request["mode"] == "values":
         verdicts = _values(request["cases"])
     else:
-        verdicts = _responses(request["tasks"], request["cases"])
+        verdicts = _responses(request["tasks"], request["cases"], request.get("config"))
     json.dump(verdicts, sys.stdout)
 
 

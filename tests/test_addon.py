@@ -191,3 +191,18 @@ def test_proxy_username():
     assert proxy_username(credentials("")) is None
     assert proxy_username(None) is None
     assert proxy_username("Digest abc") is None
+
+
+def test_reconfiguring_keeps_sessions_and_moves_the_journal(tmp_path):
+    addon = WebArenaLive()
+    with taddons.context(addon) as tctx:
+        tasks = str(write_tasks(tmp_path))
+        tctx.configure(addon, webarena_tasks=tasks, webarena_output_dir=str(tmp_path / "a"))
+        run_flow(addon, make_flow(url=f"{SHOP}/1"))
+        tctx.configure(addon, webarena_output_dir=str(tmp_path / "b"))
+        assert trace_urls(addon, DEFAULT_SESSION) == [f"{SHOP}/1"]
+        assert addon.context is not None and addon.context.output_dir == tmp_path / "b"
+        addon.context.sessions.start(DEFAULT_SESSION, addon.context.tasks[NAVIGATE_TASK])
+        run_flow(addon, make_flow(url=f"{SHOP}/2"))
+    assert len(list((tmp_path / "a" / ".journal").glob("*.jsonl"))) == 1
+    assert len(list((tmp_path / "b" / ".journal").glob("*.jsonl"))) == 1

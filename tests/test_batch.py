@@ -139,7 +139,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_cli_evaluates_and_prints_a_per_site_summary(run_dir: Path, dataset: Path) -> None:
     (run_dir / "0" / "network.har").write_text("not json at all")
-    done = _cli("--output-dir", str(run_dir), "--tasks", str(dataset), "--config", str(run_dir.parent / "config.json"))
+    done = _cli(
+        "--output-dir", str(run_dir), "--tasks", str(dataset), "--config", str(run_dir.parent / "config.json")
+    )
     assert done.returncode == 0, done.stderr
     assert "gitlab" in done.stdout and "map-wikipedia" in done.stdout and "overall" in done.stdout
     assert "task 0:" in done.stdout and "network.har" in done.stdout

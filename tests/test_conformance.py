@@ -16,7 +16,9 @@ from conformance.suite import run_suite
 
 
 @pytest.mark.timeout(1200)
-def test_verdicts_match_the_oracle_on_every_generated_case(oracle_python: Path, official_dataset: Path) -> None:
+def test_verdicts_match_the_oracle_on_every_generated_case(
+    oracle_python: Path, official_dataset: Path
+) -> None:
     report = run_suite(official_dataset, oracle_python)
     print("\n".join(report.lines()))
 
@@ -26,4 +28,6 @@ def test_verdicts_match_the_oracle_on_every_generated_case(oracle_python: Path, 
     # Every mutation group contributed, so a generator regression cannot silently shrink the suite.
     groups = {kind.split(":", 1)[0] for kind in report.cases_by_kind}
     assert len(groups) >= 9 and report.compared > 5000
-    assert not report.unknown, "verdicts differ from the oracle:\n" + "\n".join(d.describe() for d in report.unknown)
+    assert not report.unknown, "verdicts differ from the oracle:\n" + "\n".join(
+        d.describe() for d in report.unknown
+    )

@@ -156,6 +156,7 @@ def test_finish_errors_change_nothing(context):
     status, body = call(context, "POST", "/sessions/idle/finish", NAVIGATE_DONE)
     assert (status, body["error"]) == (409, "no_task")
     call(context, "POST", "/sessions", {"task_id": NAVIGATE_TASK, "session": "alice"})
+    visit(context, "alice", "/")
     for bad in (b"", b"{oops", b"\xff\xfe"):
         status, body = call(context, "POST", "/sessions/alice/finish", bad)
         assert (status, body["error"]) == (400, "bad_json")
@@ -223,3 +224,13 @@ def test_outputs_dir_not_needed(context, tmp_path):
     call(context, "POST", "/sessions", {"task_id": NAVIGATE_TASK})
     assert call(context, "POST", "/sessions/default/finish", NAVIGATE_DONE)[0] == 200
     assert not Path(tmp_path / "out").exists()
+
+
+def test_any_session_name_survives_the_reply_headers(context):
+    call(context, "POST", "/sessions", {"task_id": NAVIGATE_TASK, "session": "zoë 1"})
+    visit(context, "zoë 1", "/products/7")
+    answer = json.dumps(NAVIGATE_DONE).encode()
+    reply = handle_request(context, "POST", "/sessions/zo%C3%AB%201/finish", answer)
+    assert reply.status == 200
+    assert dict(reply.headers)["X-WebArena-Live-Session"] == "zo%C3%AB%201"
+    assert all(value.isascii() for _, value in reply.headers)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from addon.demo import event_differences, failure_reason
 from evaluator.tasks import load_tasks
 
 REPO = Path(__file__).resolve().parent.parent
@@ -81,6 +82,10 @@ def test_demo_prints_the_planned_verdicts(
     assert "[39.95]" in process.stdout and "[89.0]" in process.stdout
     assert summary[ONE_STEP_SHORT]["reason"].startswith("NetworkEventEvaluator: ")
     assert "AgentResponseEvaluator" not in summary[ONE_STEP_SHORT]["reason"]
+    assert summary[ONE_STEP_SHORT]["reason"].endswith(
+        "url: expected __SHOPPING__/catalogsearch/result?product_list_dir=desc&product_list_order=price"
+        "&q=backpack, got __SHOPPING__/catalogsearch/result?q=backpack"
+    )
     assert rows[ONE_STEP_SHORT][5].startswith("NetworkEventEvaluator:")
     passed = len(tasks) - len(PLANNED_FAILURES)
     assert f"{passed} of {len(tasks)} tasks passed; every verdict is as planned." in process.stdout
@@ -263,3 +268,32 @@ def test_offline_evaluate_agrees_with_the_live_verdicts(
         live = json.loads((out / str(task_id) / "eval_result.json").read_text())
         offline = json.loads((again / str(task_id) / "eval_result.json").read_text())
         assert _verdict(offline) == _verdict(live), task_id
+
+
+def test_failure_reasons_name_the_evaluator_and_the_difference() -> None:
+    url = {"base_url": "__SHOPPING__/checkout/cart/add/", "query_params": {}}
+    expected = {"url": url, "http_method": "POST", "response_status": 302, "post_data": {"product": "5"}}
+    actual = {"url": url, "http_method": "POST", "response_status": 302, "post_data": {"product": "6"}}
+    difference = 'post_data: expected {"product": "5"}, got {"product": "6"}'
+    assert event_differences(expected, [actual]) == [difference]
+    assert event_differences(expected, []) == ["expected an event for __SHOPPING__/checkout/cart/add"]
+    assert event_differences(expected, [expected]) == []
+    assert event_differences(None, [actual]) == []
+    result = {
+        "evaluators_results": [
+            {"evaluator_name": "AgentResponseEvaluator", "status": "success", "score": 1.0},
+            {
+                "evaluator_name": "NetworkEventEvaluator",
+                "status": "failure",
+                "assertions": [{"assertion_name": "missing_event", "status": "failure"}],
+                "expected": expected,
+                "actual_normalized": [actual],
+            },
+            {"evaluator_name": "NetworkEventEvaluator", "status": "error", "error_msg": "bad regex."},
+        ]
+    }
+    assert failure_reason(result) == (
+        'NetworkEventEvaluator: missing_event; post_data: expected {"product": "5"}, got {"product": "6"}\n'
+        "NetworkEventEvaluator: bad regex"
+    )
+    assert failure_reason({"error_msg": "unknown task", "evaluators_results": []}) == "unknown task"

@@ -370,7 +370,15 @@ def test_real_chromium_har_and_trace_zip_judged_like_the_oracle(
     # Playwright's HAR has everything. Its trace.zip keeps request and response bodies out of
     # line (resources/<sha1>), which the reference does not read: body checks fail there.
     assert statuses["har"] == ["success", "success", "success", "failure", "success", "success", "failure"]
-    assert statuses["zip"] == ["success", "failure", "failure", "failure", "failure", "failure", "failure"]
+    # (Whether the trace keeps the redirect's cookies varies from run to run: task 6 is not pinned.)
+    assert statuses["zip"][:5] + statuses["zip"][6:] == [
+        "success",
+        "failure",
+        "failure",
+        "failure",
+        "failure",
+        "failure",
+    ]
 
 
 def _free_port() -> int:
@@ -422,4 +430,5 @@ def test_real_mitmproxy_savehar_judged_like_the_oracle(
     assert any(e["response"]["content"].get("encoding") == "base64" for e in document["log"]["entries"])
     # mitmproxy records the reverse-proxied upstream URLs, which the site map maps.
     statuses = _compare_with_oracle(oracle_python, official_dataset, tmp_path, site, {"mitm": har_path})
-    assert statuses["mitm"][:3] == ["success", "success", "success"]
+    print("\nverdicts (ours = the oracle's):", statuses)
+    assert statuses["mitm"] == ["success", "success", "success", "failure", "success", "success", "failure"]

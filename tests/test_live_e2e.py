@@ -21,6 +21,7 @@ from playwright.sync_api import Browser, Page
 from tests.site import agents
 from tests.site.harness import FinishRecorder, ProxyProcess
 from tests.site.live_fixtures import assert_oracle_agrees, assert_verdict, evaluator_statuses, run_task
+from tests.site.pages import LOGO_PNG
 from tests.site.server import RunningSite
 
 pytest_plugins = ["tests.site.live_fixtures"]
@@ -98,6 +99,21 @@ def test_multipart_form_post_with_wrong_value_fails(
     assert evaluator_statuses(result)["NetworkEventEvaluator"] == ["failure"]
 
 
+def test_multipart_form_post_with_a_binary_file_part_succeeds(
+    live_proxy: ProxyProcess, live_browser: Browser, live_recorder: FinishRecorder, live_site: RunningSite
+) -> None:
+    # A photo (PNG bytes, not text in any encoding) next to the text fields the
+    # task checks. Playwright's own HAR drops such a body altogether (Chromium
+    # hands no file-backed upload data to CDP), so the reference harness would
+    # score this run a failure; the proxy sees the real bytes.
+    photo = LOGO_PNG * 8
+    result = run_task(
+        live_proxy, live_browser, live_recorder, task_id=9003, session="review-photo",
+        agent=lambda page: agents.review_lantern(page, live_site.shop_http, photo=photo),
+    )  # fmt: skip
+    assert_verdict(result, "success", task_id=9003)
+
+
 def test_fetch_json_post_checked_with_jsonpath_keys_succeeds(
     live_proxy: ProxyProcess, live_browser: Browser, live_recorder: FinishRecorder, live_site: RunningSite
 ) -> None:
@@ -110,6 +126,40 @@ def test_fetch_json_post_checked_with_jsonpath_keys_succeeds(
     posts = [e for e in events if e["method"] == "POST"]
     assert [e["url"] for e in posts] == [live_site.shop_http + "/api/cart/items"]
     assert posts[0]["type"] == "mutation"
+
+
+def test_get_form_query_string_is_checked(
+    live_proxy: ProxyProcess, live_browser: Browser, live_recorder: FinishRecorder, live_site: RunningSite
+) -> None:
+    right = run_task(
+        live_proxy, live_browser, live_recorder, task_id=9009, session="search",
+        agent=lambda page: agents.search_for_lantern(page, live_site.shop_http),
+    )  # fmt: skip
+    assert_verdict(right, "success", task_id=9009)
+    wrong = run_task(
+        live_proxy, live_browser, live_recorder, task_id=9009, session="search-wrong",
+        agent=lambda page: agents.search_for_lantern(page, live_site.shop_http, query="lantern"),
+    )  # fmt: skip
+    assert_verdict(wrong, "failure", task_id=9009)
+
+
+def test_should_not_exist_fails_a_run_that_made_the_forbidden_change(
+    live_proxy: ProxyProcess, live_browser: Browser, live_recorder: FinishRecorder, live_site: RunningSite
+) -> None:
+    careful = run_task(
+        live_proxy, live_browser, live_recorder, task_id=9010, session="kettle",
+        agent=lambda page: agents.read_kettle_stock(page, live_site.shop_http),
+    )  # fmt: skip
+    assert_verdict(careful, "success", task_id=9010)
+    careless = run_task(
+        live_proxy, live_browser, live_recorder, task_id=9010, session="kettle-wish",
+        agent=lambda page: agents.read_kettle_stock(page, live_site.shop_http, also_wish=True),
+    )  # fmt: skip
+    assert_verdict(careless, "failure", task_id=9010)
+    assert evaluator_statuses(careless) == {
+        "AgentResponseEvaluator": ["success"],
+        "NetworkEventEvaluator": ["failure"],
+    }
 
 
 # -- 3. retrieve with type-aware normalization -------------------------------

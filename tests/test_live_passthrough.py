@@ -1,5 +1,5 @@
 """End to end: what the proxy must pass through untouched — streamed large
-bodies and WebSockets — and the addon loaded into plain `mitmdump -s`.
+bodies, WebSockets, HTTP/2 — and the addon loaded into plain `mitmdump -s`.
 
 This module's proxy runs with mitmproxy's `stream_large_bodies`, so a big
 response is forwarded chunk by chunk and never held whole by the proxy; the
@@ -83,6 +83,22 @@ def test_websocket_passes_through(
     assert base + "/chat" in urls
     # Traffic after the WebSocket still lands in the session.
     assert live_proxy.control.get(f"/sessions/{session}").status_code == 200
+
+
+def test_http2_site_through_the_proxy(
+    live_proxy: ProxyProcess, live_browser: Browser, live_recorder: FinishRecorder, live_site: RunningSite
+) -> None:
+    # The upstream speaks HTTP/2 only, so mitmproxy offers Chromium HTTP/2 too.
+    result = run_task(
+        live_proxy, live_browser, live_recorder, task_id=9001, session="h2",
+        agent=lambda page: agents.open_lantern_page(page, live_site.shop_h2),
+    )  # fmt: skip
+    assert_verdict(result, "success", task_id=9001)
+    har = live_proxy.control.get("/sessions/h2/har").json()
+    versions = {e["request"]["url"]: e["request"]["httpVersion"] for e in har["log"]["entries"]}
+    assert versions[live_site.shop_h2 + "/products/2"].upper() in ("HTTP/2.0", "HTTP/2", "H2")
+    api = [e for e in har["log"]["entries"] if e["request"]["url"] == live_site.shop_h2 + "/api/products/2"]
+    assert json.loads(api[0]["response"]["content"]["text"])["sku"] == "TL-200"
 
 
 def test_addon_loaded_into_plain_mitmdump(

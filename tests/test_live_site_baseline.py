@@ -78,16 +78,22 @@ def test_oracle_judges_the_scripted_agents_as_the_live_tests_expect(
     record(browser, passing, 9006, lambda page: agents.read_stock(page, shop))
     record(browser, passing, 9007, lambda page: agents.wish_for_lantern(page, shop))
     record(browser, passing, 9008, lambda page: agents.open_forum_post(page, forum))
+    record(browser, passing, 9009, lambda page: agents.search_for_lantern(page, shop))
+    record(browser, passing, 9010, lambda page: agents.read_kettle_stock(page, shop))
     failing = tmp_path / "failing"
     record(browser, failing, 9001, lambda page: agents.open_lantern_page(page, shop, stop_short=True))
     record(browser, failing, 9003, lambda page: agents.review_lantern(page, shop, title="Too dim"))
+    record(browser, failing, 9009, lambda page: agents.search_for_lantern(page, shop, query="lantern"))
+    record(browser, failing, 9010, lambda page: agents.read_kettle_stock(page, shop, also_wish=True))
 
     dataset = oracle_dataset(official_dataset, TASKS_FILE, tmp_path / "dataset.json")
     config = write_config(tmp_path / "config.json", site.site_map(), test_data_file=dataset)
     assert {
         k: v["status"] for k, v in oracle_verdicts(oracle_python, passing, config).items()
-    } == dict.fromkeys(range(9001, 9009), "success")
+    } == dict.fromkeys(range(9001, 9011), "success")
     assert {k: v["status"] for k, v in oracle_verdicts(oracle_python, failing, config).items()} == {
         9001: "failure",
         9003: "failure",
+        9009: "failure",
+        9010: "failure",
     }

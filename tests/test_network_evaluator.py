@@ -313,3 +313,21 @@ def test_candidates_skip_static_assets(method: str) -> None:
 
     plan = _plan_for(task.network_configs[0], task, SITES)
     assert candidates(plan, NetworkTrace([asset, page, asset])) == [page]
+
+
+def test_growing_trace_is_judged_on_all_its_events() -> None:
+    """The live proxy evaluates a trace that keeps growing: later events must count."""
+    config = {"expected": {"url": "__GITLAB__/x", "http_method": "POST", "post_data": {"a": "1"}}}
+    task = make_task("MUTATE", config)
+    config_obj = task.network_configs[0]
+    trace = NetworkTrace([nav("http://127.0.0.1:8023/")])
+    assert evaluate_network(config_obj, trace, task=task, site_map=SITES).status == FAIL
+    trace.append(post("http://127.0.0.1:8023/x", "a=1", status=200))
+    assert evaluate_network(config_obj, trace, task=task, site_map=SITES).status == OK
+    trace.append(post("http://127.0.0.1:8023/x", "a=2", status=200))
+    assert (
+        evaluate_network(config_obj, trace, task=task, site_map=SITES).status == FAIL
+    )  # the last one decides
+    # The same events in another trace are judged afresh for that trace.
+    other = NetworkTrace([trace.events[1]])
+    assert evaluate_network(config_obj, other, task=task, site_map=SITES).status == OK

@@ -293,3 +293,24 @@ def test_loads_into_plain_mitmdump(tmp_path, shop):
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=20)
+
+
+def test_busy_control_port_fails_startup_with_a_message(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        done = subprocess.run(
+            [str(CLI), "serve", "--tasks", str(write_tasks(tmp_path)), "--port", str(free_port()),
+             "--session-port", str(free_port()), "--control-port", str(busy), "--set", f"confdir={tmp_path}"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 1
+    assert f"cannot open the control port {busy}" in done.stdout + done.stderr
+    assert "session port" not in done.stdout  # no banner for a proxy that is not serving
+
+
+def test_unreadable_task_file_is_reported(tmp_path):
+    done = subprocess.run([str(CLI), "serve", "--tasks", str(tmp_path / "missing.json")],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "missing.json: cannot read task file" in done.stderr

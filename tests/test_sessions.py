@@ -11,6 +11,7 @@ from pathlib import Path
 
 from addon_helpers import NAVIGATE_TASK, SHOP, browser_headers, make_flow, write_tasks
 
+from addon import sessions as sessions_module
 from addon.capture import event_from_flow
 from addon.sessions import (
     DEFAULT_SESSION,
@@ -175,3 +176,13 @@ def test_session_name_rules():
     assert session_name_problem("") is not None
     assert session_name_problem("x" * 129) is not None
     assert session_name_problem("bad\nname") is not None
+
+
+def test_idle_sessions_do_not_grow_without_bound(tmp_path, monkeypatch):
+    monkeypatch.setattr(sessions_module, "IDLE_TRACE_LIMIT", 3)
+    session = SessionStore(journal_dir=tmp_path).get_or_create("browsing")
+    for n in range(7):
+        session.append(_page(f"/{n}"))
+    assert [event.url for event in session.trace] == [f"{SHOP}/6"]
+    assert session.describe()["dropped_idle_events"] == 6
+    assert session.journal is not None and session.journal.lines == 7  # the journal keeps everything

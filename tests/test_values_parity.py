@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from value_parity_cases import first_choice, response_variants, spellings
 
 from evaluator.compare import compare
 from evaluator.response_evaluator import evaluate_response
+from evaluator.sites import SiteMap
 from evaluator.tasks import Task, parse_task
 from evaluator.values import normalize, normalize_list
 
@@ -49,7 +51,9 @@ def _response_config(raw_task: dict[str, Any]) -> dict[str, Any]:
     return next(e for e in raw_task["eval"] if e["evaluator"] == "AgentResponseEvaluator")
 
 
-def _our_response_verdicts(raw_tasks: list[dict[str, Any]], cases: list[dict[str, Any]]) -> list[tuple[str, float]]:
+def _our_response_verdicts(
+    raw_tasks: list[dict[str, Any]], cases: list[dict[str, Any]]
+) -> list[tuple[str, float]]:
     tasks: dict[int, Task] = {t["task_id"]: parse_task(t) for t in raw_tasks}
     verdicts = []
     for case in cases:
@@ -59,13 +63,16 @@ def _our_response_verdicts(raw_tasks: list[dict[str, Any]], cases: list[dict[str
     return verdicts
 
 
-def _report(label: str, cases: list[dict[str, Any]], oracle: list[dict[str, Any]], ours: list[Any]) -> list[str]:
+def _report(
+    label: str, cases: list[dict[str, Any]], oracle: list[dict[str, Any]], ours: list[Any]
+) -> list[str]:
     differences = []
     for case, theirs, mine in zip(cases, oracle, ours, strict=True):
         if (theirs["status"], theirs["score"]) != tuple(mine):
             differences.append(
                 f"task {case['task_id']} [{case['label']}] response={json.dumps(case['response'])[:300]}: "
-                f"oracle {theirs['status']}/{theirs['score']} ({theirs['detail'][:200]}), ours {mine[0]}/{mine[1]}"
+                f"oracle {theirs['status']}/{theirs['score']} ({theirs['detail'][:200]}), "
+                f"ours {mine[0]}/{mine[1]}"
             )
     agreed = len(cases) - len(differences)
     print(f"{label} agreement: {agreed}/{len(cases)}")
@@ -110,8 +117,11 @@ def test_golden_answers_pass_under_the_oracle_for_nearly_every_task(
     response_cases: list[dict[str, Any]],
     oracle_response_verdicts: list[dict[str, Any]],
 ) -> None:
-    golden = [(case, verdict) for case, verdict in zip(response_cases, oracle_response_verdicts, strict=True)
-              if case["label"] == "golden"]
+    golden = [
+        (case, verdict)
+        for case, verdict in zip(response_cases, oracle_response_verdicts, strict=True)
+        if case["label"] == "golden"
+    ]
     assert len(golden) == len(official_tasks)
     passing = sum(1 for _, verdict in golden if verdict["status"] == "success")
     print(f"golden answers passing under the oracle: {passing}/{len(golden)}")
@@ -126,14 +136,16 @@ def test_seed_field_names_are_judged_like_the_official_names(
     response_cases: list[dict[str, Any]],
     oracle_response_verdicts: list[dict[str, Any]],
 ) -> None:
-    """The decided divergence: `action`/`results` get the verdict the oracle gives `task_type`/`retrieved_data`."""
+    """Decided divergence: `action`/`results` get the oracle's verdict for `task_type`/`retrieved_data`."""
     seed, oracle = [], []
     for case, verdict in zip(response_cases, oracle_response_verdicts, strict=True):
         response = case["response"]
         if not isinstance(response, dict) or "task_type" not in response or "performed_operation" in response:
             continue
-        renamed = {("action" if k == "task_type" else "results" if k == "retrieved_data" else k): v
-                   for k, v in response.items()}
+        renamed = {
+            ("action" if k == "task_type" else "results" if k == "retrieved_data" else k): v
+            for k, v in response.items()
+        }
         seed.append({**case, "label": f"{case['label']} (seed names)", "response": renamed})
         oracle.append(verdict)
     assert len(seed) > 10000
@@ -149,17 +161,36 @@ def _value_cases(official_tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for config in raw["eval"]:
             if config["evaluator"] != "NetworkEventEvaluator":
                 continue
-            for field, schema_field in (("post_data", "post_data_schema"), ("query_params", "query_params_schema")):
+            for field, schema_field in (
+                ("post_data", "post_data_schema"),
+                ("query_params", "query_params_schema"),
+            ):
                 expected = config["expected"].get(field)
                 schema = config.get(schema_field)
                 if not isinstance(expected, dict) or not schema:
                     continue
                 golden = first_choice(expected, schema)
-                cases.append({"task_id": raw["task_id"], "label": f"{field} golden", "op": "value",
-                              "schema": schema, "expected": expected, "actual": golden})
+                cases.append(
+                    {
+                        "task_id": raw["task_id"],
+                        "label": f"{field} golden",
+                        "op": "value",
+                        "schema": schema,
+                        "expected": expected,
+                        "actual": golden,
+                    }
+                )
                 for number, variant in enumerate(spellings(golden, schema)):
-                    cases.append({"task_id": raw["task_id"], "label": f"{field} spelling {number}", "op": "value",
-                                  "schema": schema, "expected": expected, "actual": variant})
+                    cases.append(
+                        {
+                            "task_id": raw["task_id"],
+                            "label": f"{field} spelling {number}",
+                            "op": "value",
+                            "schema": schema,
+                            "expected": expected,
+                            "actual": variant,
+                        }
+                    )
     return cases
 
 
@@ -182,8 +213,15 @@ def _synthetic_list_cases() -> list[dict[str, Any]]:
         "markdown": ["##  Title\n\n\n* item\n+ other", "[a link\n split](http://x.org )"],
         "base64": ["SGVsbG8gV29ybGQ=", "^.*Hello.*$"],
         "string_list": ["632,64,86", "a, b ,c"],
-        "full_address": [{"house_number": "5000", "street": "Forbes Avenue", "city": "Pittsburgh",
-                          "state": "Pennsylvania", "postcode": "15213"}],
+        "full_address": [
+            {
+                "house_number": "5000",
+                "street": "Forbes Avenue",
+                "city": "Pittsburgh",
+                "state": "Pennsylvania",
+                "postcode": "15213",
+            }
+        ],
     }
     respelled: dict[str, list[Any]] = {
         "json": ['{"a":[2,1],"b":1}', '{"a": [1, 2], "b": 1}', "{bad", 5],
@@ -191,23 +229,99 @@ def _synthetic_list_cases() -> list[dict[str, Any]]:
         "base64": ["SGVsbG8gV29ybGQ", "SGVsbG8gV29ybGQ=\n", "Hello World", "aGVsbG8gd29ybGQ="],
         "string_list": ["86,632,64", "632, 64", "", 632],
         "null": ["none", "NULL", " n / a ", 0, False, "nothing"],
-        "full_address": [{"house_number": "5000", "street": "Forbes Ave", "city": "PITTSBURGH", "state": "PA",
-                          "postcode": "15213-0000"},
-                         {"house_number": "5000", "street": "Forbes Ave", "city": "Pittsburgh", "state": "PA",
-                          "postcode": "15213"}, "5000 Forbes Ave, Pittsburgh PA"],
+        "full_address": [
+            {
+                "house_number": "5000",
+                "street": "Forbes Ave",
+                "city": "PITTSBURGH",
+                "state": "PA",
+                "postcode": "15213-0000",
+            },
+            {
+                "house_number": "5000",
+                "street": "Forbes Ave",
+                "city": "Pittsburgh",
+                "state": "PA",
+                "postcode": "15213",
+            },
+            "5000 Forbes Ave, Pittsburgh PA",
+        ],
     }
     cases = []
     for kind, values in samples.items():
-        schema = {"type": "array", "items": {"format": kind} if kind not in ("string", "number", "integer", "boolean",
-                                                                             "null") else {"type": kind}}
+        schema = {
+            "type": "array",
+            "items": {"format": kind}
+            if kind not in ("string", "number", "integer", "boolean", "null")
+            else {"type": kind},
+        }
         for value in values:
             golden = first_choice(value, schema["items"])
             variants = [golden, *spellings(golden, schema["items"]), *respelled.get(kind, [])]
             for number, variant in enumerate(variants):
                 for ordered in (False, True):
-                    cases.append({"task_id": 0, "label": f"{kind} {value!r} variant {number}", "op": "list",
-                                  "schema": schema, "expected": [value, golden],
-                                  "actual": [golden, variant], "ordered": ordered})
+                    cases.append(
+                        {
+                            "task_id": 0,
+                            "label": f"{kind} {value!r} variant {number}",
+                            "op": "list",
+                            "schema": schema,
+                            "expected": [value, golden],
+                            "actual": [golden, variant],
+                            "ordered": ordered,
+                        }
+                    )
+    return cases
+
+
+def _quirk_cases() -> list[dict[str, Any]]:
+    """Hand-written cases for the reference's odd corners (see .notes/divergences.md)."""
+    objects = {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {"names": {"type": "array", "items": {"type": "string"}}, "n": {"type": "number"}},
+        },
+    }
+    prices = {"type": "array", "items": {"type": "number", "format": "currency"}}
+    points = {"type": "array", "items": {"format": "coordinates"}}
+    texts = {"type": "array", "items": {"type": "string"}}
+    raw = [
+        # two empty lists in one answer: the shared empty tuple reads as a circular structure
+        (
+            objects,
+            [{"names": [], "n": 1}, {"names": [], "n": 2}],
+            [{"names": [], "n": 1}, {"names": [], "n": 2}],
+        ),
+        (objects, [{"names": ["a"], "n": 1}], [{"names": '["a"]', "n": "1"}]),
+        (objects, [{"names": ["a"], "n": 1}], ['{"names": ["a"], "n": 1}']),
+        (objects, [{"names": ["a"], "n": 1}], [[{"names": ["a"], "n": 1}]]),
+        # currency and coordinates only look at the first alternative
+        (prices, [[10, 17]], [17]),
+        (prices, [[10, 17]], [10.08]),
+        (points, [[[40.1, -79.9], [40.2, -79.8]]], [[40.2, -79.8]]),
+        # regexes written by the agent match the expected text
+        (texts, ["Pittsburgh"], ["^.*$"]),
+        (texts, ["^pitts.*$"], ["^.*$"]),
+        (texts, ["a", "b"], ["^[ab]$", "^[ab]$"]),
+        # malformed regexes are literals
+        (texts, ["^(unclosed$"], ["^(unclosed$"]),
+        (texts, ["^(unclosed$"], ["(unclosed"]),
+    ]
+    cases = []
+    for number, (schema, expected, actual) in enumerate(raw):
+        for ordered in (False, True):
+            cases.append(
+                {
+                    "task_id": 0,
+                    "label": f"quirk {number}",
+                    "op": "list",
+                    "schema": schema,
+                    "expected": expected,
+                    "actual": actual,
+                    "ordered": ordered,
+                }
+            )
     return cases
 
 
@@ -226,7 +340,7 @@ def _our_value_verdict(case: dict[str, Any]) -> str:
 
 
 def test_value_verdicts_match_the_oracle(oracle_python: Path, official_tasks: list[dict[str, Any]]) -> None:
-    cases = json.loads(json.dumps(_value_cases(official_tasks) + _synthetic_list_cases()))
+    cases = json.loads(json.dumps(_value_cases(official_tasks) + _synthetic_list_cases() + _quirk_cases()))
     oracle = ask_oracle(oracle_python, {"mode": "values", "cases": cases})
     differences = []
     for case, theirs in zip(cases, oracle, strict=True):
@@ -240,5 +354,100 @@ def test_value_verdicts_match_the_oracle(oracle_python: Path, official_tasks: li
     verdicts = Counter(v["verdict"] for v in oracle)
     print(f"values agreement: {len(cases) - len(differences)}/{len(cases)}")
     print(f"values oracle verdicts: {dict(verdicts)}")
-    assert verdicts["match"] > 200 and verdicts["mismatch"] > 200
+    assert verdicts["match"] > 200 and verdicts["mismatch"] > 200 and verdicts["error"] >= 2
+    assert not differences, "\n".join(differences[:40])
+
+
+SITE_CONFIG = {
+    "environments": {
+        "__SHOPPING__": {"urls": ["http://127.0.0.1:7770", "http://shop.test:7770/"]},
+        "__GITLAB__": {"urls": ["http://127.0.0.1:8023"]},
+        "__REDDIT__": {"urls": ["http://127.0.0.1:9999"]},
+    }
+}
+
+
+def _url_task(task_id: int, sites: list[str], expected: list[Any], kind: str) -> dict[str, Any]:
+    items = {"type": "string", "format": "url"} if kind == "url" else {"type": "string"}
+    return {
+        "sites": sites,
+        "task_id": task_id,
+        "intent_template_id": 1,
+        "start_urls": [f"__{sites[0].upper()}__"],
+        "intent": "Which page?",
+        "intent_template": "Which page?",
+        "instantiation_dict": {},
+        "revision": 1,
+        "eval": [
+            {
+                "evaluator": "AgentResponseEvaluator",
+                "results_schema": {"type": "array", "items": items},
+                "expected": {"task_type": "retrieve", "status": "SUCCESS", "retrieved_data": expected},
+            }
+        ],
+    }
+
+
+def test_answers_holding_real_site_urls_are_derendered_like_the_oracle(oracle_python: Path) -> None:
+    expectations = [
+        (["shopping"], ["__SHOPPING__/checkout/cart"]),
+        (["shopping"], ["__SHOPPING__/catalog/product/view/id/42?tab=reviews"]),
+        (["gitlab", "reddit"], ["__GITLAB__/byteblaze/dotfiles", "__REDDIT__/f/books"]),
+        (["gitlab"], ["git@__SSH_HOST__:convexegg/chatgpt.git"]),
+        (["reddit"], [["__REDDIT__/f/books", "__REDDIT__/f/Books"]]),
+        (["shopping"], ["Go to __SHOPPING__/sales/order/view/order_id/7 and press Print"]),
+    ]
+    answers = [
+        "http://127.0.0.1:7770/checkout/cart",
+        "http://shop.test:7770/checkout/cart",
+        "http://127.0.0.1:7770/checkout/cart/",
+        "HTTP://127.0.0.1:7770/Checkout/Cart",
+        "http://127.0.0.1:7770/catalog/product/view/id/42?tab=reviews",
+        "http://127.0.0.1:7770/catalog/product/view/id/42?tab=specs",
+        "http://127.0.0.1:8023/byteblaze/dotfiles",
+        "http://127.0.0.1:9999/f/books",
+        "http://127.0.0.1:8023/f/books",
+        "__REDDIT__/f/books",
+        "ssh://git@127.0.0.1:2222/convexegg/chatgpt.git",
+        "git@127.0.0.1:convexegg/chatgpt.git",
+        "Go to http://127.0.0.1:7770/sales/order/view/order_id/7 and press Print",
+        "/checkout/cart",
+        "http://elsewhere.test/checkout/cart",
+    ]
+    kinds = ("string", "url")
+    tasks, cases = [], []
+    for number, (sites, expected) in enumerate(expectations):
+        for kind in kinds:
+            task = _url_task(9000 + 2 * number + kinds.index(kind), sites, expected, kind)
+            tasks.append(task)
+            for answer in answers:
+                data = [answer] if len(expected) == 1 else [answer, answer]
+                response = {"task_type": "retrieve", "status": "SUCCESS", "retrieved_data": data}
+                cases.append({"task_id": task["task_id"], "label": f"{kind} {answer}", "response": response})
+            golden = [first_choice(item, {"type": "string"}) for item in expected]
+            rendered = [
+                str(item)
+                .replace("__SHOPPING__", "http://127.0.0.1:7770")
+                .replace("__GITLAB__", "http://127.0.0.1:8023")
+                .replace("__REDDIT__", "http://127.0.0.1:9999")
+                for item in golden
+            ]
+            for label, data in (("golden", golden), ("rendered", rendered)):
+                response = {"task_type": "retrieve", "status": "SUCCESS", "retrieved_data": data}
+                cases.append({"task_id": task["task_id"], "label": f"{kind} {label}", "response": response})
+    cases = json.loads(json.dumps(cases))
+    oracle = ask_oracle(
+        oracle_python, {"mode": "responses", "tasks": tasks, "cases": cases, "config": SITE_CONFIG}
+    )
+    site_map = SiteMap.from_dict(SITE_CONFIG)
+    parsed = {t["task_id"]: parse_task(t) for t in tasks}
+    ours = []
+    for case in cases:
+        task = parsed[case["task_id"]]
+        derender = partial(site_map.derender, sites=task.sites)
+        result = evaluate_response(task.response_config, case["response"], task=task, derender_url=derender)
+        ours.append((result.status.value, result.score))
+    differences = _report("site urls", cases, oracle, ours)
+    statuses = Counter(v["status"] for v in oracle)
+    assert statuses["success"] >= 20 and statuses["failure"] >= 20
     assert not differences, "\n".join(differences[:40])

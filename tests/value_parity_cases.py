@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from datetime import date, timedelta
+from datetime import timedelta
 from typing import Any
 
 from dateutil import parser as date_parser
@@ -44,7 +44,9 @@ def number_words(number: int) -> str | None:
 
 
 def is_pair(value: Any) -> bool:
-    return isinstance(value, list) and len(value) == 2 and all(isinstance(v, int | float | str) for v in value)
+    return (
+        isinstance(value, list) and len(value) == 2 and all(isinstance(v, int | float | str) for v in value)
+    )
 
 
 def first_choice(value: Any, schema: dict[str, Any] | None) -> Any:
@@ -73,9 +75,23 @@ def _string_spellings(value: Any) -> list[Any]:
         return [str(value), value, None]
     text = value
     out: list[Any] = [
-        text.upper(), text.lower(), text.title(), f"  {text}  ", f"{text}.", f'"{text}"', text.replace(" ", "  "),
-        f"{text} extra", f"x{text}", text.replace("-", " "), f"{text}\u2122", text[:-1] if len(text) > 1 else "",
-        text.replace("e", "\u00e9", 1), f"^{re.escape(text[:3])}.*$", "", "N/A", f"{text},{text}",
+        text.upper(),
+        text.lower(),
+        text.title(),
+        f"  {text}  ",
+        f"{text}.",
+        f'"{text}"',
+        text.replace(" ", "  "),
+        f"{text} extra",
+        f"x{text}",
+        text.replace("-", " "),
+        f"{text}\u2122",
+        text[:-1] if len(text) > 1 else "",
+        text.replace("e", "\u00e9", 1),
+        f"^{re.escape(text[:3])}.*$",
+        "",
+        "N/A",
+        f"{text},{text}",
     ]
     return out
 
@@ -101,10 +117,22 @@ def _currency_spellings(value: Any) -> list[Any]:
     except ValueError:
         return [value, str(value), None]
     return [
-        f"${amount:,.2f}", f"{amount} USD", f"USD {amount}", amount + 0.05, amount + 0.5, str(amount),
-        f"{amount:.2f}".replace(".", ","), -amount, f"-${amount}", "free", f"\u20ac{amount:,.2f}",
-        f"${amount:,.2f}".replace(",", ""), round(amount), f"{amount:,.2f}".replace(",", "X").replace(".", ",")
-        .replace("X", "."), 0, "",
+        f"${amount:,.2f}",
+        f"{amount} USD",
+        f"USD {amount}",
+        amount + 0.05,
+        amount + 0.5,
+        str(amount),
+        f"{amount:.2f}".replace(".", ","),
+        -amount,
+        f"-${amount}",
+        "free",
+        f"\u20ac{amount:,.2f}",
+        f"${amount:,.2f}".replace(",", ""),
+        round(amount),
+        f"{amount:,.2f}".replace(",", "X").replace(".", ",").replace("X", "."),
+        0,
+        "",
     ]
 
 
@@ -113,11 +141,29 @@ def _date_spellings(value: Any) -> list[Any]:
         day = date_parser.parse(str(value)).date()
     except (ValueError, OverflowError):
         return [value, str(value).upper(), None]
-    formats = ["%Y-%m-%d", "%b %d, %Y", "%B %d, %Y", "%m/%d/%Y", "%d/%m/%Y", "%d %B %Y", "%Y/%m/%d", "%b %d,%Y",
-               "%A, %B %d, %Y", "%m-%d-%Y", "%Y%m%d"]
+    formats = [
+        "%Y-%m-%d",
+        "%b %d, %Y",
+        "%B %d, %Y",
+        "%m/%d/%Y",
+        "%d/%m/%Y",
+        "%d %B %Y",
+        "%Y/%m/%d",
+        "%b %d,%Y",
+        "%A, %B %d, %Y",
+        "%m-%d-%Y",
+        "%Y%m%d",
+    ]
     out: list[Any] = [day.strftime(f) for f in formats]
-    out += [(day + timedelta(days=1)).isoformat(), f"{day.isoformat()}T10:00:00", f"{day.day}th of {MONTHS[day.month - 1]}"
-            f" {day.year}", day.strftime("%b %d"), "yesterday", "", 20230105]
+    out += [
+        (day + timedelta(days=1)).isoformat(),
+        f"{day.isoformat()}T10:00:00",
+        f"{day.day}th of {MONTHS[day.month - 1]} {day.year}",
+        day.strftime("%b %d"),
+        "yesterday",
+        "",
+        20230105,
+    ]
     return out
 
 
@@ -132,8 +178,23 @@ def _month_spellings(value: Any) -> list[Any]:
     if not 1 <= number <= 12:
         return [value, None]
     name = MONTHS[number - 1]
-    return [name, name[:3], str(number), f"{number:02d}", name.upper(), number, float(number), MONTHS[number % 12],
-            f"{name} 2023", f"2023-{number:02d}", f"{name[:3]}.", 13, 0, "", number + 0.5]
+    return [
+        name,
+        name[:3],
+        str(number),
+        f"{number:02d}",
+        name.upper(),
+        number,
+        float(number),
+        MONTHS[number % 12],
+        f"{name} 2023",
+        f"2023-{number:02d}",
+        f"{name[:3]}.",
+        13,
+        0,
+        "",
+        number + 0.5,
+    ]
 
 
 def _duration_spellings(value: Any) -> list[Any]:
@@ -144,10 +205,21 @@ def _duration_spellings(value: Any) -> list[Any]:
     hours, rest = divmod(int(seconds), 3600)
     minutes = rest // 60
     return [
-        f"{hours}h {minutes}m", f"{int(seconds // 60)} minutes", f"{seconds / 3600:.1f} hours", f"{int(seconds)} seconds",
-        f"{int((seconds + 120) // 60)} min", f"{int(seconds * 1.3 // 60)} minutes", str(int(seconds // 60)),
-        f"{hours}:{minutes:02d} hours", f"{hours}:{minutes:02d}", f"{hours} hours {minutes} minutes",
-        f"{hours} hr {minutes} min", f"{int(seconds * 0.85 // 60)} min", f"{hours}h{minutes}m", "", "soon",
+        f"{hours}h {minutes}m",
+        f"{int(seconds // 60)} minutes",
+        f"{seconds / 3600:.1f} hours",
+        f"{int(seconds)} seconds",
+        f"{int((seconds + 120) // 60)} min",
+        f"{int(seconds * 1.3 // 60)} minutes",
+        str(int(seconds // 60)),
+        f"{hours}:{minutes:02d} hours",
+        f"{hours}:{minutes:02d}",
+        f"{hours} hours {minutes} minutes",
+        f"{hours} hr {minutes} min",
+        f"{int(seconds * 0.85 // 60)} min",
+        f"{hours}h{minutes}m",
+        "",
+        "soon",
     ]
 
 
@@ -162,9 +234,19 @@ def _distance_spellings(value: Any) -> list[Any]:
     metres = number * (1000 if unit.startswith("k") else 1609.344 if unit.startswith("mi") else 1)
     km = metres / 1000
     return [
-        f"{km:.1f} km", f"{km:.2f}km", f"{metres / 1609.344:.2f} miles", f"{metres:.0f} m", f"{km:.1f}k",
-        f"{km * 1.015:.2f} km", f"{km * 1.1:.2f} km", f"{km:.1f}", f"{metres + 8:.0f} meters", f"{km:.1f} KM",
-        f"{metres / 0.3048:.0f} ft", "", "far",
+        f"{km:.1f} km",
+        f"{km:.2f}km",
+        f"{metres / 1609.344:.2f} miles",
+        f"{metres:.0f} m",
+        f"{km:.1f}k",
+        f"{km * 1.015:.2f} km",
+        f"{km * 1.1:.2f} km",
+        f"{km:.1f}",
+        f"{metres + 8:.0f} meters",
+        f"{km:.1f} KM",
+        f"{metres / 0.3048:.0f} ft",
+        "",
+        "far",
     ]
 
 
@@ -177,9 +259,20 @@ def _coordinate_spellings(value: Any) -> list[Any]:
         return [value, None, "0, 0"]
     ns, ew = ("N" if lat >= 0 else "S"), ("E" if lon >= 0 else "W")
     return [
-        [lat, lon], f"{lat}, {lon}", {"lat": lat, "lon": lon}, {"latitude": lat, "lng": lon}, [lat + 1e-6, lon],
-        [lat + 0.01, lon], f"{abs(lat)} {ns}, {abs(lon)} {ew}", [str(lat), str(lon)], [lon, lat], {"la": lat, "lo": lon},
-        {"x": lat, "y": lon}, f"{lat},{lon}", "", [lat, lon, 0],
+        [lat, lon],
+        f"{lat}, {lon}",
+        {"lat": lat, "lon": lon},
+        {"latitude": lat, "lng": lon},
+        [lat + 1e-6, lon],
+        [lat + 0.01, lon],
+        f"{abs(lat)} {ns}, {abs(lon)} {ew}",
+        [str(lat), str(lon)],
+        [lon, lat],
+        {"la": lat, "lo": lon},
+        {"x": lat, "y": lon},
+        f"{lat},{lon}",
+        "",
+        [lat, lon, 0],
     ]
 
 
@@ -187,20 +280,49 @@ def _location_spellings(value: Any) -> list[Any]:
     text = str(value)
     words = text.split()
     return [
-        text.upper(), " ".join(reversed(words)), " ".join(words[:2]), f"{text} Hotel", text[: max(1, len(text) * 6 // 10)],
-        "Somewhere Else Entirely", text.replace(" ", ""), f"The {text}", "", None,
+        text.upper(),
+        " ".join(reversed(words)),
+        " ".join(words[:2]),
+        f"{text} Hotel",
+        text[: max(1, len(text) * 6 // 10)],
+        "Somewhere Else Entirely",
+        text.replace(" ", ""),
+        f"The {text}",
+        "",
+        None,
     ]
 
 
 def _boolean_spellings(value: Any) -> list[Any]:
     truth = value if isinstance(value, bool) else str(value).lower() in {"true", "yes"}
-    return [str(truth).lower(), "yes" if truth else "no", str(truth).upper(), int(truth), not truth, "maybe", "Y", "off",
-            1.0 if truth else 0.0, "", None, [truth]]
+    return [
+        str(truth).lower(),
+        "yes" if truth else "no",
+        str(truth).upper(),
+        int(truth),
+        not truth,
+        "maybe",
+        "Y",
+        "off",
+        1.0 if truth else 0.0,
+        "",
+        None,
+        [truth],
+    ]
 
 
 def _url_spellings(value: Any) -> list[Any]:
     text = str(value)
-    return [text, f"{text}/", f"{text}?utm=1", text.upper(), text.replace("__", ""), f"{text}#top", "", "not a url"]
+    return [
+        text,
+        f"{text}/",
+        f"{text}?utm=1",
+        text.upper(),
+        text.replace("__", ""),
+        f"{text}#top",
+        "",
+        "not a url",
+    ]
 
 
 SPELLINGS = {
@@ -265,7 +387,7 @@ def response_variants(expected: dict[str, Any], schema: dict[str, Any]) -> Itera
     yield "none", None
     yield "list", [golden]
     yield "empty object", {}
-    yield "broken fence", "```json\n{\"task_type\": \n```"
+    yield "broken fence", '```json\n{"task_type": \n```'
     if not isinstance(golden_data, list) or not golden_data:
         return
     items_schema = schema.get("items", {})
@@ -274,8 +396,10 @@ def response_variants(expected: dict[str, Any], schema: dict[str, Any]) -> Itera
     yield "duplicated", {**golden, "retrieved_data": golden_data + golden_data[:1]}
     yield "single not list", {**golden, "retrieved_data": golden_data[0]}
     yield "list as text", {**golden, "retrieved_data": json.dumps(golden_data)}
-    yield "stringified items", {**golden, "retrieved_data": [json.dumps(i) if not isinstance(i, str) else i
-                                                               for i in golden_data]}
+    yield (
+        "stringified items",
+        {**golden, "retrieved_data": [json.dumps(i) if not isinstance(i, str) else i for i in golden_data]},
+    )
     for position in sorted({0, len(golden_data) - 1}):
         for number, variant in enumerate(spellings(golden_data[position], items_schema)):
             changed = list(golden_data)

@@ -85,7 +85,11 @@ def normalize_single(
 
 
 def normalize_list(
-    values: Any, results_schema: Mapping[str, Any] | None, *, strict: bool, derender_url: DerenderUrl | None = None
+    values: Any,
+    results_schema: Mapping[str, Any] | None,
+    *,
+    strict: bool,
+    derender_url: DerenderUrl | None = None,
 ) -> tuple[Any, ...] | None:
     """An answer's retrieved data (a list) by the task's `results_schema` (an array schema).
 

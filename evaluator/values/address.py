@@ -20,7 +20,7 @@ REQUIRED_PARTS = ("house_number", "street", "city", "state", "postcode")
 
 
 def state_code(value: Any) -> str:
-    """"California", "calif." or "CA" -> "CA"."""
+    """ "California", "calif." or "CA" -> "CA"."""
     import us
 
     text = str(value).strip() if value is not None else ""

@@ -9,6 +9,7 @@ cleaned the same way for every type before type-specific parsing, so "Café™",
 
 from __future__ import annotations
 
+import contextlib
 import re
 import unicodedata
 from collections.abc import Callable
@@ -44,10 +45,8 @@ def clean_text(text: str, derender_url: DerenderUrl | None = None) -> str:
     if not text or is_regexp(text):
         return text
     if derender_url is not None and "http" in text:
-        try:
+        with contextlib.suppress(Exception):  # best effort: a string that is not a site URL stays as it is
             text = derender_url(text, strict=False)
-        except Exception:  # best effort: a string that is not a site URL stays as it is
-            pass
     return _fold(text)
 
 
@@ -104,7 +103,8 @@ class Normalized:
 
     def _error(self, value: Any, reason: str) -> NormalizationError:
         """The error a `_parse` raises: names the value, the type and what is wrong."""
-        return NormalizationError(f"cannot read {value!r} as {self.type_name or type(self).__name__}: {reason}")
+        kind = self.type_name or type(self).__name__
+        return NormalizationError(f"cannot read {value!r} as {kind}: {reason}")
 
     @property
     def normalized(self) -> Any:

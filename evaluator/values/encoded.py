@@ -103,7 +103,10 @@ class Base64Text(Normalized):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Base64Text):
             return False
-        for patterns, texts in ((self.alternatives, other.alternatives), (other.alternatives, self.alternatives)):
+        for patterns, texts in (
+            (self.alternatives, other.alternatives),
+            (other.alternatives, self.alternatives),
+        ):
             for pattern in patterns:
                 compiled = _compile_multiline(pattern) if is_regexp(pattern) else None
                 if compiled is not None and any(compiled.fullmatch(text) for text in texts):

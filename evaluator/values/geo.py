@@ -83,8 +83,10 @@ def _coordinate_key(data: dict[Any, Any], *, latitude: bool) -> Any:
 
 
 def _is_pair(value: Any) -> bool:
-    return isinstance(value, list | tuple) and len(value) == 2 and all(
-        isinstance(part, int | float | str) for part in value
+    return (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and all(isinstance(part, int | float | str) for part in value)
     )
 
 

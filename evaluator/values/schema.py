@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -55,7 +56,9 @@ class Walker:
     def __init__(self, lookup: KindLookup, *, strict: bool, derender_url: DerenderUrl | None) -> None:
         self.lookup = lookup
         self.strict = strict
-        self.derender_url = derender_url
+        # The de-renderer is strict exactly when the walk is (text folding always asks for a lenient
+        # one): a URL value in an expected answer that matches no configured site is a broken task.
+        self.derender_url = partial(derender_url, strict=strict) if derender_url is not None else None
 
     def make(self, kind: str, value: Any, **options: Any) -> Any:
         """One value of a known kind; a raw value back when lenient and it does not parse."""

@@ -245,7 +245,9 @@ def post_data_object(target: Target, *, style: str | None = None) -> dict[str, A
     return har.form_body({k: form_text(v) for k, v in target.post.items()})
 
 
-def target_entry(target: Target, *, post_style: str | None = None, base64_content: bool = False) -> dict[str, Any]:
+def target_entry(
+    target: Target, *, post_style: str | None = None, base64_content: bool = False
+) -> dict[str, Any]:
     """The HAR entry of one target event."""
     cookies = (
         [{"name": k, "value": quote(v), "path": "/", "httpOnly": False, "secure": False}
@@ -269,7 +271,9 @@ def target_entry(target: Target, *, post_style: str | None = None, base64_conten
             extra_headers=target.headers,
         )
     if target.method == "GET":
-        entry = har.navigation(target.url, referer=target.referer, status=target.status, redirect_url=redirect)
+        entry = har.navigation(
+            target.url, referer=target.referer, status=target.status, redirect_url=redirect
+        )
         if target.headers:
             entry["request"]["headers"].extend({"name": k, "value": v} for k, v in target.headers.items())
         return entry
@@ -321,7 +325,9 @@ def build_entries(
             if target.referer and target.referer != previous:
                 entries.append(har.navigation(target.referer, referer=previous))
             entries.append(target_entry(target, post_style=post_style, base64_content=base64_content))
-            entries.append(har.asset(f"{base}/static/version1700000000/frontend/widget.js", referer=target.url))
+            entries.append(
+                har.asset(f"{base}/static/version1700000000/frontend/widget.js", referer=target.url)
+            )
             if 300 <= target.status < 400 and not target.as_xhr and target.method != "GET" and not navigate:
                 location = entries[-2]["response"]["redirectURL"]
                 entries.append(har.navigation(location, referer=target.referer or previous))

@@ -106,11 +106,26 @@ def entry(
             "bodySize": content["size"],
         },
         "cache": {},
-        "timings": {"blocked": 0.4, "dns": -1, "connect": -1, "send": 0.1, "wait": 20.0, "receive": 3.0, "ssl": -1},
+        "timings": {
+            "blocked": 0.4,
+            "dns": -1,
+            "connect": -1,
+            "send": 0.1,
+            "wait": 20.0,
+            "receive": 3.0,
+            "ssl": -1,
+        },
     }
 
 
-_STATUS_TEXT = {200: "OK", 201: "Created", 204: "No Content", 302: "Found", 400: "Bad Request", 404: "Not Found"}
+_STATUS_TEXT = {
+    200: "OK",
+    201: "Created",
+    204: "No Content",
+    302: "Found",
+    400: "Bad Request",
+    404: "Not Found",
+}
 
 
 def navigation(
@@ -238,12 +253,17 @@ def json_body(document: Any) -> dict[str, Any]:
     return {"mimeType": "application/json", "text": json.dumps(document)}
 
 
-def multipart_body(fields: dict[str, str], boundary: str = "----WebKitFormBoundary7MA4YWxkTrZu0gW") -> dict[str, Any]:
+def multipart_body(
+    fields: dict[str, str], boundary: str = "----WebKitFormBoundary7MA4YWxkTrZu0gW"
+) -> dict[str, Any]:
     parts = [
         f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'
         for name, value in fields.items()
     ]
-    return {"mimeType": f"multipart/form-data; boundary={boundary}", "text": "".join(parts) + f"--{boundary}--\r\n"}
+    return {
+        "mimeType": f"multipart/form-data; boundary={boundary}",
+        "text": "".join(parts) + f"--{boundary}--\r\n",
+    }
 
 
 def har_document(entries: list[dict[str, Any]]) -> dict[str, Any]:

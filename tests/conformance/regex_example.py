@@ -12,10 +12,9 @@ candidate is checked with `re.fullmatch`; the first that matches wins.
 from __future__ import annotations
 
 import re
-from typing import Any
-
-from re import _constants as C  # type: ignore[attr-defined]  # noqa: N812 - the stdlib regex AST opcodes
+from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser  # type: ignore[attr-defined]
+from typing import Any
 
 _CATEGORY_CHARS = {
     C.CATEGORY_DIGIT: "1",

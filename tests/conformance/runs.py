@@ -49,7 +49,9 @@ def write_group(directory: Path, cases: list[RunCase]) -> None:
     for case in cases:
         run = directory / str(case.task_id)
         run.mkdir()
-        response = case.response.text if isinstance(case.response, RawText) else json.dumps(case.response, indent=2)
+        response = (
+            case.response.text if isinstance(case.response, RawText) else json.dumps(case.response, indent=2)
+        )
         (run / "agent_response.json").write_text(response, encoding="utf-8")
         har_text = case.raw_har if case.entries is None else json.dumps(har_document(case.entries))
         (run / "network.har").write_text(har_text or "", encoding="utf-8")
@@ -70,7 +72,9 @@ def read_verdicts(directory: Path) -> dict[int, Verdict]:
     return verdicts
 
 
-def run_oracle(oracle_python: Path, directory: Path, config: Path, dataset: Path | None = None) -> subprocess.Popen:
+def run_oracle(
+    oracle_python: Path, directory: Path, config: Path, dataset: Path | None = None
+) -> subprocess.Popen:
     """Start the oracle's `eval-tasks` on a run directory; the caller waits."""
     command = [str(oracle_python.parent / "webarena-verified"), "eval-tasks", "--output-dir", str(directory)]
     command += ["--config", str(config)]
@@ -83,5 +87,7 @@ def copy_runs(source: Path, destination: Path) -> None:
     if destination.exists():
         shutil.rmtree(destination)
     shutil.copytree(
-        source, destination, ignore=shutil.ignore_patterns("eval_result.json", "eval_results.json", "*.log", "*.txt")
+        source,
+        destination,
+        ignore=shutil.ignore_patterns("eval_result.json", "eval_results.json", "*.log", "*.txt"),
     )

@@ -43,7 +43,9 @@ class Disagreement:
         def show(v: Verdict | None) -> str:
             return f"{v.status}/{v.score:g}" if v else "no verdict"
 
-        return f"{self.group}/{self.task_id} [{self.case}]: oracle {show(self.oracle)}, ours {show(self.ours)}"
+        return (
+            f"{self.group}/{self.task_id} [{self.case}]: oracle {show(self.oracle)}, ours {show(self.ours)}"
+        )
 
 
 @dataclasses.dataclass
@@ -62,7 +64,8 @@ class SuiteReport:
         out = [
             f"agreement: {self.agreed}/{self.compared}",
             f"known divergences: {len(self.known)}; unexplained disagreements: {len(self.unknown)}",
-            f"golden cases passing under the oracle: {self.golden_oracle_pass}/{self.golden_total} ({rate:.1%})",
+            f"golden cases passing under the oracle: {self.golden_oracle_pass}/{self.golden_total}"
+            f" ({rate:.1%})",
             "timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in self.timings.items()),
         ]
         out += [f"  DISAGREE {d.describe()}" for d in self.unknown]
@@ -80,7 +83,11 @@ def source_hash(dataset: Path, oracle_python: Path) -> str:
 
 
 def cache_root(key: str) -> Path:
-    base = Path(os.environ.get("WEBARENA_CONFORMANCE_CACHE", Path(tempfile.gettempdir()) / "webarena-live-conformance"))
+    base = Path(
+        os.environ.get(
+            "WEBARENA_CONFORMANCE_CACHE", Path(tempfile.gettempdir()) / "webarena-live-conformance"
+        )
+    )
     return base / key
 
 
@@ -213,10 +220,8 @@ def run_suite(dataset: Path, oracle_python: Path) -> SuiteReport:
 
 def main() -> int:
     oracle_python = Path(os.environ.get("WEBARENA_ORACLE", "/opt/oracle/bin/python"))
-    out = subprocess.run(
-        [str(oracle_python), "-c", "import webarena_verified, os; print(os.path.dirname(webarena_verified.__file__))"],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
+    code = "import webarena_verified, os; print(os.path.dirname(webarena_verified.__file__))"
+    out = subprocess.run([str(oracle_python), "-c", code], check=True, capture_output=True, text=True)
     dataset = Path(out.stdout.strip()) / "assets/dataset/webarena-verified.json"
     report = run_suite(dataset, oracle_python)
     print("\n".join(report.lines()))

@@ -42,14 +42,19 @@ def send_contact_message(page: Page, shop: str) -> dict[str, Any]:
     return dict(MUTATE_DONE)
 
 
-def review_lantern(page: Page, shop: str, *, title: str = "Bright and light") -> dict[str, Any]:
-    """Task 9003: a multipart form POST answered by a 302."""
+def review_lantern(
+    page: Page, shop: str, *, title: str = "Bright and light", photo: bytes | None = None
+) -> dict[str, Any]:
+    """Task 9003: a multipart form POST answered by a 302, optionally with a
+    binary file part (a photo) next to the text fields the task checks."""
     page.goto(shop + "/products/2")
     with page.expect_navigation():
         page.click("#write-review")
     page.select_option("#rating", "5")
     page.fill("#review-title", title)
     page.fill("#review-body", "Lights the whole tent.")
+    if photo is not None:
+        page.set_input_files("#review-photo", {"name": "tent.png", "mimeType": "image/png", "buffer": photo})
     with page.expect_navigation(url="**/products/2"):
         page.click("#submit-review")
     return {"action": "MUTATE", "status": "success", "results": []}
@@ -99,3 +104,24 @@ def open_forum_post(page: Page, forum: str, *, stop_short: bool = False) -> dict
         with page.expect_navigation():
             page.click("#post-7")
     return dict(NAVIGATE_DONE)
+
+
+def search_for_lantern(page: Page, shop: str, *, query: str = "trail lantern") -> dict[str, Any]:
+    """Task 9009: a GET form; the task checks the query string."""
+    page.goto(shop + "/")
+    page.fill("#q", query)
+    with page.expect_navigation(url="**/search?*"):
+        page.click("#go")
+    return dict(NAVIGATE_DONE)
+
+
+def read_kettle_stock(page: Page, shop: str, *, also_wish: bool = False) -> dict[str, Any]:
+    """Task 9010: read-only, and a network evaluator with `should_not_exist`
+    fails the run if the wish list was changed on the way."""
+    page.goto(shop + "/products/3")
+    page.wait_for_function("document.getElementById('stock').textContent !== 'loading'")
+    count = int(page.inner_text("#stock"))
+    if also_wish:
+        with page.expect_navigation(url="**/wishlist"):
+            page.click("#add-to-wishlist")
+    return {"action": "retrieve", "status": "SUCCESS", "results": [count]}

@@ -109,6 +109,7 @@ def review_page(product: Product) -> str:
 <select id="rating" name="rating"><option>1</option><option>2</option><option>3</option>
 <option>4</option><option>5</option></select>
 <input id="review-title" name="title"><textarea id="review-body" name="body"></textarea>
+<input id="review-photo" type="file" name="photo" accept="image/png">
 <button id="submit-review">Submit review</button></form>""",
     )
 

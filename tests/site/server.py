@@ -1,52 +1,27 @@
-"""The test site's HTTP(S) servers, standard library only.
+"""The test site's servers on 127.0.0.1, each on a free port picked by the OS.
 
-One request handler serves the shop and the forum pages; the tests run it on
-several ports of 127.0.0.1 (shop over HTTP, the same shop over HTTPS, and the
-forum as a second WebArena site), each on a free port picked by the OS.
-
-Mutations answer the way real shops do: an HTML form POST gets a 302 to a
-result page, the wish-list POST also sets a URL-encoded flash-message cookie
-(like Magento's `mage-messages`), and the JSON API answers JSON.
+The same routes (`routes.py`) are served as: the shop over HTTP/1.1, the shop
+over HTTPS (HTTP/1.1), the shop over HTTPS with HTTP/2 only (`http2.py`), and
+the forum as a second WebArena site. The HTTP/1.1 servers are the standard
+library's; the WebSocket echo endpoint rides on them (`websocket.py`).
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import re
 import ssl
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from tests.site import pages
 from tests.site.certs import make_self_signed
+from tests.site.http2 import Http2Server
+from tests.site.routes import CATALOG_BYTES, Answer, answer_get, answer_post, parse_cookies
 from tests.site.websocket import serve_echo
 
-FLASH_COOKIE = "flash-messages"
-CATALOG_BYTES = 3 * 1024 * 1024  # far above any body cap, and above the tests' stream_large_bodies
-
-_PRODUCT = re.compile(r"^/products/(\d+)$")
-_REVIEW_FORM = re.compile(r"^/products/(\d+)/review$")
-_REVIEWS = re.compile(r"^/products/(\d+)/reviews$")
-_PRODUCT_API = re.compile(r"^/api/products/(\d+)$")
-_FORUM = re.compile(r"^/f/([a-z]+)$")
-_POST = re.compile(r"^/f/([a-z]+)/(\d+)$")
-
-_STATIC = {
-    "/static/site.css": ("text/css", pages.SITE_CSS.encode()),
-    "/static/app.js": ("text/javascript", pages.SITE_JS.encode()),
-    "/static/logo.png": ("image/png", pages.LOGO_PNG),
-}
-
-
-@functools.cache
-def _catalog() -> bytes:
-    return pages.catalog_json(CATALOG_BYTES)
+__all__ = ["CATALOG_BYTES", "RunningSite", "run_site"]
 
 
 class SiteHandler(BaseHTTPRequestHandler):
@@ -56,142 +31,27 @@ class SiteHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass  # keep pytest output clean
 
-    # -- plumbing ---------------------------------------------------------
-
-    def _send(
-        self,
-        status: int,
-        body: bytes = b"",
-        *,
-        content_type: str = "text/html; charset=utf-8",
-        headers: tuple[tuple[str, str], ...] = (),
-    ) -> None:
-        self.send_response(status)
-        if body or status not in (204, 302, 304):
-            self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in headers:
+    def _send(self, answer: Answer) -> None:
+        self.send_response(answer.status)
+        if answer.content_type:
+            self.send_header("Content-Type", answer.content_type)
+        self.send_header("Content-Length", str(len(answer.body)))
+        for name, value in answer.headers:
             self.send_header(name, value)
         self.end_headers()
         if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def _html(self, text: str, status: int = 200, *, headers: tuple[tuple[str, str], ...] = ()) -> None:
-        self._send(status, text.encode(), headers=headers)
-
-    def _json(self, data: str, status: int = 200) -> None:
-        self._send(status, data.encode(), content_type="application/json")
-
-    def _redirect(self, location: str, *, headers: tuple[tuple[str, str], ...] = ()) -> None:
-        self._send(302, headers=(("Location", location), *headers))
-
-    def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
-
-    def _cookies(self) -> dict[str, str]:
-        jar: dict[str, str] = {}
-        for part in (self.headers.get("Cookie") or "").split(";"):
-            name, _, value = part.strip().partition("=")
-            if name:
-                jar[name] = value
-        return jar
-
-    # -- routes -----------------------------------------------------------
+            self.wfile.write(answer.body)
 
     def do_GET(self) -> None:
-        url = urlsplit(self.path)
-        path = url.path
-        if path in _STATIC:
-            content_type, data = _STATIC[path]
-            self._send(200, data, content_type=content_type, headers=(("Cache-Control", "no-store"),))
-        elif path == "/favicon.ico":
-            self._send(204)
-        elif path == "/":
-            self._html(pages.home_page())
-        elif path == "/category/gear":
-            self._html(pages.category_page())
-        elif path == "/search":
-            self._html(pages.search_page(parse_qs(url.query).get("q", [""])[0]))
-        elif path == "/contact":
-            self._html(pages.contact_page())
-        elif path == "/contact/thanks":
-            self._html(pages.thanks_page())
-        elif path == "/cart":
-            self._html(pages.cart_page())
-        elif path == "/chat":
-            self._html(pages.websocket_page())
-        elif path == "/ws/echo":
+        if self.path.split("?")[0] == "/ws/echo":
             serve_echo(self)
-        elif path == "/api/catalog.json":
-            self._send(200, _catalog(), content_type="application/json")
-        elif path == "/wishlist":
-            flash = self._cookies().get(FLASH_COOKIE)
-            # Show the flash message once, then expire the cookie.
-            expire = (("Set-Cookie", f"{FLASH_COOKIE}=; Path=/; Max-Age=0"),) if flash else ()
-            self._html(pages.wishlist_page(unquote(flash) if flash else None), headers=expire)
-        elif match := _PRODUCT.match(path):
-            self._product_route(match, pages.product_page)
-        elif match := _REVIEW_FORM.match(path):
-            self._product_route(match, pages.review_page)
-        elif match := _PRODUCT_API.match(path):
-            product = pages.PRODUCTS.get(int(match.group(1)))
-            if product is None:
-                self._json(json.dumps({"error": "no such product"}), 404)
-            else:
-                self._json(pages.product_json(product))
-        elif match := _FORUM.match(path):
-            self._html(pages.forum_page(match.group(1)))
-        elif match := _POST.match(path):
-            title = pages.FORUM_POSTS.get(match.group(1), {}).get(int(match.group(2)))
-            if title is None:
-                self._html(pages.not_found_page(), 404)
-            else:
-                self._html(pages.post_page(match.group(1), int(match.group(2)), title))
-        else:
-            self._html(pages.not_found_page(), 404)
+            return
+        self._send(answer_get(self.path, parse_cookies(self.headers.get("Cookie"))))
 
     def do_POST(self) -> None:
-        path = urlsplit(self.path).path
-        body = self._body()
-        content_type = self.headers.get("Content-Type") or ""
-        if path == "/contact":
-            if "application/x-www-form-urlencoded" not in content_type:
-                self._html(pages.not_found_page(), 415)
-                return
-            self._redirect("/contact/thanks")
-        elif path == "/wishlist/add":
-            form = parse_qs(body.decode())
-            product = pages.PRODUCTS.get(int(form.get("product", ["0"])[0] or 0))
-            if product is None:
-                self._redirect("/wishlist")
-                return
-            message = json.dumps(
-                [{"type": "success", "text": f"{product.name} has been added to your wish list."}]
-            )
-            cookie = f"{FLASH_COOKIE}={quote(message)}; Path=/"
-            self._redirect("/wishlist", headers=(("Set-Cookie", cookie),))
-        elif match := _REVIEWS.match(path):
-            if not content_type.startswith("multipart/form-data"):
-                self._html(pages.not_found_page(), 415)
-                return
-            self._redirect(f"/products/{match.group(1)}")
-        elif path == "/api/cart/items":
-            try:
-                item = json.loads(body).get("item", {})
-            except (ValueError, AttributeError):
-                self._json(json.dumps({"error": "expected a JSON object"}), 400)
-                return
-            self._json(pages.cart_json(item if isinstance(item, dict) else {}))
-        else:
-            self._html(pages.not_found_page(), 404)
-
-    def _product_route(self, match: re.Match[str], render: Callable[[pages.Product], str]) -> None:
-        product = pages.PRODUCTS.get(int(match.group(1)))
-        if product is None:
-            self._html(pages.not_found_page(), 404)
-            return
-        self._html(render(product))
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        self._send(answer_post(self.path, self.headers.get("Content-Type") or "", body))
 
 
 class _Server(ThreadingHTTPServer):
@@ -205,12 +65,13 @@ class RunningSite:
 
     shop_http: str
     shop_https: str
+    shop_h2: str
     forum_http: str
 
     def site_map(self) -> dict[str, dict[str, object]]:
         """The `environments` section of a reference-format config file."""
         return {
-            "__SHOPPING__": {"urls": [self.shop_http, self.shop_https], "active_url_idx": 0},
+            "__SHOPPING__": {"urls": [self.shop_http, self.shop_https, self.shop_h2], "active_url_idx": 0},
             "__REDDIT__": {"urls": [self.forum_http], "active_url_idx": 0},
         }
 
@@ -228,20 +89,23 @@ def _serve(tls: ssl.SSLContext | None = None) -> tuple[_Server, str]:
 
 @contextmanager
 def run_site(workdir: Path) -> Iterator[RunningSite]:
-    """Serve the shop over HTTP and HTTPS and the forum over HTTP until exit."""
+    """Serve the shop (HTTP, HTTPS, HTTPS with HTTP/2) and the forum until exit."""
     tls_files = make_self_signed(workdir)
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(tls_files.cert, tls_files.key)
-    servers = []
+    servers: list[_Server] = []
+    h2 = Http2Server(tls_files.cert, tls_files.key)
     try:
-        shop, shop_url = _serve()
-        servers.append(shop)
-        shop_tls, shop_tls_url = _serve(tls)
-        servers.append(shop_tls)
-        forum, forum_url = _serve()
-        servers.append(forum)
-        yield RunningSite(shop_http=shop_url, shop_https=shop_tls_url, forum_http=forum_url)
+        urls = []
+        for server_tls in (None, tls, None):
+            server, url = _serve(server_tls)
+            servers.append(server)
+            urls.append(url)
+        h2.start()
+        shop, shop_tls, forum = urls
+        yield RunningSite(shop_http=shop, shop_https=shop_tls, shop_h2=h2.base_url, forum_http=forum)
     finally:
+        h2.stop()
         for server in servers:
             server.shutdown()
             server.server_close()

@@ -1,0 +1,96 @@
+#!/usr/bin/env python
+"""`webarena-live evaluate` vs the reference's `webarena-verified eval-tasks`, side by side.
+
+Builds one run directory for all 812 official tasks (golden answers and
+Chromium-shaped HARs from the conformance generator), copies it twice, and
+times both command lines end to end on their copy (process start-up included),
+then checks that both wrote the same verdicts. Target: ours at least 5x faster.
+
+    .venv/bin/python scripts/bench_offline.py [--quick] [--oracle /path/to/oracle/bin/python]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from conformance import golden as g  # noqa: E402
+from conformance.runs import RunCase, copy_runs, read_verdicts, write_group  # noqa: E402
+
+
+def default_oracle() -> Path:
+    configured = os.environ.get("WEBARENA_ORACLE")
+    if configured:
+        return Path(configured)
+    local = REPO / ".oracle-venv" / "bin" / "python"
+    return local if local.exists() else Path("/opt/oracle/bin/python")
+
+
+def official_dataset(oracle: Path) -> Path:
+    code = "import webarena_verified, os; print(os.path.dirname(webarena_verified.__file__))"
+    out = subprocess.run([str(oracle), "-c", code], check=True, capture_output=True, text=True)
+    return Path(out.stdout.strip()) / "assets" / "dataset" / "webarena-verified.json"
+
+
+def build_runs(dataset: Path, directory: Path, limit: int | None) -> int:
+    tasks = json.loads(dataset.read_text(encoding="utf-8"))[:limit]
+    cases = [
+        RunCase(t["task_id"], "golden", g.golden_response(t), g.build_entries(t, g.targets_for(t)))
+        for t in tasks
+    ]
+    write_group(directory, cases)
+    return len(cases)
+
+
+def timed(command: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="only the first 100 tasks")
+    parser.add_argument("--oracle", type=Path, default=default_oracle(), help="python of the oracle's venv")
+    args = parser.parse_args()
+
+    dataset = official_dataset(args.oracle)
+    with tempfile.TemporaryDirectory(prefix="bench-offline-") as temp:
+        root = Path(temp)
+        count = build_runs(dataset, root / "source", 100 if args.quick else None)
+        config = root / "config.json"
+        config.write_text(json.dumps(g.site_config()))
+        copy_runs(root / "source", root / "ours")
+        copy_runs(root / "source", root / "oracle")
+
+        ours_cli = shutil.which("webarena-live", path=str(Path(sys.executable).parent)) or "webarena-live"
+        ours = timed([ours_cli, "evaluate", "--output-dir", str(root / "ours"), "--tasks", str(dataset),
+                      "--config", str(config)])  # fmt: skip
+        reference = timed([str(args.oracle.parent / "webarena-verified"), "eval-tasks",
+                           "--output-dir", str(root / "oracle"), "--config", str(config)])  # fmt: skip
+
+        ours_verdicts, oracle_verdicts = read_verdicts(root / "ours"), read_verdicts(root / "oracle")
+        same = sum(ours_verdicts.get(task_id) == verdict for task_id, verdict in oracle_verdicts.items())
+
+    print(f"run directory: {count} tasks (golden runs, Chromium-shaped HARs)")
+    print(f"webarena-live evaluate:        {ours:8.2f} s  ({ours / count * 1000:.1f} ms/task)")
+    print(f"webarena-verified eval-tasks:  {reference:8.2f} s  ({reference / count * 1000:.1f} ms/task)")
+    print(f"speed-up: {reference / ours:.1f}x (target >= 5x)")
+    print(f"same verdicts: {same}/{len(oracle_verdicts)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
