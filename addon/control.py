@@ -11,14 +11,18 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
+from addon.guard import PUBLIC_PATHS, page_request_problem, token_problem
+from addon.openapi import openapi_document
 from addon.outputs import write_outputs
+from addon.recovery import JournalNotFoundError, find_journal, read_journal
 from addon.sessions import DEFAULT_SESSION, Session, SessionState, SessionStore, session_name_problem
 from evaluator import __version__
 from evaluator.errors import UnknownTaskError, WebArenaLiveError
@@ -32,6 +36,8 @@ RESERVED_HOST = "webarena-live.invalid"
 """Requests through the proxy to this host are control requests, never forwarded."""
 
 JSON_TYPE = "application/json"
+MAX_CONTROL_BODY = 10 * 1024 * 1024
+"""Largest control request body (10 MiB): a final response is small; this only stops abuse."""
 EVENT_STREAM_TYPE = "text/event-stream"
 
 _FENCE = "```"
@@ -78,7 +84,9 @@ class StartSession(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     task_id: StrictInt
-    session: str | None = None
+    session: StrictStr | None = None
+    resume_journal: StrictBool = False
+    """Start with the events of the session's newest journal for this task (after a proxy restart)."""
 
 
 def json_reply(status: int, payload: Any, *, headers: tuple[tuple[str, str], ...] = ()) -> Reply:
@@ -122,11 +130,20 @@ def task_view(task: Task, site_map: SiteMap) -> dict[str, Any]:
     }
 
 
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of arrays/objects accepted in a control body; an answer needs a handful of levels,
+and deeper input would only exhaust the recursion of the JSON parser and of normalization."""
+
+
 def parse_json_body(body: bytes) -> Any:
     try:
-        return json.loads(body.decode("utf-8"))
+        value = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ControlError(400, "bad_json", f"the request body is not valid JSON: {error}") from None
+    except RecursionError:
+        raise ControlError(400, "bad_json", f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    _check_depth(value)
+    return value
 
 
 def parse_final_response(body: bytes) -> Any:
@@ -138,11 +155,46 @@ def parse_final_response(body: bytes) -> Any:
     if not text.strip():
         raise ControlError(400, "bad_json", "the request body is empty; send the agent's final response")
     try:
-        return json.loads(text)
+        value = json.loads(text)
+    except RecursionError:
+        raise ControlError(400, "bad_json", f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
     except json.JSONDecodeError as error:
         if _FENCE in text:
-            return text  # the response parser reads answers inside a code fence
+            # The response parser reads answers inside a code fence; bound their nesting first.
+            if bracket_depth(text) > MAX_JSON_DEPTH:
+                raise ControlError(400, "bad_json", f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+            return text
         raise ControlError(400, "bad_json", f"the request body is not valid JSON: {error}") from None
+    _check_depth(value)
+    return value
+
+
+def _check_depth(value: Any) -> None:
+    """Raise a 400 when parsed JSON nests deeper than MAX_JSON_DEPTH (walked without recursion)."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise ControlError(400, "bad_json", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        pending.extend((child, depth + 1) for child in children)
+
+
+def bracket_depth(text: str) -> int:
+    """The deepest nesting of [ and { in `text`, counting brackets inside strings too (an upper bound)."""
+    depth = deepest = 0
+    for character in text:
+        if character in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif character in "]}":
+            depth = max(0, depth - 1)
+    return deepest
 
 
 def _session(ctx: ControlContext, name: str) -> Session:
@@ -197,17 +249,29 @@ def start_session(ctx: ControlContext, body: bytes, *, caller: str | None) -> Re
     except ValidationError as error:
         detail = [f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in error.errors()]
         raise ControlError(400, "bad_request", detail) from None
-    name = request.session or caller or DEFAULT_SESSION
+    # An explicit empty name is an error, not a request for the caller's (or the default) session.
+    name = request.session if request.session is not None else (caller or DEFAULT_SESSION)
     problem = session_name_problem(name)
     if problem:
         raise ControlError(400, "bad_session_name", problem)
     task = _task(ctx, request.task_id)
+    resumed = None
+    if request.resume_journal:
+        try:  # read before the restart below clears the session: a failure changes nothing
+            resumed = read_journal(find_journal(ctx.sessions.journal_dir, name, task.task_id))
+        except JournalNotFoundError as error:
+            raise ControlError(404, "no_journal", str(error)) from None
+        except WebArenaLiveError as error:
+            raise ControlError(409, "bad_journal", str(error)) from None
     session = ctx.sessions.start(name, task)
+    if resumed is not None:
+        for event in resumed:  # also journals them again, so the new run's journal is complete
+            session.append(event)
     view = task_view(task, ctx.site_map)
-    return json_reply(
-        200,
-        {"session": session.name, "state": session.state.value, **{k: view[k] for k in _START_FIELDS}},
-    )
+    reply = {"session": session.name, "state": session.state.value, **{k: view[k] for k in _START_FIELDS}}
+    if resumed is not None:
+        reply["resumed_events"] = len(resumed)
+    return json_reply(200, reply)
 
 
 _START_FIELDS = ("task_id", "intent", "start_urls", "sites")
@@ -244,6 +308,11 @@ def finish_session(ctx: ControlContext, session: Session, body: bytes) -> Reply:
         )
     response = parse_final_response(body)
     trace = session.trace
+    if not len(trace):
+        # The reference refuses a run without network events (an error verdict nobody can use);
+        # saying so lets the harness check its proxy settings and finish again.
+        detail = f"no events captured in session {session.name!r}; is the agent's traffic using the proxy?"
+        raise ControlError(409, "no_events", detail)
     result = evaluate_task(task, response, trace, site_map=ctx.site_map, data_checksum=ctx.tasks.checksum)
     outputs = None
     if ctx.output_dir is not None:
@@ -281,6 +350,9 @@ def route(
     if path in ("/health", "/health/"):
         _allow(method, "GET")
         return health(ctx)
+    if path == "/openapi.json":
+        _allow(method, "GET")
+        return json_reply(200, openapi_document())
     if path in ("/tasks", "/tasks/"):
         _allow(method, "GET")
         return list_tasks(ctx)
@@ -326,19 +398,30 @@ def handle_request(
     caller: str | None = None,
     last_event_id: str | None = None,
     authorization: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> Reply:
     """Serve one control request given its method and request target (path and query).
 
     `caller` is the session the request came from (proxy credentials), used
     when `POST /sessions` names none; the header values are passed as received.
+    `headers` (lower-cased names) are the request's headers, checked for the
+    marks of a request a web page started (see `addon.guard`).
     """
     parts = urlsplit(target)
     path = parts.path or "/"
-    if method.upper() == "OPTIONS":  # a CORS preflight; the front ends add the CORS headers
-        return Reply(204, b"")
     try:
-        if ctx.token and path.rstrip("/") != "/health" and authorization != f"Bearer {ctx.token}":
-            raise ControlError(401, "unauthorized", "send Authorization: Bearer <control token>")
+        public = path.rstrip("/") in PUBLIC_PATHS
+        if not public:
+            problem = page_request_problem(method, headers or {})
+            if problem:
+                raise ControlError(403, "page_request_refused", problem)
+        if method.upper() == "OPTIONS":  # a CORS preflight: no web origin is ever granted access
+            raise ControlError(405, "method_not_allowed", "the control API grants no CORS access")
+        problem = None if public or ctx is None else token_problem(ctx.token, authorization)
+        if problem:
+            raise ControlError(401, "unauthorized", problem)
+        if len(body) > MAX_CONTROL_BODY:
+            raise ControlError(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
         query = parse_qs(parts.query)
         return route(ctx, method, path, query, body, caller=caller, last_event_id=last_event_id)
     except ControlError as error:

@@ -17,12 +17,12 @@ from typing import Any
 
 import h11
 
-from addon.control import ControlContext, Reply, handle_request, sse_message
+from addon.control import MAX_CONTROL_BODY, ControlContext, Reply, handle_request, json_reply, sse_message
 from evaluator import __version__
 
 logger = logging.getLogger(__name__)
 
-MAX_BODY = 16 * 1024 * 1024
+MAX_BODY = MAX_CONTROL_BODY
 """Largest request body accepted (a final response is small; this only stops abuse)."""
 
 HEARTBEAT_SECONDS = 15.0
@@ -31,10 +31,10 @@ HEARTBEAT_SECONDS = 15.0
 STREAM_BACKLOG = 10_000
 """Notices queued for one slow stream client before it is cut off."""
 
-CORS_HEADERS = (
-    ("Access-Control-Allow-Origin", "*"),
-    ("Access-Control-Allow-Headers", "Content-Type, Authorization, Last-Event-ID"),
-    ("Access-Control-Allow-Methods", "GET, POST, OPTIONS"),
+SAFETY_HEADERS = (
+    # No CORS headers on purpose: web pages must not read or drive the control API (addon.guard).
+    ("X-Content-Type-Options", "nosniff"),
+    ("Cache-Control", "no-store"),
 )
 
 SERVER_HEADER = ("Server", f"webarena-live/{__version__}")
@@ -96,7 +96,8 @@ class ControlServer:
             try:
                 body = await _read_body(conn, reader)
             except RequestTooLarge:
-                reply = Reply(413, b'{"error": "too_large", "detail": "request body over 16 MiB"}\n')
+                detail = f"request body over {MAX_BODY} bytes"
+                reply = json_reply(413, {"error": "too_large", "detail": detail})
                 await _send(conn, writer, reply, keep_alive=False)
                 return
             except h11.RemoteProtocolError:
@@ -112,6 +113,7 @@ class ControlServer:
                 body,
                 last_event_id=headers.get("last-event-id"),
                 authorization=headers.get("authorization"),
+                headers=headers,
             )
             if reply.stream_session is not None:
                 await self._stream(conn, reader, writer, reply)
@@ -209,7 +211,7 @@ def _response_head(reply: Reply, *, keep_alive: bool) -> h11.Response:
     headers = [
         ("Content-Type", reply.content_type),
         SERVER_HEADER,
-        *CORS_HEADERS,
+        *SAFETY_HEADERS,
         *reply.headers,
     ]
     if reply.stream_session is None:

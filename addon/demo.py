@@ -186,7 +186,7 @@ def print_table(verdicts: list[Verdict]) -> None:
     table.add_column("intent / scripted agent", ratio=3)
     table.add_column("status")
     table.add_column("score", justify="right")
-    table.add_column("reason", ratio=3)
+    table.add_column("reason", ratio=4, overflow="fold")  # long URLs wrap instead of being cut
     for verdict in verdicts:
         color = "green" if verdict.status == "success" else "red"
         planned = "\n(planned)" if verdict.expected_to_fail and verdict.status != "success" else ""

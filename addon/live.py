@@ -21,8 +21,15 @@ from pathlib import Path
 from mitmproxy import connection, ctx, exceptions, http
 
 from addon.capture import BODY_CAP, PROXY_AUTHORIZATION, event_from_flow
-from addon.control import RESERVED_HOST, ControlContext, handle_request
-from addon.control_server import CORS_HEADERS, SERVER_HEADER, ControlServer
+from addon.control import (
+    MAX_CONTROL_BODY,
+    RESERVED_HOST,
+    ControlContext,
+    Reply,
+    handle_request,
+    json_reply,
+)
+from addon.control_server import SAFETY_HEADERS, SERVER_HEADER, ControlServer
 from addon.sessions import DEFAULT_SESSION, SessionStore, session_name_problem
 from evaluator.errors import WebArenaLiveError
 from evaluator.sites import SiteMap
@@ -82,6 +89,12 @@ def default_journal_dir(output_dir: str) -> Path:
     if output_dir:
         return Path(output_dir) / JOURNAL_SUBDIR
     return Path(tempfile.gettempdir()) / f"webarena-live-journal-{os.getpid()}"
+
+
+def _declared_length(request: http.Request) -> int:
+    """The request's Content-Length, 0 when absent or not a number."""
+    value = request.headers.get("content-length", "")
+    return int(value) if value.strip().isdigit() else 0
 
 
 class WebArenaLive:
@@ -210,6 +223,10 @@ class WebArenaLive:
             return
         if is_control:
             flow.metadata[SKIP_KEY] = True
+            if _declared_length(flow.request) > MAX_CONTROL_BODY:
+                # Answered before mitmproxy buffers the body: a huge upload never reaches memory.
+                detail = f"request body over {MAX_CONTROL_BODY} bytes"
+                self._answer(flow, json_reply(413, {"error": "too_large", "detail": detail}))
         flow.metadata[SESSION_KEY] = username
 
     # --- control API through the proxy ---------------------------------------------------------
@@ -219,16 +236,24 @@ class WebArenaLive:
             return
         flow.metadata[SKIP_KEY] = True
         request = flow.request
+        headers = {name.lower(): value for name, value in request.headers.items(multi=True)}
         reply = handle_request(
             self.context,
             request.method,
             request.path,
-            request.get_content(strict=False) or b"",
+            # Raw bytes: a control body is JSON, and a Content-Encoding it does not decode
+            # must become a 400 from the JSON check, not an exception here.
+            request.raw_content or b"",
             caller=flow.metadata.get(SESSION_KEY),
-            last_event_id=request.headers.get("last-event-id"),
-            authorization=request.headers.get("authorization"),
+            last_event_id=headers.get("last-event-id"),
+            authorization=headers.get("authorization"),
+            headers=headers,
         )
-        fields = [("Content-Type", reply.content_type), SERVER_HEADER, *CORS_HEADERS, *reply.headers]
+        self._answer(flow, reply)
+
+    @staticmethod
+    def _answer(flow: http.HTTPFlow, reply: Reply) -> None:
+        fields = [("Content-Type", reply.content_type), SERVER_HEADER, *SAFETY_HEADERS, *reply.headers]
         headers = http.Headers([(name.encode("latin-1"), value.encode("latin-1")) for name, value in fields])
         flow.response = http.Response.make(reply.status, reply.body, headers)
 

@@ -63,13 +63,19 @@ class AgentResponse(BaseModel):
     error_details: str | None = None
 
     def to_official_dict(self) -> dict[str, Any]:
-        """The answer with the reference's field names, as `agent_response.json` holds it."""
-        return {
+        """The answer with the reference's field names, as `agent_response.json` holds it.
+
+        `error_details` is left out when there are none: the reference reads it as text whenever
+        the key is present (a task expecting it would turn a null into an error verdict).
+        """
+        official: dict[str, Any] = {
             "task_type": self.task_type.value,
             "status": self.status.value,
             "retrieved_data": self.retrieved_data,
-            "error_details": self.error_details,
         }
+        if self.error_details is not None:
+            official["error_details"] = self.error_details
+        return official
 
 
 def _choice(document: Mapping[str, Any], names: tuple[str, ...], enum: type[TaskType] | type[Status]) -> Any:

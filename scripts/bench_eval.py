@@ -85,7 +85,7 @@ def build_trace(task: dict[str, Any], events: int) -> NetworkTrace:
     return NetworkTrace(event_from_har_entry(entry) for entry in entries)
 
 
-def bench(rounds: int, events: int, dataset: Path) -> list[tuple[int, int, float, str]]:
+def bench(rounds: int, events: int, dataset: Path) -> list[tuple[int, int, float, float, str]]:
     tasks = load_tasks(dataset)
     raw = {t["task_id"]: t for t in json.loads(dataset.read_text()) if t["task_id"] in BENCH_TASKS}
     site_map = SiteMap.from_dict(g.site_config())
@@ -94,13 +94,15 @@ def bench(rounds: int, events: int, dataset: Path) -> list[tuple[int, int, float
         task = tasks[task_id]
         trace = build_trace(raw[task_id], events)
         response = g.golden_response(raw[task_id])
-        status = evaluate_task(task, response, trace, site_map=site_map).status  # warm per-event caches
+        started = time.perf_counter()
+        status = evaluate_task(task, response, trace, site_map=site_map).status  # fills per-event caches
+        cold_ms = (time.perf_counter() - started) * 1000
         times = []
         for _ in range(rounds):
             started = time.perf_counter()
             evaluate_task(task, response, trace, site_map=site_map)
             times.append(time.perf_counter() - started)
-        rows.append((task_id, len(trace), statistics.median(times) * 1000, str(status)))
+        rows.append((task_id, len(trace), statistics.median(times) * 1000, cold_ms, str(status)))
     return rows
 
 
@@ -117,8 +119,11 @@ def main() -> int:
     rounds = 20 if args.quick else 200
     rows = bench(rounds, args.events, args.dataset or official_dataset())
     print(f"evaluate_task on an already-built trace, median of {rounds} rounds:")
-    for task_id, size, median_ms, status in rows:
-        print(f"  task {task_id:>4}: {size} events, {median_ms:.3f} ms median (verdict: {status})")
+    for task_id, size, median_ms, cold_ms, status in rows:
+        print(
+            f"  task {task_id:>4}: {size} events, {median_ms:.3f} ms median "
+            f"(first evaluation, per-event caches cold: {cold_ms:.2f} ms; verdict: {status})"
+        )
     worst = max(row[2] for row in rows)
     overall = statistics.median(row[2] for row in rows)
     print(f"median over tasks: {overall:.3f} ms; slowest task: {worst:.3f} ms (target < 1 ms)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -52,10 +53,14 @@ def build_runs(dataset: Path, directory: Path, limit: int | None) -> int:
     return len(cases)
 
 
-def timed(command: list[str]) -> float:
+def timed(command: list[str]) -> tuple[float, float]:
+    """Wall-clock seconds and CPU seconds (user + system) of one command line."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:
@@ -85,9 +90,10 @@ def main() -> int:
         same = sum(ours_verdicts.get(task_id) == verdict for task_id, verdict in oracle_verdicts.items())
 
     print(f"run directory: {count} tasks (golden runs, Chromium-shaped HARs)")
-    print(f"webarena-live evaluate:        {ours:8.2f} s  ({ours / count * 1000:.1f} ms/task)")
-    print(f"webarena-verified eval-tasks:  {reference:8.2f} s  ({reference / count * 1000:.1f} ms/task)")
-    print(f"speed-up: {reference / ours:.1f}x (target >= 5x)")
+    for name, (wall, cpu) in (("webarena-live evaluate", ours), ("webarena-verified eval-tasks", reference)):
+        print(f"{name:<30} wall {wall:7.2f} s ({wall / count * 1000:6.1f} ms/task)   cpu {cpu:7.2f} s")
+    wall_ratio, cpu_ratio = reference[0] / ours[0], reference[1] / ours[1]
+    print(f"speed-up: {wall_ratio:.1f}x wall-clock, {cpu_ratio:.1f}x CPU (target >= 5x)")
     print(f"same verdicts: {same}/{len(oracle_verdicts)}")
     return 0
 

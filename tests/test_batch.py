@@ -16,7 +16,7 @@ from conformance import golden as g
 from conformance.runs import RawText, RunCase, write_group
 
 from evaluator.batch import RESULT_FILE, SUMMARY_FILE, discover_runs, evaluate_directory, summarize
-from evaluator.results import EvalStatus
+from evaluator.results import EvalStatus, TaskResult
 from evaluator.sites import SiteMap
 from evaluator.tasks import load_tasks
 
@@ -55,7 +55,7 @@ def _site_map(run_dir: Path) -> SiteMap:
 
 
 def test_golden_runs_succeed_and_results_are_written(run_dir: Path, dataset: Path) -> None:
-    seen = []
+    seen: list[TaskResult] = []
     report = evaluate_directory(run_dir, load_tasks(dataset), _site_map(run_dir), on_result=seen.append)
     assert [r.task_id for r in report.results] == sorted(TASK_IDS)
     assert [r.task_id for r in seen] == sorted(TASK_IDS)

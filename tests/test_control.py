@@ -208,9 +208,10 @@ def test_token_protects_everything_but_health(context):
     assert call(context, "GET", "/tasks", authorization="Bearer s3cret")[0] == 200
 
 
-def test_cors_preflight_is_answered():
+def test_cors_preflight_is_refused():
+    # No web origin may drive the control API (addon.guard), so no preflight is granted.
     reply = handle_request(None, "OPTIONS", "/sessions", b"")  # type: ignore[arg-type]
-    assert isinstance(reply, Reply) and reply.status == 204
+    assert isinstance(reply, Reply) and reply.status == 405
 
 
 def test_parse_final_response():
@@ -222,6 +223,7 @@ def test_parse_final_response():
 def test_outputs_dir_not_needed(context, tmp_path):
     context.output_dir = None
     call(context, "POST", "/sessions", {"task_id": NAVIGATE_TASK})
+    visit(context, "default", "/products/7")  # a session without events cannot finish (409)
     assert call(context, "POST", "/sessions/default/finish", NAVIGATE_DONE)[0] == 200
     assert not Path(tmp_path / "out").exists()
 

@@ -59,7 +59,7 @@ def test_keep_alive_serves_several_requests_on_one_connection(tmp_path):
         first = await read_response(reader)
         second = await read_response(reader)
         assert first[0] == 200 and json.loads(first[2])["status"] == "ok"
-        assert first[1]["access-control-allow-origin"] == "*"
+        assert "access-control-allow-origin" not in first[1]  # no web page may read the control API
         assert second[0] == 200 and json.loads(second[2])["task_id"] == 9003
         body = b'{"task_id": 9001, "session": "s"}'
         head = b"POST /sessions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
@@ -130,12 +130,13 @@ def test_oversized_and_malformed_requests_do_not_take_the_server_down(tmp_path, 
     serve(tmp_path, scenario)
 
 
-def test_cors_preflight(tmp_path):
+def test_cors_preflight_is_refused(tmp_path):
     async def scenario(server: ControlServer) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         writer.write(b"OPTIONS /sessions HTTP/1.1\r\nHost: x\r\nOrigin: http://a\r\n\r\n")
-        status, headers, _ = await read_response(reader)
-        assert status == 204 and "POST" in headers["access-control-allow-methods"]
+        status, headers, body = await read_response(reader)
+        assert status == 403 and json.loads(body)["error"] == "page_request_refused"
+        assert "access-control-allow-methods" not in headers
         writer.close()
 
     serve(tmp_path, scenario)

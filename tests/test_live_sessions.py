@@ -10,7 +10,6 @@ request from another session is caught header by header.
 
 from __future__ import annotations
 
-import http.client
 import json
 import threading
 import time
@@ -29,6 +28,7 @@ from tests.site.harness import (
     TASKS_FILE,
     FinishRecorder,
     ProxyProcess,
+    free_port,
     start_proxy,
     wait_for,
     write_config,
@@ -40,6 +40,7 @@ from tests.site.live_fixtures import (
     session_context,
 )
 from tests.site.server import RunningSite
+from tests.site.sse import EventStreamReader
 
 pytest_plugins = ["tests.site.live_fixtures"]
 pytestmark = pytest.mark.timeout(180)
@@ -66,8 +67,9 @@ def test_concurrent_sessions_keep_their_own_events(
 ) -> None:
     control = live_proxy.control
     shop, forum = live_site.shop_http, live_site.forum_http
-    control.start(9001, "alice")  # Chromium, shop, navigate
-    control.start(9008, "bob")  # Chromium, forum, navigate
+    # start_urls come back rendered with the site map's active URLs.
+    assert control.start(9001, "alice")["start_urls"] == [shop]  # Chromium, shop, navigate
+    assert control.start(9008, "bob")["start_urls"] == [forum]  # Chromium, forum, navigate
     control.start(9002, "carol")  # requests on the proxy port, shop, form post
 
     alice = session_context(live_browser, live_proxy, "alice", user_agent=user_agent("alice")).new_page()
@@ -183,42 +185,6 @@ def test_https_site_through_the_proxy(
     assert all(url.startswith(live_site.shop_https) for url in urls), urls
 
 
-class EventStreamReader(threading.Thread):
-    """Reads `GET /sessions/{s}/events` line by line as the proxy sends it."""
-
-    def __init__(self, port: int, session: str) -> None:
-        super().__init__(daemon=True)
-        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        self.connection.request("GET", f"/sessions/{session}/events", headers={"Accept": "text/event-stream"})
-        self.response = self.connection.getresponse()
-        self.messages: list[tuple[str, Any]] = []  # (event name, data)
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        event, data = "message", []
-        try:
-            while True:
-                line = self.response.readline()
-                if not line:
-                    return
-                text = line.decode().rstrip("\r\n")
-                if text.startswith("event:"):
-                    event = text[6:].strip()
-                elif text.startswith("data:"):
-                    data.append(text[5:].strip())
-                elif not text and data:
-                    self.messages.append((event, json.loads("\n".join(data))))
-                    event, data = "message", []
-        except (OSError, ValueError) as error:
-            self.error = error
-
-    def urls(self) -> list[str]:
-        return [data["url"] for _, data in self.messages if isinstance(data, dict) and "url" in data]
-
-    def close(self) -> None:
-        self.connection.close()
-
-
 def test_event_stream_delivers_events_while_the_browser_browses(
     live_proxy: ProxyProcess, live_browser: Browser, live_recorder: FinishRecorder, live_site: RunningSite
 ) -> None:
@@ -279,7 +245,9 @@ def test_har_export_of_a_running_session(
     assert [e["request"]["url"] for e in written["log"]["entries"]] == [e["request"]["url"] for e in entries]
 
 
-def test_reserved_host_answers_through_the_proxy_and_is_not_captured(live_proxy: ProxyProcess) -> None:
+def test_reserved_host_answers_through_the_proxy_and_is_not_captured(
+    live_proxy: ProxyProcess, live_site: RunningSite
+) -> None:
     live_proxy.control.start(9001, "probe")
     through_proxy = {"http": f"http://probe:x@127.0.0.1:{live_proxy.port}"}
     reply = requests.get(f"http://{RESERVED_HOST}/health", proxies=through_proxy, timeout=10)
@@ -290,6 +258,7 @@ def test_reserved_host_answers_through_the_proxy_and_is_not_captured(live_proxy:
     reply = requests.get(f"http://{RESERVED_HOST}/tasks/9001", proxies=on_session_port, timeout=10)
     assert reply.status_code == 200
     assert reply.json()["task_id"] == 9001
+    assert reply.json()["start_urls"] == [live_site.shop_http]
     assert live_proxy.control.trace("probe") == []
 
 
@@ -307,6 +276,55 @@ def test_control_errors_are_json_and_change_nothing(live_proxy: ProxyProcess) ->
         assert reply.headers["Content-Type"].startswith("application/json")
         assert isinstance(reply.json()["error"], str)
     assert control.get("/sessions").json() == before
+
+
+def test_failed_upstream_is_an_event_with_status_zero(
+    live_proxy: ProxyProcess, live_browser: Browser, live_recorder: FinishRecorder, live_site: RunningSite
+) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    live_proxy.control.start(9001, "unlucky")
+    context = session_context(live_browser, live_proxy, "unlucky")
+    try:
+        page = context.new_page()
+        page.goto(dead + "/", wait_until="commit")  # the proxy answers 502 for the failed connection
+        agents.open_lantern_page(page, live_site.shop_http)
+    finally:
+        context.close()
+    failed = [e for e in live_proxy.control.trace("unlucky") if e["url"].startswith(dead)]
+    assert failed and all(e["status"] == 0 for e in failed), failed
+    assert all(e.get("error") for e in failed), failed
+    # The failed exchange is in the HAR too, and neither verdict trips over it.
+    result = live_proxy.control.finish("unlucky", agents.NAVIGATE_DONE)
+    assert_verdict(result, "success", task_id=9001)
+    live_recorder.record("unlucky", live_proxy.output_dir, 9001, result)
+    har = json.loads((live_proxy.output_dir / "9001" / "network.har").read_text())
+    assert [e["response"]["status"] for e in har["log"]["entries"] if e["request"]["url"].startswith(dead)]
+
+
+def test_restarting_a_session_clears_its_trace_and_a_finished_one_stays_finished(
+    live_proxy: ProxyProcess, live_browser: Browser, live_recorder: FinishRecorder, live_site: RunningSite
+) -> None:
+    control = live_proxy.control
+    control.start(9001, "again")
+    context = session_context(live_browser, live_proxy, "again")
+    try:
+        page = context.new_page()
+        agents.open_lantern_page(page, live_site.shop_http)  # the right page, but in the first attempt
+        assert control.trace("again")
+        control.start(9001, "again")  # restart: a fresh attempt
+        assert control.trace("again") == []
+        page.goto(live_site.shop_http + "/category/gear")  # the second attempt stops short
+    finally:
+        context.close()
+    result = control.finish("again", agents.NAVIGATE_DONE)
+    assert_verdict(result, "failure", task_id=9001)
+    live_recorder.record("again", live_proxy.output_dir, 9001, result)
+    written = (live_proxy.output_dir / "9001" / "eval_result.json").read_text()
+    second = control.post("/sessions/again/finish", agents.NAVIGATE_DONE)
+    assert second.status_code == 409, second.text
+    assert isinstance(second.json()["error"], str)
+    assert control.get("/sessions/again").json()["result"]["status"] == "failure"
+    assert (live_proxy.output_dir / "9001" / "eval_result.json").read_text() == written
 
 
 def test_journal_keeps_every_event_when_the_proxy_is_killed(

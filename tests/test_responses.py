@@ -58,6 +58,8 @@ def test_official_dict_uses_the_references_field_names() -> None:
         "error_details": "no such order",
     }
     assert parse_response(answer) is answer
+    quiet = parse_response({"action": "navigate", "status": "SUCCESS"})
+    assert quiet.to_official_dict() == {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}
     assert isinstance(answer, AgentResponse)
 
 

@@ -18,7 +18,9 @@ import pytest
 from value_parity_cases import first_choice, response_variants, spellings
 
 from evaluator.compare import compare
+from evaluator.errors import AgentResponseError
 from evaluator.response_evaluator import evaluate_response
+from evaluator.responses import parse_response
 from evaluator.sites import SiteMap
 from evaluator.tasks import Task, parse_task
 from evaluator.values import normalize, normalize_list
@@ -450,4 +452,38 @@ def test_answers_holding_real_site_urls_are_derendered_like_the_oracle(oracle_py
     differences = _report("site urls", cases, oracle, ours)
     statuses = Counter(v["status"] for v in oracle)
     assert statuses["success"] >= 20 and statuses["failure"] >= 20
+    assert not differences, "\n".join(differences[:40])
+
+
+def test_the_official_form_written_to_disk_gets_the_live_verdict_from_the_oracle(
+    oracle_python: Path,
+    official_tasks: list[dict[str, Any]],
+    response_cases: list[dict[str, Any]],
+) -> None:
+    """`agent_response.json` holds `to_official_dict()`; the oracle must judge it as we judged the raw answer.
+
+    Answers use the seed's names (the case that needs rewriting); every golden answer and a third of
+    the other variants are checked.
+    """
+    raw_cases, written = [], []
+    for index, case in enumerate(response_cases):
+        response = case["response"]
+        if not isinstance(response, dict) or "task_type" not in response:
+            continue
+        if case["label"] != "golden" and index % 3:
+            continue
+        renamed = {
+            ("action" if k == "task_type" else "results" if k == "retrieved_data" else k): v
+            for k, v in response.items()
+        }
+        try:
+            official = parse_response(renamed).to_official_dict()
+        except AgentResponseError:
+            continue  # written exactly as received: nothing to check
+        raw_cases.append({**case, "response": renamed})
+        written.append({**case, "response": json.dumps(official, indent=2)})
+    assert len(written) > 5000
+    oracle = ask_oracle(oracle_python, {"mode": "responses", "tasks": official_tasks, "cases": written})
+    ours = _our_response_verdicts(official_tasks, raw_cases)
+    differences = _report("written answers", raw_cases, oracle, ours)
     assert not differences, "\n".join(differences[:40])

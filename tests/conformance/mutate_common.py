@@ -49,37 +49,49 @@ def wrong_value(value: Any, schema: dict[str, Any]) -> Any:
     return "not null"
 
 
-def format_variant(value: Any, schema: dict[str, Any]) -> Any:
+FORMAT_STYLES = ("mixed", "typed", "text")
+"""mixed: every value rewritten; typed: only numbers, booleans, dates, ...; text: only plain strings."""
+
+
+def format_variant(value: Any, schema: dict[str, Any], style: str = "mixed") -> Any:
     """The same value written another way (case, spacing, currency sign, date style, ...)."""
     fmt = schema.get("format")
     if isinstance(value, dict):
         props = schema.get("properties", {})
-        return {k: format_variant(v, props.get(k, {})) for k, v in value.items()}
+        return {k: format_variant(v, props.get(k, {}), style) for k, v in value.items()}
     if isinstance(value, list):
-        return [format_variant(v, schema.get("items", {})) for v in value]
+        return [format_variant(v, schema.get("items", {}), style) for v in value]
+    if style == "text":
+        return f"  {value.upper()} " if isinstance(value, str) and not fmt else value
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return ("yes" if value else "no") if style == "mixed" else str(value).lower()
     if fmt == "currency" and isinstance(value, int | float):
-        return f"${value:,.2f}"
+        return f"${value:,.2f}" if style == "mixed" else f"{value:.2f} USD"
     if isinstance(value, int | float):
-        return str(value)
+        return str(value) if style == "mixed" else f" {value} "
     if not isinstance(value, str):
         return value
     if fmt == "date":
         try:
-            return dateutil.parser.parse(value).strftime("%Y-%m-%d")
+            moment = dateutil.parser.parse(value)
         except (ValueError, OverflowError):
             return value.upper()
+        return moment.strftime("%Y-%m-%d" if style == "mixed" else "%m/%d/%Y")
     if fmt == "month":
         full = {m[:3].lower(): m for m in _MONTHS}
+        if style == "typed":
+            number = (
+                [m[:3].lower() for m in _MONTHS].index(value[:3].lower()) + 1
+                if value[:3].lower() in full
+                else 0
+            )
+            return f"{number:02d}" if number else value
         return full.get(value[:3].lower(), value).upper() if len(value) <= 3 else value[:3]
     if fmt == "duration":
         return value.replace("min", " minutes").replace("h ", " hours ")
     if fmt == "distance":
-        return (
-            value.replace("km", " km").replace("m", " m") if "km" not in value else value.replace("km", " km")
-        )
-    return f"  {value.upper()} "
+        return value.replace("km", " km") if "km" in value else value.replace("m", " m")
+    return f"  {value.upper()} " if style == "mixed" else value
 
 
 _MONTHS = [

@@ -6,7 +6,14 @@ import json
 from typing import Any
 
 from conformance import golden as g
-from conformance.mutate_common import format_variant, item_schema, make_case, with_data, wrong_value
+from conformance.mutate_common import (
+    FORMAT_STYLES,
+    format_variant,
+    item_schema,
+    make_case,
+    with_data,
+    wrong_value,
+)
 from conformance.mutate_common import golden_entries as _golden_entries
 from conformance.mutate_common import results_schema as _schema
 from conformance.runs import RawText, RunCase
@@ -80,6 +87,20 @@ def response_text(task: dict[str, Any], targets: list[g.Target], response: dict[
         make_case(task, "padded_json_text", RawText(f"\n\n   {body}   \n"), entries),
         make_case(task, "legacy_performed_operation", legacy, entries),
         make_case(task, "not_json_text", RawText(f"The answer is {response.get('retrieved_data')}"), entries),
+    ]
+
+
+def response_values(task: dict[str, Any], targets: list[g.Target], response: dict[str, Any]) -> list[RunCase]:
+    """The expected data rewritten in each format style (only tasks that expect data)."""
+    data = response.get("retrieved_data")
+    if not data:
+        return []
+    entries = _golden_entries(task, targets)
+    return [
+        make_case(
+            task, f"values_{style}", with_data(response, format_variant(data, _schema(task), style)), entries
+        )
+        for style in FORMAT_STYLES
     ]
 
 

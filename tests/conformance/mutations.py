@@ -17,7 +17,13 @@ from conformance import golden as g
 from conformance import har_entries as har
 from conformance.mutate_common import golden_entries, make_case
 from conformance.mutate_network import network_features, network_missing, network_variants, network_wrong
-from conformance.mutate_response import response_format, response_text, response_wrong, seed_names
+from conformance.mutate_response import (
+    response_format,
+    response_text,
+    response_values,
+    response_wrong,
+    seed_names,
+)
 from conformance.runs import RawText, RunCase
 
 # ---------------------------------------------------------------- unreadable inputs
@@ -45,6 +51,7 @@ GROUPS: dict[str, Callable[[dict[str, Any], list[g.Target], dict[str, Any]], lis
     "response_wrong": response_wrong,
     "response_format": response_format,
     "response_text": response_text,
+    "response_values": response_values,
     "seed_names": seed_names,
     "network_wrong": network_wrong,
     "network_missing": network_missing,

@@ -12,6 +12,7 @@ Run outside pytest for a full report:
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
@@ -127,14 +128,27 @@ def judge_with_oracle(oracle_python: Path, directories: dict[str, Path], config:
             if process.poll() is None:
                 still.append(process)
             elif process.returncode != 0:
-                raise RuntimeError(f"oracle eval-tasks failed (exit {process.returncode}): {process.args}")
+                raise RuntimeError(f"oracle eval-tasks failed (exit {process.returncode}): {process.args!r}")
         running = still
 
 
 def prepare(dataset: Path, oracle_python: Path) -> tuple[Path, dict[str, Path], dict[str, float]]:
-    """Generated groups with the oracle's verdicts, from the cache when it is complete."""
-    timings: dict[str, float] = {}
+    """Generated groups with the oracle's verdicts, from the cache when it is complete.
+
+    An exclusive lock serializes concurrent test sessions sharing the cache:
+    the second one waits and then reuses what the first one built.
+    """
     root = cache_root(source_hash(dataset, oracle_python))
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with (root.parent / f"{root.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _prepare_locked(root, dataset, oracle_python)
+
+
+def _prepare_locked(
+    root: Path, dataset: Path, oracle_python: Path
+) -> tuple[Path, dict[str, Path], dict[str, float]]:
+    timings: dict[str, float] = {}
     done = root / "oracle-done"
     if os.environ.get("WEBARENA_CONFORMANCE_FRESH") and root.exists():
         shutil.rmtree(root)
@@ -161,9 +175,10 @@ def judge_with_us(dataset: Path, root: Path, directories: dict[str, Path]) -> di
 
     tasks = load_tasks(dataset)
     site_map = SiteMap.load(root / "config.json")
+    workspace = Path(tempfile.mkdtemp(prefix="ours-", dir=root))  # private to this session
     ours = {}
     for name, directory in directories.items():
-        copy = root / "ours" / name
+        copy = workspace / name
         copy_runs(directory, copy)
         evaluate_directory(copy, tasks, site_map)
         ours[name] = copy
@@ -174,23 +189,34 @@ def load_divergences() -> list[dict[str, Any]]:
     return json.loads(DIVERGENCES_FILE.read_text(encoding="utf-8"))["divergences"]
 
 
-def _is_known(d: Disagreement, known: list[dict[str, Any]]) -> bool:
+def _is_known(
+    d: Disagreement, known: list[dict[str, Any]], oracle_by_group: dict[str, dict[int, Verdict]]
+) -> bool:
     for entry in known:
         if entry["case"] != d.case or entry.get("group", d.group) != d.group:
             continue
         if entry["task_id"] not in ("*", d.task_id):
             continue
-        if d.oracle and d.ours and entry["oracle"] == d.oracle.status and entry["ours"] == d.ours.status:
-            return True
+        if not (
+            d.oracle and d.ours and entry["oracle"] == d.oracle.status and entry["ours"] == d.ours.status
+        ):
+            continue
+        # "Ours must equal what the oracle says about the same run in another group" (e.g. the seed's
+        # field names must be judged exactly like the official ones).
+        reference_group = entry.get("ours_equals_oracle_in")
+        if reference_group and oracle_by_group[reference_group].get(d.task_id) != d.ours:
+            continue
+        return True
     return False
 
 
 def compare(directories: dict[str, Path], ours: dict[str, Path]) -> SuiteReport:
     report = SuiteReport()
     known = load_divergences()
+    oracle_by_group = {name: read_verdicts(directory) for name, directory in directories.items()}
     for name, directory in directories.items():
         cases = read_cases(directory)
-        oracle_verdicts = read_verdicts(directory)
+        oracle_verdicts = oracle_by_group[name]
         our_verdicts = read_verdicts(ours[name])
         for task_id, case in sorted(cases.items()):
             kind = f"{name}:{case}"
@@ -204,7 +230,8 @@ def compare(directories: dict[str, Path], ours: dict[str, Path]) -> SuiteReport:
                 report.agreed += 1
                 continue
             disagreement = Disagreement(name, case, task_id, theirs, mine)
-            (report.known if _is_known(disagreement, known) else report.unknown).append(disagreement)
+            is_known = _is_known(disagreement, known, oracle_by_group)
+            (report.known if is_known else report.unknown).append(disagreement)
     return report
 
 
@@ -213,7 +240,10 @@ def run_suite(dataset: Path, oracle_python: Path) -> SuiteReport:
     started = time.perf_counter()
     ours = judge_with_us(dataset, root, directories)
     timings["ours"] = time.perf_counter() - started
-    report = compare(directories, ours)
+    try:
+        report = compare(directories, ours)
+    finally:
+        shutil.rmtree(next(iter(ours.values())).parent, ignore_errors=True)
     report.timings = timings
     return report
 

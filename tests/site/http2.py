@@ -19,7 +19,7 @@ from h2.config import H2Configuration
 from h2.connection import H2Connection
 from h2.events import ConnectionTerminated, DataReceived, RequestReceived, StreamEnded
 
-from tests.site.routes import Answer, answer_get, answer_post, parse_cookies
+from tests.site.routes import Answer, answer_get, answer_post, compress_for, parse_cookies
 
 
 class _Stream:
@@ -71,7 +71,9 @@ def _serve_connection(raw: socket.socket, tls: ssl.SSLContext) -> None:
                         streams[event.stream_id].body += event.data
                         connection.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
                     elif isinstance(event, StreamEnded):
-                        _respond(connection, event.stream_id, _answer(streams.pop(event.stream_id)))
+                        stream = streams.pop(event.stream_id)
+                        answer = compress_for(_answer(stream), stream.headers.get("accept-encoding"))
+                        _respond(connection, event.stream_id, answer)
                     elif isinstance(event, ConnectionTerminated):
                         return
                 sock.sendall(connection.data_to_send())

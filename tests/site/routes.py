@@ -9,6 +9,7 @@ result page, the wish-list POST also sets a URL-encoded flash-message cookie
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import re
 from collections.abc import Callable
@@ -52,6 +53,17 @@ class Answer:
     body: bytes = b""
     content_type: str | None = HTML
     headers: tuple[tuple[str, str], ...] = ()
+    compressible: bool = True
+
+
+def compress_for(answer: Answer, accept_encoding: str | None) -> Answer:
+    """Gzip text and JSON bodies for clients that accept it, as production web
+    servers do: the proxy must keep and export the decoded body."""
+    compressible = answer.compressible and (answer.content_type or "").startswith(("text/", JSON))
+    if not answer.body or not compressible or "gzip" not in (accept_encoding or "").lower():
+        return answer
+    headers = (*answer.headers, ("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding"))
+    return Answer(answer.status, gzip.compress(answer.body), answer.content_type, headers)
 
 
 def html(text: str, status: int = 200, *, headers: tuple[tuple[str, str], ...] = ()) -> Answer:
@@ -98,7 +110,8 @@ def answer_get(target: str, cookies: dict[str, str]) -> Answer:
     if path == "/search":
         return html(pages.search_page(parse_qs(url.query).get("q", [""])[0]))
     if path == "/api/catalog.json":
-        return Answer(200, _catalog(), JSON)
+        # Sent as is: gzip would shrink it below stream_large_bodies.
+        return Answer(200, _catalog(), JSON, compressible=False)
     if path == "/wishlist":
         flash = cookies.get(FLASH_COOKIE)
         # Show the flash message once, then expire the cookie.

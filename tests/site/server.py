@@ -3,7 +3,9 @@
 The same routes (`routes.py`) are served as: the shop over HTTP/1.1, the shop
 over HTTPS (HTTP/1.1), the shop over HTTPS with HTTP/2 only (`http2.py`), and
 the forum as a second WebArena site. The HTTP/1.1 servers are the standard
-library's; the WebSocket echo endpoint rides on them (`websocket.py`).
+library's; the WebSocket echo endpoint rides on them (`websocket.py`). Text
+and JSON answers are gzipped for clients that accept it, like a production
+server's (Chromium always does).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from tests.site.certs import make_self_signed
 from tests.site.http2 import Http2Server
-from tests.site.routes import CATALOG_BYTES, Answer, answer_get, answer_post, parse_cookies
+from tests.site.routes import CATALOG_BYTES, Answer, answer_get, answer_post, compress_for, parse_cookies
 from tests.site.websocket import serve_echo
 
 __all__ = ["CATALOG_BYTES", "RunningSite", "run_site"]
@@ -32,6 +34,7 @@ class SiteHandler(BaseHTTPRequestHandler):
         pass  # keep pytest output clean
 
     def _send(self, answer: Answer) -> None:
+        answer = compress_for(answer, self.headers.get("Accept-Encoding"))
         self.send_response(answer.status)
         if answer.content_type:
             self.send_header("Content-Type", answer.content_type)

@@ -1,0 +1,62 @@
+"""Keep web pages away from the control API (issue 6, item 5).
+
+Agents browse sites that may be hostile. A page's script can send requests to
+the reserved control host through the proxy, or straight to the control port
+on 127.0.0.1, and try to start, reset or finish the agent's session with a
+forged answer. Browsers mark every request a page makes: a POST (fetch or
+form) and every cross-origin fetch carry `Origin`; on secure and loopback
+destinations the `Sec-Fetch-*` headers also say who started the request.
+Agent harnesses (requests, curl, Playwright's API client, Node's fetch) send
+none of these, so a control request carrying them came from a page and is
+refused. `GET` routes change nothing, and what a page's `<img>` or
+`no-cors` request gets back it cannot read.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+
+PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
+"""Routes anyone may read: no token, no page check (they reveal nothing about sessions)."""
+
+STATE_CHANGING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+PAGE_INITIATED_SITES = frozenset({"cross-site", "same-site", "same-origin"})
+"""`Sec-Fetch-Site` values of a request some page started (`none` is the user at the address bar)."""
+
+
+def page_request_problem(method: str, headers: Mapping[str, str]) -> str | None:
+    """Why a control request looks started by a web page, or None when it does not.
+
+    `headers` is keyed by lower-cased name.
+    """
+    origin = headers.get("origin")
+    if origin is not None:
+        return f"control requests from web pages are refused (Origin: {origin[:200]})"
+    site = headers.get("sec-fetch-site", "").strip().lower()
+    if site in PAGE_INITIATED_SITES:
+        return f"control requests from web pages are refused (Sec-Fetch-Site: {site})"
+    mode = headers.get("sec-fetch-mode", "").strip().lower()
+    browser_marked = bool(site) or "sec-fetch-dest" in headers
+    # Node's fetch sends Sec-Fetch-Mode alone; only a browser adds Site/Dest next to it.
+    if method.upper() in STATE_CHANGING_METHODS and browser_marked and mode and mode != "navigate":
+        return f"control requests from web pages are refused (Sec-Fetch-Mode: {mode})"
+    return None
+
+
+def token_problem(expected: str | None, authorization: str | None) -> str | None:
+    """Why the request fails the control token check, or None (also when no token is configured)."""
+    if not expected:
+        return None
+    if authorization is None:
+        return "send Authorization: Bearer <control token>"
+    scheme, _, value = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not _same(value.strip(), expected):
+        return "wrong control token; send Authorization: Bearer <control token>"
+    return None
+
+
+def _same(given: str, expected: str) -> bool:
+    # Constant time, so the token cannot be guessed byte by byte from response times.
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode("utf-8"))

@@ -1,0 +1,57 @@
+"""Pick a session up again from its journal after the proxy died (issue 6, item 4).
+
+Every captured event is appended to the session run's journal the moment it
+completes (`addon.sessions.Journal`), so a killed proxy loses nothing already
+captured. After a restart, `POST /sessions {"task_id": N, "session": S,
+"resume_journal": true}` finds the newest journal of session S for task N
+and starts the session again with those events, so the agent can carry on
+and finish. The journal is also a trace file for offline evaluation
+(`evaluator.har.load_trace(path)`).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+from addon.sessions import journal_filename
+from evaluator.errors import WebArenaLiveError
+from evaluator.har import load_trace
+from evaluator.trace import NetworkTrace
+
+# What `journal_filename` puts after "<session>-<task>-": a UTC time and the suffix.
+_TIME_AND_SUFFIX = re.compile(r"^\d{8}T\d{6}\.\d{6}\.jsonl$")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class JournalNotFoundError(WebArenaLiveError):
+    """No journal of the named session and task exists in the journal directory."""
+
+
+def journal_prefix(session: str, task_id: int) -> str:
+    """The file name start `journal_filename` gives every run of `session` on `task_id`."""
+    # Derived from the real naming function, so the two cannot drift apart.
+    sample = journal_filename(session, task_id, _EPOCH)
+    return sample[: -len("19700101T000000.000000.jsonl")]
+
+
+def find_journal(journal_dir: Path | None, session: str, task_id: int) -> Path:
+    """The newest journal of `session` on `task_id`; raises JournalNotFoundError when there is none."""
+    if journal_dir is None or not journal_dir.is_dir():
+        raise JournalNotFoundError(f"no journal directory ({journal_dir}) to resume session {session!r} from")
+    prefix = journal_prefix(session, task_id)
+    found = [
+        path
+        for path in journal_dir.iterdir()
+        if path.name.startswith(prefix) and _TIME_AND_SUFFIX.match(path.name[len(prefix) :])
+    ]
+    if not found:
+        raise JournalNotFoundError(f"no journal of session {session!r} for task {task_id} in {journal_dir}")
+    # The time in the name sorts as text; it is when the run started.
+    return max(found, key=lambda path: path.name)
+
+
+def read_journal(path: Path) -> NetworkTrace:
+    """The events of a journal (a last line cut short by a crash is left out)."""
+    return load_trace(path)
