@@ -69,6 +69,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--control-host", default="127.0.0.1", metavar="HOST", help="address the control port binds to (default: 127.0.0.1)"
     )
     serve.add_argument(
+        "--control-token",
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' on every control route but /health and /openapi.json, "
+        "on the control port and through the proxy (default: none)",
+    )
+    serve.add_argument(
+        "--redact",
+        action="store_true",
+        help="leave cookies, Authorization headers and form passwords out of network.har and the journal "
+        "(off by default: some official tasks check cookies, and a redacted HAR cannot prove them)",
+    )
+    serve.add_argument(
         "--set",
         dest="mitmproxy_options",
         action="append",

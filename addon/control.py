@@ -19,11 +19,19 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
+from addon.control_input import ControlError, parse_final_response, parse_json_body
 from addon.guard import PUBLIC_PATHS, page_request_problem, token_problem
 from addon.openapi import openapi_document
 from addon.outputs import write_outputs
 from addon.recovery import JournalNotFoundError, find_journal, read_journal
-from addon.sessions import DEFAULT_SESSION, Session, SessionState, SessionStore, session_name_problem
+from addon.sessions import (
+    DEFAULT_SESSION,
+    Session,
+    SessionState,
+    SessionStore,
+    gc_paused,
+    session_name_problem,
+)
 from evaluator import __version__
 from evaluator.errors import UnknownTaskError, WebArenaLiveError
 from evaluator.evaluate import evaluate_task
@@ -40,19 +48,7 @@ MAX_CONTROL_BODY = 10 * 1024 * 1024
 """Largest control request body (10 MiB): a final response is small; this only stops abuse."""
 EVENT_STREAM_TYPE = "text/event-stream"
 
-_FENCE = "```"
-
 logger = logging.getLogger(__name__)
-
-
-class ControlError(WebArenaLiveError):
-    """A control request that cannot be served; becomes a JSON error reply with `status`."""
-
-    def __init__(self, status: int, error: str, detail: Any = None) -> None:
-        super().__init__(f"{status} {error}: {detail}")
-        self.status = status
-        self.error = error
-        self.detail = detail
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +70,9 @@ class ControlContext:
     sessions: SessionStore
     output_dir: Path | None = None
     token: str | None = None
-    """When set, every route but /health needs `Authorization: Bearer <token>`."""
+    """When set, every route but /health and /openapi.json needs `Authorization: Bearer <token>`."""
+    redact: bool = False
+    """Leave cookies, credentials and passwords out of the written network.har (addon.redact)."""
     extra_health: dict[str, Any] = field(default_factory=dict)
 
 
@@ -128,73 +126,6 @@ def task_view(task: Task, site_map: SiteMap) -> dict[str, Any]:
         "start_urls": [render_url(site_map, url, task.sites) for url in task.start_urls],
         "revision": task.revision,
     }
-
-
-MAX_JSON_DEPTH = 64
-"""Deepest nesting of arrays/objects accepted in a control body; an answer needs a handful of levels,
-and deeper input would only exhaust the recursion of the JSON parser and of normalization."""
-
-
-def parse_json_body(body: bytes) -> Any:
-    try:
-        value = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ControlError(400, "bad_json", f"the request body is not valid JSON: {error}") from None
-    except RecursionError:
-        raise ControlError(400, "bad_json", f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
-    _check_depth(value)
-    return value
-
-
-def parse_final_response(body: bytes) -> Any:
-    """The agent's final answer from a finish body: JSON, or text holding a ```json fence."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ControlError(400, "bad_json", f"the request body is not UTF-8: {error}") from None
-    if not text.strip():
-        raise ControlError(400, "bad_json", "the request body is empty; send the agent's final response")
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        raise ControlError(400, "bad_json", f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
-    except json.JSONDecodeError as error:
-        if _FENCE in text:
-            # The response parser reads answers inside a code fence; bound their nesting first.
-            if bracket_depth(text) > MAX_JSON_DEPTH:
-                raise ControlError(400, "bad_json", f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
-            return text
-        raise ControlError(400, "bad_json", f"the request body is not valid JSON: {error}") from None
-    _check_depth(value)
-    return value
-
-
-def _check_depth(value: Any) -> None:
-    """Raise a 400 when parsed JSON nests deeper than MAX_JSON_DEPTH (walked without recursion)."""
-    pending = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > MAX_JSON_DEPTH:
-            raise ControlError(400, "bad_json", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-        pending.extend((child, depth + 1) for child in children)
-
-
-def bracket_depth(text: str) -> int:
-    """The deepest nesting of [ and { in `text`, counting brackets inside strings too (an upper bound)."""
-    depth = deepest = 0
-    for character in text:
-        if character in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif character in "]}":
-            depth = max(0, depth - 1)
-    return deepest
 
 
 def _session(ctx: ControlContext, name: str) -> Session:
@@ -316,12 +247,22 @@ def finish_session(ctx: ControlContext, session: Session, body: bytes) -> Reply:
     result = evaluate_task(task, response, trace, site_map=ctx.site_map, data_checksum=ctx.tasks.checksum)
     outputs = None
     if ctx.output_dir is not None:
+        spool = session.take_har_spool(redacted=ctx.redact)
         try:
             outputs = write_outputs(
-                ctx.output_dir, task_id=task.task_id, raw_response=response, trace=trace, result=result
+                ctx.output_dir,
+                task_id=task.task_id,
+                raw_response=response,
+                trace=trace,
+                result=result,
+                redact=ctx.redact,
+                har_spool=spool,
             )
         except OSError as error:
             raise ControlError(507, "output_failed", f"cannot write outputs: {error}") from None
+        finally:
+            if spool is not None:
+                spool.discard()  # nothing left after a commit; a failed finish falls back to serializing
     session.finish(result, outputs=outputs)
     # Percent-encoded: a session name may hold characters a header value cannot.
     return json_reply(200, result.to_dict(), headers=(("X-WebArena-Live-Session", quote(session.name)),))
@@ -371,7 +312,8 @@ def route(
         name, action = unquote(match.group(1)), match.group(2)
         if action == "finish":
             _allow(method, "POST")
-            return finish_session(ctx, _session(ctx, name), body)
+            with gc_paused():  # the agent waits on this; a full collection can run right after
+                return finish_session(ctx, _session(ctx, name), body)
         _allow(method, "GET")
         session = _session(ctx, name)
         if action is None:

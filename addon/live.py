@@ -14,6 +14,7 @@ import binascii
 import logging
 import os
 import tempfile
+import time
 import weakref
 from collections.abc import MutableMapping
 from pathlib import Path
@@ -30,10 +31,12 @@ from addon.control import (
     json_reply,
 )
 from addon.control_server import SAFETY_HEADERS, SERVER_HEADER, ControlServer
+from addon.redact import redact_har_entry
 from addon.sessions import DEFAULT_SESSION, SessionStore, session_name_problem
 from evaluator.errors import WebArenaLiveError
 from evaluator.sites import SiteMap
 from evaluator.tasks import load_tasks
+from evaluator.trace import NetworkEvent
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +49,8 @@ SESSION_KEY = "webarena_live.session"
 SKIP_KEY = "webarena_live.skip"
 """Flows answered by the addon itself (control API, 407 challenges): never events."""
 CAPTURED_KEY = "webarena_live.captured"
+CHALLENGED_KEY = "webarena_live.challenged"
+"""CONNECTs this addon answered with a 407 itself: their failure is no upstream fault."""
 
 _OPTIONS = (
     "webarena_tasks",
@@ -55,6 +60,7 @@ _OPTIONS = (
     "webarena_session_port",
     "webarena_body_cap",
     "webarena_control_token",
+    "webarena_redact",
 )
 
 
@@ -97,6 +103,32 @@ def _declared_length(request: http.Request) -> int:
     return int(value) if value.strip().isdigit() else 0
 
 
+def tunnel_failure_event(flow: http.HTTPFlow) -> NetworkEvent:
+    """The event of a CONNECT whose upstream could not be reached (status 0, the reason in `error`).
+
+    Only the authority is known (the client never sent the request it meant to
+    tunnel), so the URL is `https://host:port/` and the method stays CONNECT.
+    """
+    request = flow.request
+    if flow.error is not None:
+        reason = flow.error.msg
+    elif flow.response is not None:
+        reason = (flow.response.get_text(strict=False) or flow.response.reason).split(" If you plan", 1)[0]
+    else:
+        reason = "the tunnel could not be opened"
+    started = request.timestamp_start
+    return NetworkEvent(
+        method="CONNECT",
+        url=f"https://{request.host}:{request.port}/",
+        status=0,
+        request_headers=tuple(request.headers.items(multi=True)),
+        http_version=request.http_version,
+        started=started,
+        duration_ms=max(0.0, (time.time() - started) * 1000.0),
+        error=reason.strip(),
+    )
+
+
 class WebArenaLive:
     """Evaluate agents live: capture every flow into its session's trace, serve the control API."""
 
@@ -126,6 +158,9 @@ class WebArenaLive:
         add("webarena_control_host", str, "127.0.0.1", "Address the control API binds to.")
         add("webarena_control_token", str, "", "When set, control requests need the header "
             "'Authorization: Bearer <token>'.")  # fmt: skip
+        add("webarena_redact", bool, False, "Leave cookies, Authorization headers and form passwords out of "
+            "network.har and the journal (off by default: some official tasks check cookies, which a "
+            "redacted HAR cannot prove to the reference evaluator).")  # fmt: skip
         add("webarena_body_cap", int, BODY_CAP, "Largest request/response body kept in an event, in bytes.")
 
     def configure(self, updated: set[str]) -> None:
@@ -146,12 +181,19 @@ class WebArenaLive:
         else:  # reconfigured while running: sessions live on, new runs journal to the new place
             sessions = self.context.sessions
             sessions.move_journal(journal_dir)
+        journal_filter = redact_har_entry if options.webarena_redact else None
+        sessions.journal_filter = journal_filter
+        sessions.output_dir = output_dir  # task runs spool their network.har there (issue 5)
+        sessions.site_map = site_map  # running sessions prepare their evaluation with it
+        for session in sessions:  # runs started from now on journal with the new setting
+            session.journal_filter = journal_filter
         self.context = ControlContext(
             tasks=tasks,
             site_map=site_map,
             sessions=sessions,
             output_dir=output_dir,
             token=options.webarena_control_token or None,
+            redact=options.webarena_redact,
             extra_health=self.context.extra_health if self.context is not None else {},
         )
         if self.server is not None:  # options changed while running: the control port serves the new state
@@ -211,6 +253,18 @@ class WebArenaLive:
             flow.response = challenge(problem)
         elif username is None and flow.client_conn not in self._connections and self._on_session_port(flow):
             flow.response = challenge()
+        else:
+            flow.metadata[SESSION_KEY] = username or self._connections.get(flow.client_conn)
+            return
+        flow.metadata[CHALLENGED_KEY] = True
+
+    def http_connect_error(self, flow: http.HTTPFlow) -> None:
+        """A tunnel the upstream refused (connection refused, TLS failure): the only trace of the
+        request the client meant to send inside it, so it becomes an event with status 0."""
+        if flow.metadata.get(CHALLENGED_KEY) or self.context is None:
+            return
+        name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
+        self.context.sessions.get_or_create(name).append(tunnel_failure_event(flow))
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         is_control = flow.request.host == RESERVED_HOST

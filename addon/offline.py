@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from evaluator.batch import BatchReport, discover_runs, evaluate_directory
+from evaluator.batch import SUMMARY_FILE, BatchReport, discover_runs, evaluate_directory
 from evaluator.errors import WebArenaLiveError
 from evaluator.results import TaskResult
 from evaluator.sites import SiteMap
@@ -113,6 +113,10 @@ def run(args: argparse.Namespace) -> int:
     report = report.model_copy(update={"skipped_task_ids": tuple(skipped)})
     console.print(summary_table(report))
     _print_problems(console, report)
+    written = f"verdicts: {output_dir}/<task_id>/eval_result.json"
+    if not args.task_ids:
+        written += f"; summary: {output_dir / SUMMARY_FILE}"
+    console.print(written, markup=False, highlight=False, soft_wrap=True)
     return 0
 
 

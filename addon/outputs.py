@@ -14,6 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from addon.har_spool import HarSpool
+from addon.redact import redact_har
 from evaluator.errors import AgentResponseError
 from evaluator.har import trace_to_har
 from evaluator.responses import parse_response
@@ -54,17 +56,30 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def write_outputs(
-    out_dir: Path, *, task_id: int, raw_response: Any, trace: NetworkTrace, result: TaskResult
+    out_dir: Path,
+    *,
+    task_id: int,
+    raw_response: Any,
+    trace: NetworkTrace,
+    result: TaskResult,
+    redact: bool = False,
+    har_spool: HarSpool | None = None,
 ) -> dict[str, str]:
     """Write the three files of a finished run; returns their paths by file name.
 
     The result goes last, so a directory holding `eval_result.json` is complete.
+    With `redact`, cookies, credentials and passwords are left out of the HAR
+    (see `addon.redact`); the result, judged on the full trace, is unchanged.
+    A `har_spool` holding the session's HAR already (`addon.har_spool`) is renamed
+    into place instead of serializing the trace: constant time at any trace length.
     """
     task_dir = out_dir / str(task_id)
     task_dir.mkdir(parents=True, exist_ok=True)
     paths = {name: task_dir / name for name in (AGENT_RESPONSE_FILE, HAR_FILE, RESULT_FILE)}
     write_atomically(paths[AGENT_RESPONSE_FILE], agent_response_text(raw_response))
     # ASCII escapes keep undecodable bytes captured as lone surrogates writable.
-    write_atomically(paths[HAR_FILE], json.dumps(trace_to_har(trace), indent=1))
+    if har_spool is None or not har_spool.commit(paths[HAR_FILE], expected_entries=len(trace)):
+        har = trace_to_har(trace)
+        write_atomically(paths[HAR_FILE], json.dumps(redact_har(har) if redact else har, indent=1))
     write_atomically(paths[RESULT_FILE], json.dumps(result.to_dict(), indent=2))
     return {name: str(path) for name, path in paths.items()}

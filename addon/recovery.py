@@ -29,15 +29,15 @@ class JournalNotFoundError(WebArenaLiveError):
     """No journal of the named session and task exists in the journal directory."""
 
 
-def journal_prefix(session: str, task_id: int) -> str:
+def journal_prefix(session: str, task_id: int | None) -> str:
     """The file name start `journal_filename` gives every run of `session` on `task_id`."""
     # Derived from the real naming function, so the two cannot drift apart.
     sample = journal_filename(session, task_id, _EPOCH)
     return sample[: -len("19700101T000000.000000.jsonl")]
 
 
-def find_journal(journal_dir: Path | None, session: str, task_id: int) -> Path:
-    """The newest journal of `session` on `task_id`; raises JournalNotFoundError when there is none."""
+def find_journal(journal_dir: Path | None, session: str, task_id: int | None) -> Path:
+    """The newest journal of `session` on `task_id` (None: its idle run); raises JournalNotFoundError."""
     if journal_dir is None or not journal_dir.is_dir():
         raise JournalNotFoundError(f"no journal directory ({journal_dir}) to resume session {session!r} from")
     prefix = journal_prefix(session, task_id)

@@ -41,6 +41,8 @@ def addon_options(args: argparse.Namespace) -> dict[str, Any]:
         "webarena_session_port": args.session_port if args.session_port != args.port else 0,
         "webarena_control_port": args.control_port,
         "webarena_control_host": args.control_host,
+        "webarena_control_token": getattr(args, "control_token", None) or "",
+        "webarena_redact": bool(getattr(args, "redact", False)),
     }
 
 

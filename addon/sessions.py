@@ -6,10 +6,21 @@ Starting a session for a task (or starting it again) gives it an empty trace
 and a fresh journal file; finishing it freezes the trace and keeps the verdict.
 
 Everything here runs on the proxy's event loop thread, so nothing is locked.
+
+Capture is on the proxy's per-flow path, so a session does each event's work
+once: the HAR entry is serialized once (`evaluator.har.event_to_har_json`) and
+that text goes to the journal and, with an output directory, to the spool of
+the session's `network.har` (`addon.har_spool`). Evaluation is prepared while
+the session runs: a short timer after new events lets the task's network
+evaluators scan them (they memoize per event and resume where they stopped),
+so a finish only looks at the last few events, whatever the session's length.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import gc
 import json
 import logging
 import re
@@ -20,15 +31,20 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
 
-from evaluator.har import event_to_har_entry
+from addon.har_spool import SPOOL_SUBDIR, HarSpool
+from evaluator.har import event_to_har_entry, event_to_har_json
+from evaluator.network_evaluator import evaluate_network
 from evaluator.results import TaskResult
-from evaluator.tasks import Task
+from evaluator.sites import SiteMap
+from evaluator.tasks import NetworkEventEvaluatorConfig, Task
 from evaluator.trace import NetworkEvent, NetworkTrace
 
 DEFAULT_SESSION = "default"
 MAX_SESSION_NAME = 128
 IDLE_TRACE_LIMIT = 10_000
 """Events a session without a task keeps in memory; older ones are only in its journal."""
+PREPARE_DELAY = 0.1
+"""Seconds after an event before the task's evaluators scan the new events (batched, off the flow path)."""
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +62,9 @@ class SessionState(StrEnum):
     FINISHED = "finished"
 
 
+EntryFilter = Callable[[dict[str, Any]], dict[str, Any]]
+"""Rewrites a HAR entry before it is journaled (e.g. `addon.redact.redact_har_entry`)."""
+
 Listener = Callable[[str, dict[str, Any]], None]
 """Called with a notice kind (`event`, `reset`, `finished`) and its JSON-ready payload."""
 
@@ -61,11 +80,34 @@ def session_name_problem(name: str) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Keep Python's cyclic garbage collector out of a stretch an agent is waiting on (a finish).
+
+    With a long session in memory a full collection takes milliseconds; it
+    simply runs at the next allocation after the stretch instead.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def journal_filename(session: str, task_id: int | None, when: datetime) -> str:
     """`<session>-<task id or idle>-<UTC time>.jsonl`, with the session name made filesystem-safe."""
     safe = _UNSAFE_FILENAME.sub("_", session).strip(".") or "_"
     task = "idle" if task_id is None else str(task_id)
     return f"{safe}-{task}-{when.strftime('%Y%m%dT%H%M%S.%f')}.jsonl"
+
+
+def entry_json_bytes(event: NetworkEvent, entry_filter: EntryFilter | None = None) -> bytes:
+    """The event's HAR entry as compact ASCII JSON, through `entry_filter` (redaction) if any."""
+    if entry_filter is None:
+        return event_to_har_json(event).encode("ascii")
+    return _LINE_ENCODER.encode(entry_filter(event_to_har_entry(event))).encode("ascii")
 
 
 class Journal:
@@ -77,20 +119,24 @@ class Journal:
     reads the file back.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, entry_filter: EntryFilter | None = None) -> None:
         self.path = path
+        self.entry_filter = entry_filter
         self._file: IO[bytes] | None = None
         self._broken = False
         self.lines = 0
 
-    def write(self, event: NetworkEvent) -> None:
+    def write(self, event: NetworkEvent, entry_json: bytes | None = None) -> None:
+        """Append one line: `entry_json` when the caller already has it, else the event serialized."""
         if self._broken:
             return
         try:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._file = self.path.open("ab", buffering=0)
-            self._file.write(_LINE_ENCODER.encode(event_to_har_entry(event)).encode("ascii") + b"\n")
+            if entry_json is None:
+                entry_json = entry_json_bytes(event, self.entry_filter)
+            self._file.write(entry_json + b"\n")
             self.lines += 1
         except OSError as error:
             # A full disk must not take the proxy down; say so once and keep serving.
@@ -106,9 +152,21 @@ class Journal:
 class Session:
     """One named session: its task, trace, journal, state and (once finished) verdict."""
 
-    def __init__(self, name: str, *, journal_dir: Path | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        journal_dir: Path | None,
+        journal_filter: EntryFilter | None = None,
+        store: SessionStore | None = None,
+    ) -> None:
         self.name = name
         self.journal_dir = journal_dir
+        self.journal_filter = journal_filter
+        self.store = store
+        """Where the output directory and site map (for the spool and evaluation warm-up) come from."""
+        self.har_spool: HarSpool | None = None
+        self._prepare_timer: asyncio.TimerHandle | None = None
         self.listeners: list[Listener] = []
         self.task: Task | None = None
         self.state = SessionState.IDLE
@@ -129,11 +187,28 @@ class Session:
         self.started = time.time()
         self.finished: float | None = None
         self.state = SessionState.IDLE if task is None else SessionState.RUNNING
+        when = datetime.now(UTC)
         if self.journal_dir is None:
             self.journal: Journal | None = None
         else:
-            name = journal_filename(self.name, task.task_id if task else None, datetime.now(UTC))
-            self.journal = Journal(self.journal_dir / name)
+            name = journal_filename(self.name, task.task_id if task else None, when)
+            self.journal = Journal(self.journal_dir / name, entry_filter=self.journal_filter)
+        self._stop_extras()
+        output_dir = self.store.output_dir if self.store is not None else None
+        if task is not None and output_dir is not None:
+            label = journal_filename(self.name, task.task_id, when).removesuffix(".jsonl")
+            self.har_spool = HarSpool(
+                output_dir / SPOOL_SUBDIR, label=label, redacted=self.journal_filter is not None
+            )
+
+    def _stop_extras(self) -> None:
+        """Drop the HAR spool and any pending evaluation warm-up of the run that ends."""
+        if self.har_spool is not None:
+            self.har_spool.discard()
+            self.har_spool = None
+        if self._prepare_timer is not None:
+            self._prepare_timer.cancel()
+            self._prepare_timer = None
 
     def start(self, task: Task) -> None:
         """Begin (or begin again) an attempt at `task`, forgetting every event so far."""
@@ -153,8 +228,16 @@ class Session:
             self.dropped_idle_events += len(self.trace)
             self.trace = NetworkTrace()
         self.trace.append(event)
-        if self.journal is not None:
-            self.journal.write(event)
+        journal, spool = self.journal, self.har_spool
+        if spool is not None and spool.usable:
+            entry_json = entry_json_bytes(event, self.journal_filter)
+            if journal is not None:
+                journal.write(event, entry_json)
+            spool.add(entry_json)
+        elif journal is not None:
+            journal.write(event)
+        if self.state is SessionState.RUNNING and self._prepare_timer is None:
+            self._schedule_prepare()
         if self.listeners:
             self._notify("event", self.event_view(len(self.trace) - 1, event))
         return True
@@ -166,7 +249,49 @@ class Session:
         self.finished = time.time()
         if self.journal is not None:
             self.journal.close()
+        self._stop_extras()
         self._notify("finished", result.to_dict())
+
+    def take_har_spool(self, *, redacted: bool) -> HarSpool | None:
+        """The spool of this run's `network.har`, when it holds every event as the outputs need them.
+
+        The caller commits it (`HarSpool.commit`); the session lets go of it either way.
+        """
+        spool, self.har_spool = self.har_spool, None
+        if spool is None:
+            return None
+        if not spool.usable or spool.redacted != redacted or spool.entries != len(self.trace):
+            spool.discard()
+            return None
+        return spool
+
+    # --- evaluation warm-up ----------------------------------------------------------------------
+
+    def _schedule_prepare(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # not inside the proxy (a unit test): the finish does all the work, as offline
+        self._prepare_timer = loop.call_later(PREPARE_DELAY, self.prepare_evaluation)
+
+    def prepare_evaluation(self) -> None:
+        """Let the task's network evaluators scan the events captured since they last looked.
+
+        They memoize what they learn per event and per trace, so the finish's own
+        evaluation only scans what arrived after this. Results are thrown away;
+        errors are left for the finish to report.
+        """
+        self._prepare_timer = None
+        task, store = self.task, self.store
+        if self.state is not SessionState.RUNNING or task is None or store is None or not len(self.trace):
+            return
+        try:
+            site_map = store.site_map.complete_from_trace(task.sites, self.trace)
+            for config in task.eval:
+                if isinstance(config, NetworkEventEvaluatorConfig):
+                    evaluate_network(config, self.trace, task=task, site_map=site_map)
+        except Exception:  # the finish evaluates again and reports whatever is wrong
+            logger.debug("evaluation warm-up of session %r failed", self.name, exc_info=True)
 
     def event_view(self, index: int, event: NetworkEvent) -> dict[str, Any]:
         """An event as the trace route and the event stream show it."""
@@ -203,6 +328,7 @@ class Session:
     def close(self) -> None:
         if self.journal is not None:
             self.journal.close()
+        self._stop_extras()
 
     def _notify(self, kind: str, payload: dict[str, Any]) -> None:
         for listener in list(self.listeners):
@@ -216,8 +342,14 @@ class Session:
 class SessionStore:
     """All sessions by name. `get_or_create` is how traffic and the control API find one."""
 
-    def __init__(self, *, journal_dir: Path | None = None) -> None:
+    def __init__(self, *, journal_dir: Path | None = None, journal_filter: EntryFilter | None = None) -> None:
         self.journal_dir = journal_dir
+        self.journal_filter = journal_filter
+        """Applied to every journal line of every session (redaction); set before traffic arrives."""
+        self.output_dir: Path | None = None
+        """With an output directory, task runs spool their `network.har` as they go (`addon.har_spool`)."""
+        self.site_map = SiteMap()
+        """The site map running sessions prepare their evaluation with (the finish's, for the same plans)."""
         self._sessions: dict[str, Session] = {}
 
     def get(self, name: str) -> Session | None:
@@ -226,7 +358,10 @@ class SessionStore:
     def get_or_create(self, name: str) -> Session:
         session = self._sessions.get(name)
         if session is None:
-            session = self._sessions[name] = Session(name, journal_dir=self.journal_dir)
+            session = Session(
+                name, journal_dir=self.journal_dir, journal_filter=self.journal_filter, store=self
+            )
+            self._sessions[name] = session
         return session
 
     def move_journal(self, journal_dir: Path | None) -> None:

@@ -197,6 +197,7 @@ def write_json_atomically(path: Path, document: object) -> None:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
             out.write("\n")
+        os.chmod(temp_name, 0o644)  # mkstemp creates 0600; results are meant to be shared like the runs
         os.replace(temp_name, path)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
@@ -243,9 +244,16 @@ def evaluate_directory(
     results: list[TaskResult] = []
     for task_id in selected:
         run_dir = root / str(task_id)
-        result = evaluate_run(
-            run_dir, task_id, tasks, site_map, data_checksum=checksum, use_run_configs=use_run_configs
-        )
+        try:
+            result = evaluate_run(
+                run_dir, task_id, tasks, site_map, data_checksum=checksum, use_run_configs=use_run_configs
+            )
+        except Exception as error:  # a bug in one run's evaluation must not cost the rest of the batch
+            result = TaskResult.from_error(
+                task_id=task_id,
+                message=f"{run_dir}: evaluation failed: {type(error).__name__}: {error}",
+                webarena_verified_data_checksum=checksum,
+            )
         if run_dir.is_dir():
             write_json_atomically(run_dir / RESULT_FILE, result.to_dict())
         results.append(result)

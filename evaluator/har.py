@@ -14,6 +14,7 @@ re-scored by the official tooling.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +26,9 @@ from dateutil import parser as date_parser
 from evaluator import __version__
 from evaluator.errors import TraceFormatError
 from evaluator.trace import NetworkEvent, NetworkTrace
+
+# The C string escaper `json` itself uses: ASCII output, lone surrogates written as \\uXXXX escapes.
+_json_string = json.encoder.encode_basestring_ascii
 
 
 class _EntryError(Exception):
@@ -169,6 +173,53 @@ def event_to_har_entry(event: NetworkEvent) -> dict[str, Any]:
     return entry
 
 
+def _named_json(pairs: Iterable[tuple[str, str]]) -> str:
+    return "[" + ",".join([f'{{"name":{_json_string(n)},"value":{_json_string(v)}}}' for n, v in pairs]) + "]"
+
+
+def event_to_har_json(event: NetworkEvent) -> str:
+    """`event_to_har_entry(event)` as compact, ASCII-only JSON text, several times faster.
+
+    The live proxy journals every event as it completes, so this is on its
+    per-flow path: the text is assembled directly with the C string escaper of
+    `json` instead of building the dict and walking it. `json.loads` of the
+    result equals `event_to_har_entry(event)` (the tests hold it to that).
+    """
+    post = event.post_data
+    body = event.response_body
+    duration = _json_number(event.duration_ms)
+    query = "[]"
+    if "?" in event.url:
+        query = _named_json(parse_qsl(urlsplit(event.url).query, keep_blank_values=True))
+    post_json = ""
+    if post is not None:
+        mime = _json_string(event.post_data_mime or "")
+        post_json = f',"postData":{{"mimeType":{mime},"text":{_json_string(post)}}}'
+    size = len(body.encode()) if body is not None else 0
+    content = f'{{"size":{size},"mimeType":{_json_string(event.response_mime or "")}'
+    content += f',"text":{_json_string(body)}}}' if body is not None else "}"
+    error = f',"_error":{_json_string(event.error)}' if event.error else ""
+    return (
+        f'{{"startedDateTime":"{_iso(event.started)}","time":{duration},'
+        f'"request":{{"method":{_json_string(event.method)},"url":{_json_string(event.url)},'
+        f'"httpVersion":{_json_string(event.http_version)},"cookies":[],'
+        f'"headers":{_named_json(event.request_headers)},"queryString":{query},"headersSize":-1,'
+        f'"bodySize":{len(post.encode()) if post is not None else 0}{post_json}}},'
+        f'"response":{{"status":{int(event.status)},"statusText":{_json_string(event.status_text)},'
+        f'"httpVersion":{_json_string(event.http_version)},"cookies":{_named_json(event.response_cookies)},'
+        f'"headers":{_named_json(event.response_headers)},"content":{content},'
+        f'"redirectURL":{_json_string(event.redirect_url)},"headersSize":-1,"bodySize":{size}}},'
+        f'"cache":{{}},"timings":{{"send":0,"wait":{duration},"receive":0}}{error}}}'
+    )
+
+
+def _json_number(value: float) -> str:
+    # What `json.dumps` writes for a number (its repr when finite), so both serializations agree.
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return repr(value)
+    return json.dumps(value)
+
+
 def trace_to_har(trace: Iterable[NetworkEvent], *, creator: str = "webarena-live") -> dict[str, Any]:
     """The whole trace as a HAR 1.2 document."""
     return {
@@ -261,4 +312,6 @@ def load_trace(path: str | Path) -> NetworkTrace:
     except ValueError:
         # Not one JSON document: maybe Playwright's line-per-event network log under another name.
         return load_playwright_trace(file)
+    if isinstance(document, dict) and "log" not in document and "type" in document:
+        return load_playwright_trace(file)  # a one-line Playwright network log
     return har_from_document(document, source=str(file))

@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from evaluator import bodies, jsonpaths, values
 from evaluator.compare import compare
@@ -87,6 +87,7 @@ class _Plan:
         self.cookie_names = tuple(spec.response_cookies or ())
         self.wants_post_data = bool(spec.post_data)
         self.wants_content = bool(spec.response_content)
+        self.last_segments = _last_segments(self.expected_url, config)
         self.expected_report = values.report(self.expected)
         self.report_key = ("network.report", self.token)
 
@@ -193,6 +194,8 @@ class _Plan:
         return found
 
     def _fits(self, event: NetworkEvent) -> bool:
+        if self.last_segments is not None and not _path_may_match(event.path, self.last_segments):
+            return False  # ruled out by its path alone, without the cost of reading the URL
         url = self.event_url(event)
         if not isinstance(url, Url):
             raise _UnreadableEvent(f"Event URL '{event.url}' could not be read as a URL")
@@ -255,6 +258,36 @@ class _Plan:
 
 class _UnreadableEvent(Exception):
     """A candidate event whose URL cannot be parsed: the reference stops with an error."""
+
+
+def _last_segments(expected: Url, config: NetworkEventEvaluatorConfig) -> frozenset[str] | None:
+    """Last path segments of the expected URLs, lower-cased, when a cheap path pre-check is safe.
+
+    Not for patterns, base64 queries (they remove path segments), or a site root
+    (derendering turns a URL's last segment into a placeholder).
+    """
+    if config.decode_base64_query:
+        return None
+    segments = set()
+    for alternative in expected.alternatives:
+        if alternative.is_regex or not alternative.base_url.startswith("__"):
+            return None
+        last = unquote(urlsplit(alternative.base_url).path.rstrip("/").rsplit("/", 1)[-1]).lower()
+        if last.startswith("__") and last.endswith("__"):
+            return None
+        segments.add(last)
+    return frozenset(segments)
+
+
+def _path_may_match(path: str, segments: frozenset[str]) -> bool:
+    """False only when the raw path's last segment cannot normalize to an expected one.
+
+    Paths that URL normalization may reshape (escapes, which can hide `/`,
+    dot segments, doubled slashes, non-ASCII) are never ruled out here.
+    """
+    if not path.isascii() or "%" in path or "//" in path or "/." in path or "\\" in path:
+        return True
+    return path.rstrip("/").rsplit("/", 1)[-1].lower() in segments
 
 
 def _matches_any(patterns: Sequence[str], name: str) -> bool:

@@ -7,12 +7,12 @@ Evaluator configs are a discriminated union on the `evaluator` field.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -221,13 +221,15 @@ class TaskSet(Mapping[int, Task]):
 
 def official_dataset_path() -> Path:
     """The dataset file inside the installed `webarena-verified` package."""
-    try:
-        root = resources.files("webarena_verified")
-    except ModuleNotFoundError:
+    # find_spec locates the package without importing it: the reference pins its own dependencies and
+    # its import is slow; only its data file is wanted here.
+    spec = importlib.util.find_spec("webarena_verified")
+    if spec is None or not spec.submodule_search_locations:
         raise TaskFileError(
             "--tasks webarena-verified needs the reference package: pip install 'webarena-live[official]'"
-        ) from None
-    return Path(str(root / "assets" / "dataset" / "webarena-verified.json"))
+        )
+    root = Path(next(iter(spec.submodule_search_locations)))
+    return root / "assets" / "dataset" / "webarena-verified.json"
 
 
 def default_tasks_path() -> Path:

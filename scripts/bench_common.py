@@ -230,7 +230,12 @@ def run_load(
     if session:
         command += ["--session", session]
     done = subprocess.run(
-        command, capture_output=True, text=True, check=True, preexec_fn=pin(HELPER_CPUS), timeout=seconds + 120
+        command,
+        capture_output=True,
+        text=True,
+        check=True,
+        preexec_fn=pin(HELPER_CPUS),
+        timeout=seconds + 120,
     )
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
@@ -437,7 +442,9 @@ def replay_request(entry: dict[str, Any], session: str | None) -> bytes:
     url = request["url"]
     body = ((request.get("postData") or {}).get("text") or "").encode()
     lines = [f"{request['method']} {url} HTTP/1.1", f"Host: {urlsplit(url).netloc}"]
-    lines += [f"{h['name']}: {h['value']}" for h in request["headers"] if h["name"].lower() not in _HOP_HEADERS]
+    lines += [
+        f"{h['name']}: {h['value']}" for h in request["headers"] if h["name"].lower() not in _HOP_HEADERS
+    ]
     content = response.get("content") or {}
     lines.append(f"X-Bench-Status: {response['status']}")
     if content.get("mimeType"):
@@ -480,7 +487,9 @@ async def replay(proxy_port: int, requests: list[bytes], connections: int) -> No
     await asyncio.gather(*(worker() for _ in range(max(1, min(connections, len(requests))))))
 
 
-def run_replay(proxy_port: int, phases: list[tuple[list[dict[str, Any]], int]], *, session: str | None) -> None:
+def run_replay(
+    proxy_port: int, phases: list[tuple[list[dict[str, Any]], int]], *, session: str | None
+) -> None:
     """Replay HAR entries in a separate process, phase by phase: (entries, connections) each."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as file:
         spec = [[[base64.b64encode(replay_request(e, session)).decode() for e in entries], connections]
@@ -496,7 +505,9 @@ def run_replay(proxy_port: int, phases: list[tuple[list[dict[str, Any]], int]], 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("upstream")
     up.add_argument("--port", type=int, required=True)
@@ -519,7 +530,9 @@ def main() -> int:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve_upstream(args.port, args.size))
         return 0
-    result = asyncio.run(generate_load(args.proxy_port, args.url, args.connections, args.seconds, args.session))
+    result = asyncio.run(
+        generate_load(args.proxy_port, args.url, args.connections, args.seconds, args.session)
+    )
     print(json.dumps(result))
     return 0
 

@@ -208,8 +208,36 @@ def noise(task: Task) -> list[dict[str, Any]]:
     ]
 
 
+def decoys(task: Task) -> list[dict[str, Any]]:
+    """Events resembling the first expected one: same method, same last path segment.
+
+    Some cannot match (another parent path), some normalize to the expected
+    URL (an escaped letter, a dot segment) and do match: they exercise the
+    evaluator's cheap path pre-check against the oracle's full URL reading.
+    """
+    configs = [c for c in task.network_configs if not c.should_not_exist]
+    if not configs:
+        return []
+    original = expected_entry(configs[0], task)
+    scheme, rest = original["request"]["url"].split("://", 1)
+    host, _, tail = rest.partition("/")
+    path, _, query = tail.partition("?")
+    query = f"?{query}" if query else ""
+    parent, _, last = path.rstrip("/").rpartition("/")
+    variants = [f"decoy/{path}", f"{parent}/x/../{last}" if parent else f"x/../{last}"]
+    letter = next((i for i, ch in enumerate(last) if ch.isalpha()), None)
+    if letter is not None:
+        variants.append(f"{parent}/{last[:letter]}%{ord(last[letter]):02X}{last[letter + 1 :]}")
+    made = []
+    for variant in variants:
+        decoy = deepcopy(original)
+        decoy["request"]["url"] = f"{scheme}://{host}/{variant.lstrip('/')}{query}"
+        made.append(decoy)
+    return made
+
+
 def golden(task: Task) -> list[dict[str, Any]]:
-    entries = noise(task)
+    entries = noise(task) + decoys(task)
     for config in task.network_configs:
         if not config.should_not_exist:
             entries.append(expected_entry(config, task))
@@ -226,7 +254,7 @@ def _last_expected(entries: list[dict[str, Any]]) -> dict[str, Any]:
 def _mutate(change: Callable[[dict[str, Any]], None]) -> Callable[[Task], list[dict[str, Any]] | None]:
     def build(task: Task) -> list[dict[str, Any]] | None:
         entries = golden(task)
-        if len(entries) <= 5:
+        if len(entries) <= len(noise(task)) + len(decoys(task)) + 1:
             return None
         change(_last_expected(entries))
         return entries
@@ -272,7 +300,7 @@ def _upper_case(e: dict[str, Any]) -> None:
 
 def _drop_expected(task: Task) -> list[dict[str, Any]] | None:
     entries = golden(task)
-    return entries[:4] + entries[-1:]
+    return entries[: len(noise(task)) + len(decoys(task))] + entries[-1:]
 
 
 def _json_post_as_form(e: dict[str, Any]) -> None:
@@ -297,7 +325,7 @@ def _post_case(e: dict[str, Any]) -> None:
 
 def _shadowed(task: Task) -> list[dict[str, Any]] | None:
     entries = golden(task)
-    if len(entries) <= 5:
+    if len(entries) <= len(noise(task)) + len(decoys(task)) + 1:
         return None
     shadow = deepcopy(_last_expected(entries))
     _change_post(shadow)

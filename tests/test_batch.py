@@ -64,6 +64,7 @@ def test_golden_runs_succeed_and_results_are_written(run_dir: Path, dataset: Pat
         written = json.loads((run_dir / str(task_id) / RESULT_FILE).read_text())
         assert written["task_id"] == task_id and written["status"] == "success" and written["score"] == 1.0
         assert written["webarena_verified_data_checksum"] == load_tasks(dataset).checksum
+        assert (run_dir / str(task_id) / RESULT_FILE).stat().st_mode & 0o777 == 0o644
     assert not list(run_dir.rglob("*.tmp")), "atomic writes leave no temporary files behind"
     summary = json.loads((run_dir / SUMMARY_FILE).read_text())["summary"]
     assert summary["overall"]["success_count"] == len(TASK_IDS)
@@ -166,3 +167,22 @@ def test_code_fenced_text_response_is_judged(run_dir: Path, dataset: Path) -> No
     write_group(run_dir, [RunCase(0, "fenced", fenced, _golden_cases(dataset)[0].entries)])
     (result,) = evaluate_directory(run_dir, load_tasks(dataset), _site_map(run_dir)).results
     assert result.status == EvalStatus.SUCCESS
+
+
+def test_cli_reads_the_official_dataset_from_its_package(run_dir: Path, oracle_python: Path) -> None:
+    # The reference package is made importable for the CLI process only (never for this one); the
+    # dataset is located inside it without importing it.
+    site_packages = subprocess.run(
+        [str(oracle_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    command = [sys.executable, "-c", "import sys; sys.path.append(sys.argv.pop(1)); "
+               "from addon.cli import main; sys.exit(main(sys.argv[1:]))", site_packages,
+               "evaluate", "--output-dir", str(run_dir), "--tasks", "webarena-verified",
+               "--config", str(run_dir.parent / "config.json")]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    statuses = {t: json.loads((run_dir / str(t) / RESULT_FILE).read_text())["status"] for t in TASK_IDS}
+    assert set(statuses.values()) == {"success"}
+    without = _cli("--output-dir", str(run_dir), "--tasks", "webarena-verified")
+    assert without.returncode == 2 and "webarena-live[official]" in without.stderr

@@ -147,6 +147,9 @@ def test_load_trace_formats(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "trace.network").write_text(snapshot_lines)
     assert len(load_trace(folder)) == 1
+    one_line = tmp_path / "one.json"
+    one_line.write_text(json.dumps({"type": "resource-snapshot", "snapshot": CHROME_ENTRY}))
+    assert len(load_trace(one_line)) == 1
     archive = tmp_path / "trace.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("trace.trace", "")

@@ -15,9 +15,19 @@ from typing import Any
 import pytest
 import requests
 from playwright.sync_api import Browser
+from playwright.sync_api import Error as PlaywrightError
 
 from tests.site import agents
-from tests.site.harness import TASKS_FILE, FinishRecorder, ProxyProcess, start_proxy, write_config
+from tests.site.harness import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    TASKS_FILE,
+    FinishRecorder,
+    ProxyProcess,
+    ca_spki_pin,
+    start_proxy,
+    write_config,
+)
 from tests.site.live_fixtures import (
     assert_oracle_agrees,
     assert_verdict,
@@ -52,14 +62,16 @@ def test_large_body_streams_through_intact_and_is_not_kept(
     assert through_proxy.status_code == 200
     assert len(through_proxy.content) >= CATALOG_BYTES * 0.9
     assert through_proxy.content == direct.content
-    assert client.get(small_url, timeout=10).json()["sku"] == "TL-200"
+    small_answer = client.get(small_url, timeout=10)
+    assert small_answer.json()["sku"] == "TL-200"
+    assert small_answer.headers["Content-Encoding"] == "gzip"  # passed through as the server sent it
 
     events = {e["url"]: e for e in live_proxy.control.trace("bulk")}
     assert events[big_url]["status"] == 200
     assert events[small_url]["status"] == 200
     big = har_entry(live_proxy, "bulk", big_url)
     assert not big["response"]["content"].get("text"), "a streamed body must not be kept"
-    small = har_entry(live_proxy, "bulk", small_url)
+    small = har_entry(live_proxy, "bulk", small_url)  # kept decoded, as HAR wants it
     assert json.loads(small["response"]["content"]["text"])["stock"]["count"] == 17
 
 
@@ -99,6 +111,32 @@ def test_http2_site_through_the_proxy(
     assert versions[live_site.shop_h2 + "/products/2"].upper() in ("HTTP/2.0", "HTTP/2", "H2")
     api = [e for e in har["log"]["entries"] if e["request"]["url"] == live_site.shop_h2 + "/api/products/2"]
     assert json.loads(api[0]["response"]["content"]["text"])["sku"] == "TL-200"
+
+
+def test_chromium_that_trusts_only_the_proxy_ca(
+    live_proxy: ProxyProcess, live_browser: Browser, live_recorder: FinishRecorder, live_site: RunningSite
+) -> None:
+    # The other tests ignore certificate errors; here Chromium verifies, with
+    # mitmproxy's CA pinned on its command line (the recipe for real agents).
+    live_proxy.control.start(9001, "untrusting")
+    context = session_context(live_browser, live_proxy, "untrusting", ignore_https_errors=False)
+    try:
+        with pytest.raises(PlaywrightError, match="ERR_CERT_AUTHORITY_INVALID"):
+            context.new_page().goto(live_site.shop_https + "/")
+    finally:
+        context.close()
+
+    pinned = f"--ignore-certificate-errors-spki-list={ca_spki_pin(live_proxy.confdir)}"
+    browser = live_browser.browser_type.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, pinned])
+    try:
+        result = run_task(
+            live_proxy, browser, live_recorder, task_id=9001, session="pinned",
+            agent=lambda page: agents.open_lantern_page(page, live_site.shop_https),
+            ignore_https_errors=False,
+        )  # fmt: skip
+    finally:
+        browser.close()
+    assert_verdict(result, "success", task_id=9001)
 
 
 def test_addon_loaded_into_plain_mitmdump(

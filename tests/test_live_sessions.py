@@ -260,6 +260,15 @@ def test_reserved_host_answers_through_the_proxy_and_is_not_captured(
     assert reply.json()["task_id"] == 9001
     assert reply.json()["start_urls"] == [live_site.shop_http]
     assert live_proxy.control.trace("probe") == []
+    # An agent can start its own session through the proxy without naming it:
+    # the proxy credentials it browses with name it.
+    as_dana = {"http": f"http://dana:x@127.0.0.1:{live_proxy.session_port}"}
+    start = {"task_id": 9008}
+    reply = requests.post(f"http://{RESERVED_HOST}/sessions", json=start, proxies=as_dana, timeout=10)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["session"] == "dana"
+    assert reply.json()["start_urls"] == [live_site.forum_http]
+    assert live_proxy.control.trace("dana") == []
 
 
 def test_control_errors_are_json_and_change_nothing(live_proxy: ProxyProcess) -> None:

@@ -1,7 +1,8 @@
 """Our NetworkEventEvaluator verdicts against the oracle's, on every official task that has one.
 
 For each such task a golden trace (the expected events among static assets,
-XHRs and earlier navigations) and three mutations of it (taken in turn from
+XHRs, earlier navigations and look-alike decoys of the expected event — other
+parent path, escaped letter, dot segment) and three mutations of it (taken in turn from
 `network_cases.MUTATIONS`: other status, other method, changed referer, extra
 or ignored query parameters, changed post data, other path, upper-cased path,
 missing event, JSON posted as text, query moved into a base64 path segment,

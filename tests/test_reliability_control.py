@@ -91,15 +91,38 @@ BAD_REQUESTS: list[tuple[str, str, str, Any, dict[str, str], int, str]] = [
     ("start: task_id a float", "POST", START, {"task_id": 9001.5}, {}, 400, "bad_request"),
     ("start: task_id a bool", "POST", START, {"task_id": True}, {}, 400, "bad_request"),
     ("start: session a number", "POST", START, {"task_id": 9001, "session": 7}, {}, 400, "bad_request"),
-    ("start: resume not a bool", "POST", START, {"task_id": 9001, "resume_journal": "yes"}, {}, 400, "bad_request"),
+    (
+        "start: resume not a bool",
+        "POST",
+        START,
+        {"task_id": 9001, "resume_journal": "yes"},
+        {},
+        400,
+        "bad_request",
+    ),
     ("start: unknown field", "POST", START, {"task_id": 9001, "sesion": "x"}, {}, 400, "bad_request"),
     ("start: unknown task", "POST", START, {"task_id": 4242, "session": "runner"}, {}, 404, "unknown_task"),
     ("start: huge task id", "POST", START, {"task_id": 10**40, "session": "runner"}, {}, 404, "unknown_task"),
     ("start: empty name", "POST", START, {"task_id": 9001, "session": ""}, {}, 400, "bad_session_name"),
     ("start: long name", "POST", START, {"task_id": 9001, "session": "x" * 129}, {}, 400, "bad_session_name"),
-    ("start: control char", "POST", START, {"task_id": 9001, "session": "a\x00b"}, {}, 400, "bad_session_name"),
-    ("start: no journal", "POST", START, {"task_id": MUTATE_TASK, "session": "runner", "resume_journal": True},
-     {}, 404, "no_journal"),  # fmt: skip
+    (
+        "start: control char",
+        "POST",
+        START,
+        {"task_id": 9001, "session": "a\x00b"},
+        {},
+        400,
+        "bad_session_name",
+    ),
+    (
+        "start: no journal",
+        "POST",
+        START,
+        {"task_id": MUTATE_TASK, "session": "runner", "resume_journal": True},
+        {},
+        404,
+        "no_journal",
+    ),
     ("start: GET-only verb", "DELETE", START, b"", {}, 405, "method_not_allowed"),
     ("finish: unknown session", "POST", "/sessions/nobody/finish", NAVIGATE_DONE, {}, 404, "unknown_session"),
     ("finish: not JSON", "POST", RUNNER, b"{'task_type': 'navigate'}", {}, 400, "bad_json"),
@@ -109,20 +132,69 @@ BAD_REQUESTS: list[tuple[str, str, str, Any, dict[str, str], int, str]] = [
     ("finish: no events", "POST", "/sessions/empty/finish", NAVIGATE_DONE, {}, 409, "no_events"),
     ("finish: no task", "POST", "/sessions/idle/finish", NAVIGATE_DONE, {}, 409, "no_task"),
     ("finish: GET", "GET", RUNNER, b"", {}, 405, "method_not_allowed"),
-    ("finish: from a page (Origin)", "POST", RUNNER, NAVIGATE_DONE, {"origin": "http://evil.test"}, 403,
-     "page_request_refused"),  # fmt: skip
-    ("finish: from a page (null Origin)", "POST", RUNNER, NAVIGATE_DONE, {"origin": "null"}, 403,
-     "page_request_refused"),  # fmt: skip
-    ("finish: cross-site fetch", "POST", RUNNER, NAVIGATE_DONE,
-     {"sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors"}, 403, "page_request_refused"),  # fmt: skip
-    ("finish: same-site form", "POST", RUNNER, NAVIGATE_DONE,
-     {"sec-fetch-site": "same-site", "sec-fetch-mode": "navigate"}, 403, "page_request_refused"),  # fmt: skip
-    ("finish: cors mode", "POST", RUNNER, NAVIGATE_DONE,
-     {"sec-fetch-dest": "empty", "sec-fetch-mode": "cors"}, 403, "page_request_refused"),  # fmt: skip
-    ("start: from a page", "POST", START, {"task_id": 9001, "session": "runner"},
-     {"origin": "http://evil.test", "sec-fetch-site": "cross-site"}, 403, "page_request_refused"),  # fmt: skip
-    ("trace: from a page", "GET", "/sessions/runner/trace", b"", {"sec-fetch-site": "cross-site"}, 403,
-     "page_request_refused"),  # fmt: skip
+    (
+        "finish: from a page (Origin)",
+        "POST",
+        RUNNER,
+        NAVIGATE_DONE,
+        {"origin": "http://evil.test"},
+        403,
+        "page_request_refused",
+    ),
+    (
+        "finish: from a page (null Origin)",
+        "POST",
+        RUNNER,
+        NAVIGATE_DONE,
+        {"origin": "null"},
+        403,
+        "page_request_refused",
+    ),
+    (
+        "finish: cross-site fetch",
+        "POST",
+        RUNNER,
+        NAVIGATE_DONE,
+        {"sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors"},
+        403,
+        "page_request_refused",
+    ),
+    (
+        "finish: same-site form",
+        "POST",
+        RUNNER,
+        NAVIGATE_DONE,
+        {"sec-fetch-site": "same-site", "sec-fetch-mode": "navigate"},
+        403,
+        "page_request_refused",
+    ),
+    (
+        "finish: cors mode",
+        "POST",
+        RUNNER,
+        NAVIGATE_DONE,
+        {"sec-fetch-dest": "empty", "sec-fetch-mode": "cors"},
+        403,
+        "page_request_refused",
+    ),
+    (
+        "start: from a page",
+        "POST",
+        START,
+        {"task_id": 9001, "session": "runner"},
+        {"origin": "http://evil.test", "sec-fetch-site": "cross-site"},
+        403,
+        "page_request_refused",
+    ),
+    (
+        "trace: from a page",
+        "GET",
+        "/sessions/runner/trace",
+        b"",
+        {"sec-fetch-site": "cross-site"},
+        403,
+        "page_request_refused",
+    ),
     ("preflight", "OPTIONS", RUNNER, b"", {"origin": "http://evil.test"}, 403, "page_request_refused"),
     ("preflight without origin", "OPTIONS", RUNNER, b"", {}, 405, "method_not_allowed"),
     ("oversized finish", "POST", RUNNER, b" " * (MAX_CONTROL_BODY + 1), {}, 413, "too_large"),
@@ -170,8 +242,13 @@ def test_bad_requests_get_a_4xx_json_error_and_change_nothing(
 def test_token_guards_every_route_but_the_public_ones(context, tmp_path):
     context.token = "s3cret"
     before = snapshot(context, tmp_path)
-    for method, target in (("GET", "/tasks"), ("GET", "/sessions"), ("GET", "/sessions/runner/har"),
-                           ("POST", "/sessions"), ("POST", RUNNER)):  # fmt: skip
+    for method, target in (
+        ("GET", "/tasks"),
+        ("GET", "/sessions"),
+        ("GET", "/sessions/runner/har"),
+        ("POST", "/sessions"),
+        ("POST", RUNNER),
+    ):
         for authorization in (None, "Bearer wrong", "Basic czNjcmV0", "Bearer", "bearer s3cret-and-more"):
             body = {"task_id": NAVIGATE_TASK, "session": "runner"} if target == "/sessions" else NAVIGATE_DONE
             status, got = call(context, method, target, body, authorization=authorization)
@@ -217,13 +294,20 @@ def test_openapi_document_lists_every_route_and_is_served(context):
     assert document["openapi"].startswith("3.")
     paths = set(document["paths"])
     assert paths == {
-        "/health", "/openapi.json", "/tasks", "/tasks/{task_id}", "/sessions", "/sessions/{session}",
-        "/sessions/{session}/trace", "/sessions/{session}/events", "/sessions/{session}/finish",
+        "/health",
+        "/openapi.json",
+        "/tasks",
+        "/tasks/{task_id}",
+        "/sessions",
+        "/sessions/{session}",
+        "/sessions/{session}/trace",
+        "/sessions/{session}/events",
+        "/sessions/{session}/finish",
         "/sessions/{session}/har",
-    }  # fmt: skip
+    }
     # Every error status a bad request above produced is documented on its route's operation.
-    for _label, method, target, _body, headers, status, _error in BAD_REQUESTS:
-        if method == "OPTIONS" or status in (404, 405) and _error in ("not_found", "method_not_allowed"):
+    for _label, method, target, _body, _headers, status, _error in BAD_REQUESTS:
+        if method == "OPTIONS" or (status in (404, 405) and _error in ("not_found", "method_not_allowed")):
             continue
         template = _template_of(target.split("?")[0], paths)
         operation = document["paths"][template][method.lower()]

@@ -13,6 +13,7 @@ import pytest
 
 from evaluator.errors import NormalizationError, WebArenaLiveError
 from evaluator.sites import SiteMap
+from evaluator.values import normalize
 from evaluator.values.url import Url, parse_query, split_base64_query
 
 HERE = Path(__file__).resolve().parent
@@ -35,6 +36,15 @@ def make_url(raw: Any, *, strict: bool = False, **options: Any) -> Url:
         **options,
     )
 
+
+DATES = {
+    "type": "object",
+    "properties": {
+        "report_type": {"type": "array", "items": {"type": "string"}},
+        "from": {"type": "array", "items": {"type": "string", "format": "date"}},
+        "to": {"type": "array", "items": {"type": "string", "format": "date"}},
+    },
+}
 
 REPORT = base64.urlsafe_b64encode(b"report_type=created_at_order&from=1/1/2022&to=12/31/2022").decode()
 
@@ -175,7 +185,23 @@ PAIRS: list[dict[str, Any]] = [
         "options": {"ignored_query_params_patterns": ["page"]},
     },
     {"expected": "http://other.test/x", "actual": "http://other.test/x"},
+] + [
+    {
+        "expected": "__SHOPPING_ADMIN__/reports/report_sales/sales/filter",
+        "expected_query": {"report_type": ["created_at_order"], "from": ["1/1/2022"], "to": ["12/31/2022"]},
+        "actual": f"http://localhost:7780/admin/reports/report_sales/sales/filter/?report_type=created_at_order"
+        f"&from={start}&to={end}&form_key=x",
+        "options": {
+            "ignored_query_params_patterns": ["^(?!report_type$|from$|to$).*$"],
+            "query_params_schema": DATES,
+        },
+    }
+    for start, end in [("01/01/2022", "12/31/2022"), ("2022-01-01", "2022-12-31"), ("1/2/2022", "12/31/2022")]
 ]
+
+
+def _by_schema(schema: dict[str, Any] | None, *, strict: bool) -> Any:
+    return partial(normalize, schema=schema, strict=strict) if schema else None
 
 
 def test_comparison_matches_the_oracle(oracle_python: Path, tmp_path: Path) -> None:
@@ -183,10 +209,18 @@ def test_comparison_matches_the_oracle(oracle_python: Path, tmp_path: Path) -> N
         oracle_python, "url_pairs", {"config": CONFIG, "sites": SITES, "pairs": PAIRS}, tmp_path
     )
     for pair, expected in zip(PAIRS, theirs, strict=True):
-        options = pair.get("options", {})
+        options = dict(pair.get("options", {}))
+        schema = options.pop("query_params_schema", None)
+
         try:
-            exp = make_url(pair["expected"], strict=True, query_params=pair.get("expected_query"), **options)
-            act = make_url(pair["actual"], **options)
+            exp = make_url(
+                pair["expected"],
+                strict=True,
+                query_params=pair.get("expected_query"),
+                normalize_query_params=_by_schema(schema, strict=True),
+                **options,
+            )
+            act = make_url(pair["actual"], normalize_query_params=_by_schema(schema, strict=False), **options)
             ours: Any = [exp.compare_path(act), exp == act]
         except WebArenaLiveError as error:
             ours = {"error": type(error).__name__}

@@ -7,6 +7,8 @@ oracle (webarena-verified 1.2.3) runs as a subprocess of its own venv's Python.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import shutil
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS_FILE = Path(__file__).resolve().parent / "tasks.json"
@@ -109,6 +113,8 @@ class ProxyProcess:
     control_port: int
     output_dir: Path
     log_file: Path
+    confdir: Path
+    """mitmproxy's configuration directory, where it keeps its CA."""
 
     @property
     def control(self) -> ControlClient:
@@ -188,7 +194,7 @@ def start_proxy(
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, env=env)
     log.close()
-    proxy = ProxyProcess(process, port, session_port, control_port, output_dir, log_file)
+    proxy = ProxyProcess(process, port, session_port, control_port, output_dir, log_file, confdir)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -201,6 +207,18 @@ def start_proxy(
         time.sleep(0.2)
     proxy.stop()
     raise AssertionError(f"{command[0]} did not answer /health within {timeout}s:\n{proxy.log_tail()}")
+
+
+def ca_spki_pin(confdir: Path) -> str:
+    """The SPKI pin of mitmproxy's CA, for Chromium's `--ignore-certificate-errors-spki-list`.
+
+    A Chromium started with it trusts certificates issued by this proxy's CA
+    (and nothing else that its own store does not), without touching any
+    certificate store.
+    """
+    ca = x509.load_pem_x509_certificate((confdir / "mitmproxy-ca-cert.pem").read_bytes())
+    spki = ca.public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+    return base64.b64encode(hashlib.sha256(spki).digest()).decode()
 
 
 def wait_for(predicate: Any, *, timeout: float = 10, interval: float = 0.05, what: str = "condition") -> Any:

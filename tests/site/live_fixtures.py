@@ -6,8 +6,10 @@ The fixtures are module-scoped: each test module gets one test site, one
 (starting them per test would make the suite several times slower).
 
 HTTPS trust: the browser contexts are made with `ignore_https_errors=True`
-rather than importing mitmproxy's CA into an NSS database, because Chromium
-started by Playwright uses a fresh profile per run; the proxy itself is
+rather than importing mitmproxy's CA into an NSS database (Chromium started
+by Playwright uses a fresh profile per run). One test instead starts Chromium
+with `--ignore-certificate-errors-spki-list=<pin of mitmproxy's CA>` and
+verifies certificates for real (`harness.ca_spki_pin`). The proxy itself is
 started with `--set ssl_insecure=true` because the test site's certificate
 is self-signed.
 """
@@ -80,10 +82,9 @@ def live_recorder(live_workdir: Path) -> FinishRecorder:
 
 def session_context(browser: Browser, proxy: ProxyProcess, session: str, **options: Any) -> BrowserContext:
     """A browser context whose traffic belongs to `session` (session port, 407 challenge)."""
+    options.setdefault("ignore_https_errors", True)
     return browser.new_context(
-        proxy={"server": proxy.session_proxy_url, "username": session, "password": "x"},
-        ignore_https_errors=True,
-        **options,
+        proxy={"server": proxy.session_proxy_url, "username": session, "password": "x"}, **options
     )
 
 
@@ -95,12 +96,13 @@ def run_task(
     task_id: int,
     session: str,
     agent: Agent,
+    **context_options: Any,
 ) -> dict[str, Any]:
     """Start a session, let the agent browse as that session, post its answer."""
     started = proxy.control.start(task_id, session)
     assert started["session"] == session
     assert started["task_id"] == task_id
-    context = session_context(browser, proxy, session)
+    context = session_context(browser, proxy, session, **context_options)
     try:
         response = agent(context.new_page())
     finally:

@@ -1,0 +1,159 @@
+"""The `network.har` of a running session, assembled on disk while the session runs.
+
+Serializing a 10,000-event trace takes far longer than evaluating it, and a
+finish must answer at once (issue 5). So each event's HAR entry — the very
+text its journal line holds, serialized once at capture — is also appended to
+a spool file laid out as a HAR document. Finishing only writes the closing
+brackets and renames the spool over `OUT/<task_id>/network.har`: constant
+time, still atomic (a reader sees the old file or the whole new one), and done
+before the finish answers, so the files are in place when the agent hears
+its verdict.
+
+Spools live in `OUT/.spool/` (a name the reference tooling skips, as it skips
+`.journal`), on the same filesystem as the task directories so the rename
+stays atomic. Any write error abandons the spool; the caller then serializes
+the trace the slow way.
+
+Renaming over a large `network.har` of an earlier run would make the finish
+wait while the filesystem frees the old file's blocks (tens of milliseconds
+for a 10,000-event HAR on ext4 with `discard`). So the old file gets a second
+name first (a hard link: the rename then frees nothing) and that name is
+deleted on a background thread a little later, once the finish is over (a
+deletion running during the finish stalls its other renames on the
+filesystem's journal).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import IO
+
+from evaluator import __version__
+
+SPOOL_SUBDIR = ".spool"
+
+logger = logging.getLogger(__name__)
+
+
+def har_head(creator: str = "webarena-live") -> bytes:
+    """Everything of a HAR document before its first entry, as `evaluator.har.trace_to_har` lays it out."""
+    return (
+        f'{{"log":{{"version":"1.2","creator":{{"name":"{creator}","version":"{__version__}"}},'
+        f'"pages":[],"entries":['
+    ).encode("ascii")
+
+
+HAR_TAIL = b"\n]}}\n"
+
+DELETE_DELAY = 2.0
+"""Seconds before an old `network.har` replaced by a finish is deleted."""
+
+_deleter: ThreadPoolExecutor | None = None
+
+
+def delete_in_background(path: Path, *, delay: float = DELETE_DELAY) -> None:
+    """Unlink `path` on a worker thread after `delay` seconds (the syscall releases the GIL)."""
+    global _deleter
+    if _deleter is None:
+        _deleter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webarena-live-delete")
+    _deleter.submit(_delete_when_due, path, time.monotonic() + delay)
+
+
+def _delete_when_due(path: Path, due: float) -> None:
+    time.sleep(max(0.0, due - time.monotonic()))  # jobs run in order, so each waits at most `delay`
+    path.unlink(missing_ok=True)
+
+
+def replace_cheaply(source: Path, target: Path) -> None:
+    """`os.replace(source, target)`, atomic as ever, without waiting for an old `target` to be freed."""
+    old = target.with_name(f".{target.name}.{uuid.uuid4().hex}.old")
+    try:
+        os.link(target, old)
+    except OSError:  # no old file, or a filesystem without hard links: a plain replace
+        os.replace(source, target)
+        return
+    try:
+        os.replace(source, target)
+    finally:
+        delete_in_background(old)
+
+
+class HarSpool:
+    """Appends HAR entries (JSON text, one per event) to a temporary HAR file; `commit` moves it into place.
+
+    `redacted` records whether the entries went through the redaction filter, so a
+    finish only uses the spool when it matches what the outputs must hold.
+    """
+
+    def __init__(self, directory: Path, *, label: str, redacted: bool) -> None:
+        self.directory = directory
+        self.label = label
+        self.redacted = redacted
+        self.entries = 0
+        self.path: Path | None = None
+        self._file: IO[bytes] | None = None
+        self._broken = False
+
+    @property
+    def usable(self) -> bool:
+        return not self._broken
+
+    def add(self, entry_json: bytes) -> None:
+        """Append one entry (JSON text without a trailing newline)."""
+        if self._broken:
+            return
+        try:
+            if self._file is None:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                handle, name = tempfile.mkstemp(
+                    dir=self.directory, prefix=f"{self.label}-", suffix=".har.tmp"
+                )
+                self.path = Path(name)
+                self._file = os.fdopen(handle, "wb", buffering=0)
+                self._file.write(har_head())
+            self._file.write((b",\n" if self.entries else b"\n") + entry_json)
+            self.entries += 1
+        except OSError as error:
+            logger.warning("HAR spool %s abandoned (the HAR will be written at finish): %s", self.path, error)
+            self.discard()
+            self._broken = True
+
+    def commit(self, target: Path, *, expected_entries: int) -> bool:
+        """Close the document and rename it to `target`; False (spool discarded) when it cannot.
+
+        It cannot when it does not hold exactly `expected_entries` entries
+        (an event it missed) or a write or the rename fails.
+        """
+        if self._broken or self._file is None or self.entries != expected_entries:
+            self.discard()
+            return False
+        try:
+            self._file.write(HAR_TAIL)
+            self._file.close()
+            self._file = None
+            assert self.path is not None
+            replace_cheaply(self.path, target)
+        except OSError as error:
+            logger.warning("HAR spool %s not committed (writing the HAR instead): %s", self.path, error)
+            self.discard()
+            return False
+        self.path = None
+        return True
+
+    def discard(self) -> None:
+        """Close and delete the spool file (a restarted, finished or closed session)."""
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+            self.path = None
+        self._broken = True

@@ -1,0 +1,231 @@
+#!/usr/bin/env python
+"""Time from the agent's final response to the verdict, live vs the HAR workflow of the reference.
+
+A real `mitmdump` with the webarena-live addon (official dataset, `--output-dir`
+set, as a benchmark harness runs it) captures sessions of 100, 1,000 and
+10,000 events: browsing noise (pages, assets, XHRs, form posts) replayed
+through the proxy against a local upstream, then the golden requests of an
+official task. Each session is then finished with `POST /sessions/{s}/finish`
+on the control port; the figure is that round trip, measured by the client —
+what the agent waits for.
+
+The baseline is what a user of the HAR workflow pays for the same session
+after the run: the reference `webarena-verified==1.2.3` writes the session's
+HAR (the very `network.har` the proxy wrote), loads it and evaluates the task.
+It is timed inside the reference's own process (start-up and dataset loading
+excluded), so the comparison is as kind to the baseline as it can be.
+
+    .venv/bin/python scripts/bench_finish.py [--quick] [--rounds N] [--task 506]
+
+Targets: <= 5 ms at 10,000 events; >= 20x faster than the baseline at 1,000
+events; close to flat as the session grows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import bench_common as bench
+from conformance import golden as g
+from conformance import har_entries as har
+
+ORACLE_TIMER = r"""
+import json, sys, time
+from pathlib import Path
+from webarena_verified.api import WebArenaVerified
+
+spec = json.loads(Path(sys.argv[1]).read_text())
+verified = WebArenaVerified(config=Path(spec["config"]))
+results = {}
+for case in spec["cases"]:
+    document = json.loads(Path(case["har"]).read_text())
+    target = Path(case["har"]).with_name("oracle-network.har")
+    times, verdict = [], None
+    for _ in range(spec["rounds"]):
+        started = time.perf_counter()
+        with target.open("w") as file:  # what a HAR recorder writes at the end of the run
+            json.dump(document, file)
+        result = verified.evaluate_task(
+            task_id=spec["task_id"], agent_response=Path(case["response"]), network_trace=target
+        )
+        times.append(time.perf_counter() - started)
+        verdict = [str(result.status.value), result.score]
+    results[str(case["events"])] = {"seconds": times, "verdict": verdict}
+print(json.dumps(results))
+"""
+
+
+def default_oracle() -> Path:
+    configured = os.environ.get("WEBARENA_ORACLE")
+    if configured:
+        return Path(configured)
+    local = bench.REPO / ".oracle-venv" / "bin" / "python"
+    return local if local.exists() else Path("/opt/oracle/bin/python")
+
+
+def official_dataset(oracle: Path) -> Path:
+    code = "import webarena_verified, os; print(os.path.dirname(webarena_verified.__file__))"
+    out = subprocess.run([str(oracle), "-c", code], check=True, capture_output=True, text=True)
+    return Path(out.stdout.strip()) / "assets" / "dataset" / "webarena-verified.json"
+
+
+def noise(base: str, count: int) -> list[dict[str, Any]]:
+    """Browsing unrelated to the task: pages, their assets, JSON XHRs, a few form and JSON posts."""
+    entries: list[dict[str, Any]] = []
+    page = f"{base}/"
+    i = 0
+    while len(entries) < count:
+        kind = i % 10
+        if kind == 0:
+            page = f"{base}/catalog/category/view/id/{i}?p={i % 7}"
+            entries.append(har.navigation(page, referer=f"{base}/"))
+        elif kind in (1, 2, 3, 4):
+            ext = ("js", "css", "png", "woff2")[kind - 1]
+            entries.append(har.asset(f"{base}/static/frontend/v{i}/asset{i}.{ext}", referer=page))
+        elif kind in (5, 6, 7):
+            entries.append(har.xhr("GET", f"{base}/customer/section/load/?sections=cart&_={i}", referer=page))
+        elif kind == 8:
+            body = har.form_body({"form_key": "abc", "q": f"query {i}"})
+            entries.append(
+                har.form_submit("POST", f"{base}/search/suggest/{i}", body, referer=page, status=200)
+            )
+        else:
+            body = har.json_body({"addressInformation": {"n": i}})
+            entries.append(
+                har.xhr("POST", f"{base}/rest/V1/guest-carts/{i}/totals", referer=page, post_data=body)
+            )
+        i += 1
+    return entries
+
+
+def session_entries(task: dict[str, Any], events: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(noise, golden): `events` requests in all, the task's golden requests last."""
+    golden = g.build_entries(task, g.targets_for(task))
+    for entry in golden:
+        if entry["request"]["url"].count("/") == 2:  # a bare origin: request its root
+            entry["request"]["url"] += "/"
+    base = g.SITE_URLS[task["sites"][0]]
+    return noise(base, max(0, events - len(golden))), golden
+
+
+def finish(port: int, session: str, response: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """The finish round trip on an open keep-alive connection, as the agent sees it."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    connection.connect()
+    body = json.dumps(response).encode()
+    try:
+        started = time.perf_counter()
+        connection.request("POST", f"/sessions/{session}/finish", body=body,
+                           headers={"Content-Type": "application/json"})  # fmt: skip
+        answer = connection.getresponse()
+        data = answer.read()
+        elapsed = time.perf_counter() - started
+    finally:
+        connection.close()
+    if answer.status != 200:
+        raise RuntimeError(f"finish {session}: {answer.status} {data[:300]!r}")
+    return elapsed, json.loads(data)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="sessions of 100 and 1,000 events, 2 rounds")
+    parser.add_argument("--rounds", type=int, help="sessions finished per size (default 3; quick: 2)")
+    parser.add_argument("--sizes", help="comma-separated session sizes (default 100,1000,10000)")
+    parser.add_argument(
+        "--task", type=int, default=506, help="official task whose golden requests end each session"
+    )
+    parser.add_argument(
+        "--oracle", type=Path, default=default_oracle(), help="python of the reference's venv"
+    )
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([100, 1000] if args.quick else
+                                                                         [100, 1000, 10_000])  # fmt: skip
+    rounds = args.rounds or (2 if args.quick else 3)
+
+    dataset = official_dataset(args.oracle)
+    task = next(t for t in json.loads(dataset.read_text()) if t["task_id"] == args.task)
+    response = g.golden_response(task)
+    print(bench.machine_line())
+    work = Path(tempfile.mkdtemp(prefix="bench-finish-"))
+    ours: dict[int, list[float]] = {}
+    verdicts: dict[int, Any] = {}
+    cases = []
+    try:
+        with bench.upstream() as upstream_port:
+            base = f"http://127.0.0.1:{upstream_port}"
+            for site in g.SITE_URLS:
+                g.SITE_URLS[site] = base
+            config = work / "config.json"
+            config.write_text(json.dumps(g.site_config()))
+            out = work / "out"
+            options = [f"webarena_tasks={dataset}", f"webarena_config={config}", f"webarena_output_dir={out}"]
+            with bench.Proxy(addon=True, addon_options=options) as proxy:
+                for events in sizes:
+                    noise_entries, golden = session_entries(task, events)
+                    for index in range(rounds):
+                        session = f"s{events}-{index}"
+                        bench.control(proxy.control_port, "POST", "/sessions",
+                                      {"task_id": args.task, "session": session})  # fmt: skip
+                        bench.run_replay(proxy.port, [(noise_entries, 16), (golden, 1)], session=session)
+                        described = bench.control(proxy.control_port, "GET", f"/sessions/{session}")
+                        captured = described["counts"]["total"]
+                        elapsed, result = finish(proxy.control_port, session, response)
+                        ours.setdefault(events, []).append(elapsed)
+                        verdicts[events] = (result["status"], result["score"], captured)
+                        print(f"  {events:>6} events (captured {captured}): finish {elapsed * 1000:8.2f} ms, "
+                              f"{result['status']}", flush=True)  # fmt: skip
+                    case_dir = work / f"har-{events}"
+                    case_dir.mkdir()
+                    task_out = out / str(args.task)
+                    shutil.copy(task_out / "network.har", case_dir / "network.har")
+                    shutil.copy(task_out / "agent_response.json", case_dir / "agent_response.json")
+                    cases.append({"events": events, "har": str(case_dir / "network.har"),
+                                  "response": str(case_dir / "agent_response.json")})  # fmt: skip
+        spec = work / "oracle.json"
+        spec.write_text(json.dumps({"config": str(config), "task_id": args.task, "rounds": rounds,
+                                    "cases": cases}))  # fmt: skip
+        done = subprocess.run([str(args.oracle), "-c", ORACLE_TIMER, str(spec)], capture_output=True,
+                              text=True, check=True, timeout=3600)  # fmt: skip
+        oracle = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(f"\ntask {args.task}; {rounds} rounds per size; medians, min..max in brackets\n")
+    rows = []
+    for events in sizes:
+        live = [t * 1000 for t in ours[events]]
+        reference = [t * 1000 for t in oracle[str(events)]["seconds"]]
+        status, score, captured = verdicts[events]
+        same = [status, score] == oracle[str(events)]["verdict"]
+        rows.append([
+            f"{events:,}",
+            f"{bench.median(live):.2f} [{bench.spread(live)}]",
+            f"{bench.median(reference):.1f} [{bench.spread(reference)}]",
+            f"{bench.median(reference) / bench.median(live):.0f}x",
+            f"{status} / {'same' if same else 'DIFFERENT: ' + str(oracle[str(events)]['verdict'])}",
+        ])  # fmt: skip
+    bench.print_table(
+        ["events", "live finish ms", "reference write+load+eval ms", "speed-up", "verdict (vs reference)"],
+        rows,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
