@@ -7,6 +7,7 @@ imported when the subcommand runs, so `--help` stays fast.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -52,27 +53,44 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = commands.add_parser("serve", help="run the evaluating proxy", description="Run the evaluating proxy.")
+    serve = commands.add_parser(
+        "serve", help="run the evaluating proxy", description="Run the evaluating proxy."
+    )
     _add_dataset_options(serve)
     serve.add_argument(
-        "--output-dir", metavar="DIR", help="write OUT/<task_id>/{agent_response.json,network.har,eval_result.json}"
+        "--output-dir",
+        metavar="DIR",
+        help="write OUT/<task_id>/{agent_response.json,network.har,eval_result.json}",
     )
-    serve.add_argument("--port", type=_port, default=8080, help="proxy port; credentials optional (default: 8080)")
     serve.add_argument(
-        "--session-port", type=_port, default=8082, help="proxy port that always asks for credentials (default: 8082)"
+        "--port", type=_port, default=8080, help="proxy port; credentials optional (default: 8080)"
+    )
+    serve.add_argument(
+        "--session-port",
+        type=_port,
+        default=8082,
+        help="proxy port that always asks for credentials (default: 8082)",
     )
     serve.add_argument("--control-port", type=_port, default=8081, help="control API port (default: 8081)")
     serve.add_argument(
-        "--listen-host", default="127.0.0.1", metavar="HOST", help="address the proxy ports bind to (default: 127.0.0.1)"
+        "--listen-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address the proxy ports bind to (default: 127.0.0.1)",
     )
     serve.add_argument(
-        "--control-host", default="127.0.0.1", metavar="HOST", help="address the control port binds to (default: 127.0.0.1)"
+        "--control-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address the control port binds to (default: 127.0.0.1)",
     )
     serve.add_argument(
         "--control-token",
         metavar="TOKEN",
+        # From the environment too, so the token need not show in the process list.
+        default=os.environ.get("WEBARENA_LIVE_CONTROL_TOKEN") or None,
         help="require 'Authorization: Bearer TOKEN' on every control route but /health and /openapi.json, "
-        "on the control port and through the proxy (default: none)",
+        "on the control port and through the proxy (default: $WEBARENA_LIVE_CONTROL_TOKEN, else none)",
     )
     serve.add_argument(
         "--redact",
@@ -105,9 +123,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Start the demo site and the proxy, drive headless Chromium through the demo tasks "
         "and print the verdicts.",
     )
-    demo.add_argument("--output-dir", metavar="DIR", help="where to leave the outputs (default: a new temp dir)")
     demo.add_argument(
-        "--chromium", metavar="PATH", default="/usr/bin/chromium", help="Chromium binary (default: /usr/bin/chromium)"
+        "--output-dir", metavar="DIR", help="where to leave the outputs (default: a new temp dir)"
+    )
+    demo.add_argument(
+        "--chromium",
+        metavar="PATH",
+        default="/usr/bin/chromium",
+        help="Chromium binary (default: /usr/bin/chromium)",
     )
     return parser
 

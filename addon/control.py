@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,8 @@ class ControlContext:
     redact: bool = False
     """Leave cookies, credentials and passwords out of the written network.har (addon.redact)."""
     extra_health: dict[str, Any] = field(default_factory=dict)
+    refused_page_requests: int = 0
+    """Control requests refused because a web page sent them (shown by /health)."""
 
 
 class StartSession(BaseModel):
@@ -164,6 +167,9 @@ def health(ctx: ControlContext) -> Reply:
             "sessions": len(ctx.sessions),
             "output_dir": str(ctx.output_dir) if ctx.output_dir else None,
             "journal_dir": str(ctx.sessions.journal_dir) if ctx.sessions.journal_dir else None,
+            "refused_page_requests": ctx.refused_page_requests,
+            "control_token": bool(ctx.token),
+            "redact": ctx.redact,
             **ctx.extra_health,
         },
     )
@@ -244,7 +250,9 @@ def finish_session(ctx: ControlContext, session: Session, body: bytes) -> Reply:
         # saying so lets the harness check its proxy settings and finish again.
         detail = f"no events captured in session {session.name!r}; is the agent's traffic using the proxy?"
         raise ControlError(409, "no_events", detail)
+    started = time.perf_counter()
     result = evaluate_task(task, response, trace, site_map=ctx.site_map, data_checksum=ctx.tasks.checksum)
+    evaluated = time.perf_counter()
     outputs = None
     if ctx.output_dir is not None:
         spool = session.take_har_spool(redacted=ctx.redact)
@@ -264,8 +272,12 @@ def finish_session(ctx: ControlContext, session: Session, body: bytes) -> Reply:
             if spool is not None:
                 spool.discard()  # nothing left after a commit; a failed finish falls back to serializing
     session.finish(result, outputs=outputs)
+    # Where the agent's wait went (standard Server-Timing, milliseconds); the benchmarks read it.
+    total = time.perf_counter() - started
+    timing = f"evaluate;dur={(evaluated - started) * 1000:.3f}, total;dur={total * 1000:.3f}"
     # Percent-encoded: a session name may hold characters a header value cannot.
-    return json_reply(200, result.to_dict(), headers=(("X-WebArena-Live-Session", quote(session.name)),))
+    headers = (("X-WebArena-Live-Session", quote(session.name)), ("Server-Timing", timing))
+    return json_reply(200, result.to_dict(), headers=headers)
 
 
 def session_har(session: Session) -> Reply:
@@ -356,6 +368,9 @@ def handle_request(
         if not public:
             problem = page_request_problem(method, headers or {})
             if problem:
+                if ctx is not None:
+                    ctx.refused_page_requests += 1
+                logger.warning("refused a control request from a web page: %s %s: %s", method, path, problem)
                 raise ControlError(403, "page_request_refused", problem)
         if method.upper() == "OPTIONS":  # a CORS preflight: no web origin is ever granted access
             raise ControlError(405, "method_not_allowed", "the control API grants no CORS access")

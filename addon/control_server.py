@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 from typing import Any
+from urllib.parse import unquote
 
 import h11
 
@@ -38,6 +39,11 @@ SAFETY_HEADERS = (
 )
 
 SERVER_HEADER = ("Server", f"webarena-live/{__version__}")
+
+CALLER_HEADER = "X-WebArena-Live-Caller"
+"""Set by the addon when it hands a control request from the proxy to this port: the caller's session
+(percent-encoded). Only picks the session `POST /sessions` starts when its body names none, which any
+client of this port can do anyway, so it needs no protection."""
 
 
 class RequestTooLarge(Exception):
@@ -111,6 +117,7 @@ class ControlServer:
                 event.method.decode("ascii", "replace"),
                 event.target.decode("latin-1"),
                 body,
+                caller=unquote(headers[CALLER_HEADER.lower()]) if CALLER_HEADER.lower() in headers else None,
                 last_event_id=headers.get("last-event-id"),
                 authorization=headers.get("authorization"),
                 headers=headers,

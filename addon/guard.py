@@ -4,8 +4,9 @@ Agents browse sites that may be hostile. A page's script can send requests to
 the reserved control host through the proxy, or straight to the control port
 on 127.0.0.1, and try to start, reset or finish the agent's session with a
 forged answer. Browsers mark every request a page makes: a POST (fetch or
-form) and every cross-origin fetch carry `Origin`; on secure and loopback
-destinations the `Sec-Fetch-*` headers also say who started the request.
+form) and every cross-origin fetch carry `Origin`, subresource loads (an
+`<img>`) carry `Referer`, and on secure and loopback destinations the
+`Sec-Fetch-*` headers also say who started the request.
 Agent harnesses (requests, curl, Playwright's API client, Node's fetch) send
 none of these, so a control request carrying them came from a page and is
 refused. `GET` routes change nothing, and what a page's `<img>` or
@@ -34,6 +35,9 @@ def page_request_problem(method: str, headers: Mapping[str, str]) -> str | None:
     origin = headers.get("origin")
     if origin is not None:
         return f"control requests from web pages are refused (Origin: {origin[:200]})"
+    referer = headers.get("referer")
+    if referer is not None:  # an <img>, <script> or link a page loaded: no Origin, but a Referer
+        return f"control requests from web pages are refused (Referer: {referer[:200]})"
     site = headers.get("sec-fetch-site", "").strip().lower()
     if site in PAGE_INITIATED_SITES:
         return f"control requests from web pages are refused (Sec-Fetch-Site: {site})"

@@ -26,6 +26,8 @@ filesystem's journal).
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import logging
 import os
 import tempfile
@@ -52,6 +54,9 @@ def har_head(creator: str = "webarena-live") -> bytes:
 
 HAR_TAIL = b"\n]}}\n"
 
+SPOOL_BUFFER = 64 * 1024
+"""Bytes of HAR entries gathered in memory before they go to the spool file."""
+
 DELETE_DELAY = 2.0
 """Seconds before an old `network.har` replaced by a finish is deleted."""
 
@@ -71,8 +76,40 @@ def _delete_when_due(path: Path, due: float) -> None:
     path.unlink(missing_ok=True)
 
 
+def _exchange(source: Path, target: Path) -> bool:
+    """Swap two paths atomically (Linux `renameat2(RENAME_EXCHANGE)`); False where that is not available.
+
+    Unlike a rename over an existing file, an exchange does not make ext4 flush
+    the new file's data first (its `auto_da_alloc` safeguard): 0.1 ms instead
+    of several for a 10,000-event HAR.
+    """
+    renameat2 = getattr(_libc(), "renameat2", None)
+    if renameat2 is None:
+        return False
+    done = renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE)
+    return bool(done == 0)
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def replace_cheaply(source: Path, target: Path) -> None:
-    """`os.replace(source, target)`, atomic as ever, without waiting for an old `target` to be freed."""
+    """`os.replace(source, target)`, atomic as ever, without waiting on the filesystem for the old `target`.
+
+    With an old `target`, the two are exchanged and the old file, now named
+    `source`, is deleted later; where exchanging is not possible, the old file
+    gets a second name (a hard link, so the rename frees nothing) that is
+    deleted later. A missing `target` is a plain rename.
+    """
+    if target.exists() and _exchange(source, target):
+        delete_in_background(source)
+        return
     old = target.with_name(f".{target.name}.{uuid.uuid4().hex}.old")
     try:
         os.link(target, old)
@@ -116,7 +153,9 @@ class HarSpool:
                     dir=self.directory, prefix=f"{self.label}-", suffix=".har.tmp"
                 )
                 self.path = Path(name)
-                self._file = os.fdopen(handle, "wb", buffering=0)
+                # Buffered, unlike the journal: a spool is worthless after a crash (the
+                # session cannot finish then), so it need not cost a syscall per event.
+                self._file = os.fdopen(handle, "wb", buffering=SPOOL_BUFFER)
                 self._file.write(har_head())
             self._file.write((b",\n" if self.entries else b"\n") + entry_json)
             self.entries += 1

@@ -11,6 +11,7 @@ named on the CONNECT.
 from __future__ import annotations
 
 import binascii
+import functools
 import logging
 import os
 import tempfile
@@ -18,8 +19,10 @@ import time
 import weakref
 from collections.abc import MutableMapping
 from pathlib import Path
+from urllib.parse import quote
 
 from mitmproxy import connection, ctx, exceptions, http
+from mitmproxy.utils import human
 
 from addon.capture import BODY_CAP, PROXY_AUTHORIZATION, event_from_flow
 from addon.control import (
@@ -30,7 +33,7 @@ from addon.control import (
     handle_request,
     json_reply,
 )
-from addon.control_server import SAFETY_HEADERS, SERVER_HEADER, ControlServer
+from addon.control_server import CALLER_HEADER, SAFETY_HEADERS, SERVER_HEADER, ControlServer
 from addon.redact import redact_har_entry
 from addon.sessions import DEFAULT_SESSION, SessionStore, session_name_problem
 from evaluator.errors import WebArenaLiveError
@@ -64,6 +67,7 @@ _OPTIONS = (
 )
 
 
+@functools.lru_cache(maxsize=1024)  # every request repeats its session's header: decode it once
 def proxy_username(header_value: str | None) -> str | None:
     """The username of `Proxy-Authorization: Basic …`, or None when there is none or it is malformed."""
     if not header_value:
@@ -103,11 +107,21 @@ def _declared_length(request: http.Request) -> int:
     return int(value) if value.strip().isdigit() else 0
 
 
+def _may_be_streamed(request: http.Request, stream_large_bodies: str | None) -> bool:
+    """Whether mitmproxy may stream this request's body: over the limit, or of unknown length."""
+    limit = human.parse_size(stream_large_bodies) if stream_large_bodies else None
+    if limit is None:
+        return False
+    if "content-length" not in request.headers:
+        return "chunked" in request.headers.get("transfer-encoding", "").lower()
+    return _declared_length(request) > limit
+
+
 def tunnel_failure_event(flow: http.HTTPFlow) -> NetworkEvent:
     """The event of a CONNECT whose upstream could not be reached (status 0, the reason in `error`).
 
     Only the authority is known (the client never sent the request it meant to
-    tunnel), so the URL is `https://host:port/` and the method stays CONNECT.
+    tunnel), so the URL is `https://host[:port]/` and the method stays CONNECT.
     """
     request = flow.request
     if flow.error is not None:
@@ -119,7 +133,7 @@ def tunnel_failure_event(flow: http.HTTPFlow) -> NetworkEvent:
     started = request.timestamp_start
     return NetworkEvent(
         method="CONNECT",
-        url=f"https://{request.host}:{request.port}/",
+        url=f"https://{request.host}/" if request.port == 443 else f"https://{request.host}:{request.port}/",
         status=0,
         request_headers=tuple(request.headers.items(multi=True)),
         http_version=request.http_version,
@@ -259,12 +273,18 @@ class WebArenaLive:
         flow.metadata[CHALLENGED_KEY] = True
 
     def http_connect_error(self, flow: http.HTTPFlow) -> None:
-        """A tunnel the upstream refused (connection refused, TLS failure): the only trace of the
-        request the client meant to send inside it, so it becomes an event with status 0."""
+        """A tunnel to one of the task sites that could not be opened (connection refused, DNS):
+        the only trace of the request the client meant to send inside it, so it becomes an event
+        with status 0. Tunnels to hosts outside the site map are left out: browsers open them
+        on their own (Chromium's autofill and update checks), and on a machine without
+        internet access every one of them fails."""
         if flow.metadata.get(CHALLENGED_KEY) or self.context is None:
             return
+        event = tunnel_failure_event(flow)
+        if self.context.site_map.derender(event.url, strict=False) == event.url:
+            return  # not a site of any task
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
-        self.context.sessions.get_or_create(name).append(tunnel_failure_event(flow))
+        self.context.sessions.get_or_create(name).append(event)
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         is_control = flow.request.host == RESERVED_HOST
@@ -277,11 +297,25 @@ class WebArenaLive:
             return
         if is_control:
             flow.metadata[SKIP_KEY] = True
-            if _declared_length(flow.request) > MAX_CONTROL_BODY:
-                # Answered before mitmproxy buffers the body: a huge upload never reaches memory.
-                detail = f"request body over {MAX_CONTROL_BODY} bytes"
-                self._answer(flow, json_reply(413, {"error": "too_large", "detail": detail}))
+            self._route_control(flow, username)
         flow.metadata[SESSION_KEY] = username
+
+    def _route_control(self, flow: http.HTTPFlow, caller: str | None) -> None:
+        """Answer a control request in `request`, or hand it to the control port when mitmproxy will
+        stream its body: mitmproxy (stream_large_bodies) cannot answer a streamed request itself,
+        and would send it upstream. The control port reads it under the same 10 MiB cap."""
+        request = flow.request
+        request.headers.pop(CALLER_HEADER, None)  # only this addon names the caller
+        if self.server is not None and _may_be_streamed(request, ctx.options.stream_large_bodies):
+            if caller:
+                request.headers[CALLER_HEADER] = quote(caller)
+            request.scheme, request.port = "http", self.server.port
+            request.host = "127.0.0.1" if self.server.host in ("", "0.0.0.0", "::") else self.server.host
+            return
+        request.stream = False
+        if _declared_length(request) > MAX_CONTROL_BODY:
+            detail = f"request body over {MAX_CONTROL_BODY} bytes"
+            self._answer(flow, json_reply(413, {"error": "too_large", "detail": detail}))
 
     # --- control API through the proxy ---------------------------------------------------------
 
@@ -295,8 +329,8 @@ class WebArenaLive:
             self.context,
             request.method,
             request.path,
-            # Raw bytes: a control body is JSON, and a Content-Encoding it does not decode
-            # must become a 400 from the JSON check, not an exception here.
+            # Raw bytes, as on the control port: never decompressed (a small gzip bomb would
+            # expand in memory); a compressed body simply fails the JSON check with a 400.
             request.raw_content or b"",
             caller=flow.metadata.get(SESSION_KEY),
             last_event_id=headers.get("last-event-id"),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import json
 import logging
@@ -69,6 +70,7 @@ Listener = Callable[[str, dict[str, Any]], None]
 """Called with a notice kind (`event`, `reset`, `finished`) and its JSON-ready payload."""
 
 
+@functools.lru_cache(maxsize=1024)  # asked for every request that names a session
 def session_name_problem(name: str) -> str | None:
     """Why `name` cannot name a session, or None when it can."""
     if not name:

@@ -71,6 +71,7 @@ class SiteMap(BaseModel):
 
     environments: dict[str, SiteEnvironment] = Field(default_factory=dict)
     _key: tuple[tuple[str, tuple[str, ...], int | None], ...] | None = PrivateAttr(default=None)
+    _checked: dict[tuple[str, ...], tuple[str, ...]] = PrivateAttr(default_factory=dict)
     _derender_tables: dict[tuple[str, ...], tuple[tuple[str, str, str], ...]] = PrivateAttr(
         default_factory=dict
     )
@@ -160,6 +161,16 @@ class SiteMap(BaseModel):
         return env.active_url if env else None
 
     def _checked_sites(self, sites: Iterable[str] | None) -> tuple[str, ...]:
+        # Called for every URL read; a task's `sites` tuple is checked once.
+        known = self._checked.get(sites) if isinstance(sites, tuple) else None
+        if known is not None:
+            return known
+        names = self._check(sites)
+        if isinstance(sites, tuple):
+            self._checked[sites] = names
+        return names
+
+    def _check(self, sites: Iterable[str] | None) -> tuple[str, ...]:
         if not self.environments:
             raise SiteConfigError("no site URLs configured (give a config with 'environments')")
         names = tuple(self.environments) if sites is None else tuple(site_key(s) for s in sites)

@@ -79,6 +79,17 @@ def counts_as_navigation(method: str, headers: dict[str, str]) -> bool:
     return accept.startswith("text/html")
 
 
+_LOWERED_NAMES: dict[str, str] = {}
+"""Lower-cased header names, shared by every event (names repeat on every request)."""
+
+
+def _lowered(name: str) -> str:
+    found = name.lower()
+    if len(_LOWERED_NAMES) < 4096:  # bounded: names are few, but a client may invent many
+        _LOWERED_NAMES[name] = found
+    return found
+
+
 def _is_static_asset(path: str) -> bool:
     return path.endswith(STATIC_ASSET_SUFFIXES)
 
@@ -124,7 +135,8 @@ class NetworkEvent:
 
     def __post_init__(self) -> None:
         method = self.method.upper()
-        headers = {name.lower(): value for name, value in self.request_headers}
+        lowered = _LOWERED_NAMES
+        headers = {(lowered.get(name) or _lowered(name)): value for name, value in self.request_headers}
         path = urlsplit(self.url).path
         setter = object.__setattr__
         setter(self, "method", method)

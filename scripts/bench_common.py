@@ -1,34 +1,23 @@
-#!/usr/bin/env python
-"""Shared parts of the proxy benchmarks: a local upstream, a load generator, mitmdump runs.
+"""Shared parts of the proxy benchmarks: `mitmdump` runs, the traffic processes, small statistics.
 
 Everything runs on 127.0.0.1 in separate processes, so the proxy under test
 competes only with what the machine is already doing:
 
-- `upstream`: a stdlib asyncio server (a raw `asyncio.Protocol`, no framework)
-  answering every request with a small body at once; a request may ask for
-  another status, content type, size or body with `X-Bench-*` headers, so a
-  recorded HAR entry can be replayed faithfully. It never is the bottleneck:
-  it does a fraction of the proxy's per-request work.
-- `load`: a closed-loop HTTP/1.1 keep-alive client that sends absolute-form
-  requests to the proxy from N connections for a fixed time and prints, as
-  one JSON line, the number of answers and the latency percentiles.
 - `Proxy`: a `mitmdump` process, with or without the webarena-live addon,
-  started on free ports and pinned to a CPU; its RSS is read from /proc.
-
-Run as a script, this file is the entry point of the two helper processes:
-
-    python scripts/bench_common.py upstream --port P [--size N]
-    python scripts/bench_common.py load --proxy-port P --url URL [--connections C] [--seconds S]
+  started on free ports and pinned to the first CPU; its RSS and CPU time
+  are read from /proc;
+- `upstream`, `run_load`, `run_replay`: the local upstream server, the load
+  generator and the HAR replayer of `bench_traffic`, each in its own
+  process on the other CPU(s).
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import base64
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -40,10 +29,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+
+from bench_traffic import percentile, proxy_authorization, replay_request
+
+__all__ = ["percentile", "proxy_authorization"]
 
 REPO = Path(__file__).resolve().parent.parent
-SCRIPT = Path(__file__).resolve()
+TRAFFIC = Path(__file__).resolve().with_name("bench_traffic.py")
+"""The helper processes' entry point."""
 MITMDUMP = Path(sys.executable).parent / "mitmdump"
 ENTRY = REPO / "addon" / "entry.py"
 
@@ -88,14 +81,6 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def percentile(values: Sequence[float], fraction: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
-    return ordered[index]
-
-
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -134,10 +119,6 @@ def pin(cpus: Sequence[int]) -> Any:
     return apply
 
 
-def proxy_authorization(session: str) -> str:
-    return "Basic " + base64.b64encode(f"{session}:x".encode()).decode("ascii")
-
-
 # --- mitmdump, with or without the addon ---------------------------------------------------------
 
 
@@ -156,14 +137,16 @@ class Proxy:
     workdir: Path | None = None
 
     def command(self) -> list[str]:
-        confdir = self.workdir / "mitmproxy" if self.workdir else Path(tempfile.mkdtemp())
+        assert self.workdir is not None
+        confdir = self.workdir / "mitmproxy"
         command = [str(MITMDUMP), "-q", "--listen-host", "127.0.0.1", "--mode", f"regular@{self.port}",
                    "--set", f"confdir={confdir}"]  # fmt: skip
         for option in self.options:
             command += ["--set", option]
         if self.addon:
             command += ["-s", str(ENTRY), "--set", f"webarena_control_port={self.control_port}",
-                        "--set", "webarena_session_port=0"]  # fmt: skip
+                        "--set", "webarena_session_port=0",
+                        "--set", f"webarena_journal_dir={self.workdir / 'journal'}"]  # fmt: skip
             for option in self.addon_options:
                 command += ["--set", option]
         return command
@@ -197,6 +180,9 @@ class Proxy:
                 self.process.kill()
                 self.process.wait()
         self.process = None
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)  # journals, CA files, the log
+            self.workdir = None
 
     def __enter__(self) -> Proxy:
         return self.start()
@@ -210,7 +196,7 @@ def upstream(*, size: int = 256) -> Iterator[int]:
     """Run the upstream server in its own process; yields its port."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "upstream", "--port", str(port), "--size", str(size)],
+        [sys.executable, str(TRAFFIC), "upstream", "--port", str(port), "--size", str(size)],
         preexec_fn=pin(HELPER_CPUS),
     )  # fmt: skip
     try:
@@ -221,24 +207,50 @@ def upstream(*, size: int = 256) -> Iterator[int]:
         process.wait()
 
 
-def run_load(
-    proxy_port: int, url: str, *, connections: int, seconds: float, session: str | None = None
-) -> dict[str, Any]:
-    """Run the load generator in its own process for `seconds`; its JSON summary."""
-    command = [sys.executable, str(SCRIPT), "load", "--proxy-port", str(proxy_port), "--url", url,
-               "--connections", str(connections), "--seconds", str(seconds)]  # fmt: skip
+def start_load(
+    proxy_port: int,
+    url: str,
+    *,
+    connections: int,
+    seconds: float,
+    session: str | None = None,
+    limit: int = 0,
+    headers: Sequence[str] = (),
+) -> subprocess.Popen[str]:
+    """Start the load generator in its own process for `seconds` (or until `limit` answers)."""
+    command = [sys.executable, str(TRAFFIC), "load", "--proxy-port", str(proxy_port), "--url", url,
+               "--connections", str(connections), "--seconds", str(seconds),
+               "--limit", str(limit)]  # fmt: skip
     if session:
         command += ["--session", session]
-    done = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        check=True,
-        preexec_fn=pin(HELPER_CPUS),
-        timeout=seconds + 120,
-    )
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    for header in headers:
+        command += ["--header", header]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, preexec_fn=pin(HELPER_CPUS))
+
+
+def load_result(process: subprocess.Popen[str], *, timeout: float) -> dict[str, Any]:
+    """The JSON summary a load generator printed when it ended."""
+    out, _ = process.communicate(timeout=timeout)
+    if process.returncode != 0:
+        raise RuntimeError(f"load generator failed with {process.returncode}")
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return result
+
+
+def run_load(
+    proxy_port: int,
+    url: str,
+    *,
+    connections: int,
+    seconds: float,
+    session: str | None = None,
+    limit: int = 0,
+    headers: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Run the load generator for `seconds` (or until `limit` answers) and wait for its summary."""
+    process = start_load(proxy_port, url, connections=connections, seconds=seconds, session=session,
+                         limit=limit, headers=headers)  # fmt: skip
+    return load_result(process, timeout=seconds + 120)
 
 
 def control(port: int, method: str, path: str, body: Any = None, *, timeout: float = 120) -> Any:
@@ -258,235 +270,6 @@ def control(port: int, method: str, path: str, body: Any = None, *, timeout: flo
         connection.close()
 
 
-# --- the upstream server -------------------------------------------------------------------------
-
-
-class UpstreamProtocol(asyncio.Protocol):
-    """Answers each request on a keep-alive connection as soon as its head (and body) arrived."""
-
-    def __init__(self, default_body: bytes) -> None:
-        self.default_body = default_body
-        self.buffer = bytearray()
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while True:
-            end = self.buffer.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            head = bytes(self.buffer[:end]).decode("latin-1")
-            lines = head.split("\r\n")
-            headers = {}
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                headers[name.strip().lower()] = value.strip()
-            length = int(headers.get("content-length", "0") or 0)
-            if len(self.buffer) < end + 4 + length:
-                return
-            del self.buffer[: end + 4 + length]
-            self.respond(lines[0], headers)
-
-    def respond(self, request_line: str, headers: dict[str, str]) -> None:
-        assert self.transport is not None
-        path = request_line.split(" ")[1] if " " in request_line else "/"
-        status = int(headers.get("x-bench-status", "200"))
-        body = self.default_body
-        if "x-bench-size" in headers:
-            body = b"x" * int(headers["x-bench-size"])
-        if "x-bench-body" in headers:
-            body = base64.b64decode(headers["x-bench-body"])
-        content_type = headers.get("x-bench-type") or guess_type(path)
-        extra = ""
-        if 300 <= status < 400:
-            extra = f"Location: {headers.get('x-bench-location', '/')}\r\n"
-        head = (
-            f"HTTP/1.1 {status} OK\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
-            f"Cache-Control: no-store\r\n{extra}\r\n"
-        )
-        self.transport.write(head.encode("latin-1") + body)
-
-
-def guess_type(path: str) -> str:
-    path = path.split("?", 1)[0]
-    if path.endswith(".js"):
-        return "application/javascript"
-    if path.endswith(".css"):
-        return "text/css"
-    if path.endswith((".png", ".jpg", ".woff2")):
-        return "application/octet-stream"
-    if "/api/" in path or path.endswith(".json"):
-        return "application/json"
-    return "text/html; charset=utf-8"
-
-
-async def serve_upstream(port: int, size: int) -> None:
-    body = (b"<!doctype html><p>" + b"x" * max(0, size - 32) + b"</p>\n")[: max(size, 1)]
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: UpstreamProtocol(body), "127.0.0.1", port, backlog=1024)
-    async with server:
-        await server.serve_forever()
-
-
-# --- the load generator --------------------------------------------------------------------------
-
-
-class LoadClient(asyncio.Protocol):
-    """One keep-alive connection sending the same request again as soon as the answer is complete."""
-
-    def __init__(self, request: bytes, latencies: list[float], stop_at: float) -> None:
-        self.request = request
-        self.latencies = latencies
-        self.stop_at = stop_at
-        self.buffer = bytearray()
-        self.expected: int | None = None
-        self.sent_at = 0.0
-        self.transport: asyncio.Transport | None = None
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        self.send()
-
-    def send(self) -> None:
-        assert self.transport is not None
-        self.sent_at = time.perf_counter()
-        self.transport.write(self.request)
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        if self.expected is None:
-            end = self.buffer.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            length = 0
-            for line in bytes(self.buffer[:end]).split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            self.expected = end + 4 + length
-        if len(self.buffer) < self.expected:
-            return
-        now = time.perf_counter()
-        self.latencies.append(now - self.sent_at)
-        del self.buffer[: self.expected]
-        self.expected = None
-        if now >= self.stop_at:
-            assert self.transport is not None
-            self.transport.close()
-        else:
-            self.send()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
-
-
-def build_request(url: str, session: str | None) -> bytes:
-    host = urlsplit(url).netloc
-    lines = [
-        f"GET {url} HTTP/1.1",
-        f"Host: {host}",
-        "User-Agent: webarena-live-bench",
-        "Accept: application/json, text/plain, */*",
-        "Sec-Fetch-Dest: empty",
-        "Sec-Fetch-Mode: cors",
-        "Sec-Fetch-Site: same-origin",
-    ]
-    if session:
-        lines.append(f"Proxy-Authorization: {proxy_authorization(session)}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-async def generate_load(
-    proxy_port: int, url: str, connections: int, seconds: float, session: str | None
-) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
-    request = build_request(url, session)
-    latencies: list[float] = []
-    started = time.perf_counter()
-    stop_at = started + seconds
-    clients = []
-    for _ in range(connections):
-        _, client = await loop.create_connection(
-            lambda: LoadClient(request, latencies, stop_at), "127.0.0.1", proxy_port
-        )
-        clients.append(client)
-    await asyncio.wait_for(asyncio.gather(*(c.done for c in clients)), timeout=seconds + 60)
-    elapsed = time.perf_counter() - started
-    return {
-        "requests": len(latencies),
-        "seconds": elapsed,
-        "rps": len(latencies) / elapsed,
-        "p50_ms": percentile(latencies, 0.50) * 1000,
-        "p99_ms": percentile(latencies, 0.99) * 1000,
-    }
-
-
-# --- replaying HAR entries through the proxy ------------------------------------------------------
-
-_HOP_HEADERS = frozenset({"host", "content-length", "connection", "transfer-encoding", "proxy-authorization"})
-
-
-def replay_request(entry: dict[str, Any], session: str | None) -> bytes:
-    """The HTTP/1.1 request (absolute form, for a proxy) that makes the upstream answer as `entry` says.
-
-    The recorded answer travels in `X-Bench-*` request headers: status, content type, body, redirect.
-    """
-    request, response = entry["request"], entry["response"]
-    url = request["url"]
-    body = ((request.get("postData") or {}).get("text") or "").encode()
-    lines = [f"{request['method']} {url} HTTP/1.1", f"Host: {urlsplit(url).netloc}"]
-    lines += [
-        f"{h['name']}: {h['value']}" for h in request["headers"] if h["name"].lower() not in _HOP_HEADERS
-    ]
-    content = response.get("content") or {}
-    lines.append(f"X-Bench-Status: {response['status']}")
-    if content.get("mimeType"):
-        lines.append(f"X-Bench-Type: {content['mimeType']}")
-    if isinstance(content.get("text"), str):
-        lines.append("X-Bench-Body: " + base64.b64encode(content["text"].encode()).decode("ascii"))
-    if response.get("redirectURL"):
-        lines.append(f"X-Bench-Location: {response['redirectURL']}")
-    if session:
-        lines.append(f"Proxy-Authorization: {proxy_authorization(session)}")
-    lines.append(f"Content-Length: {len(body)}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + body
-
-
-async def _read_response(reader: asyncio.StreamReader) -> None:
-    head = await reader.readuntil(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    await reader.readexactly(length)
-
-
-async def replay(proxy_port: int, requests: list[bytes], connections: int) -> None:
-    """Send `requests` through the proxy over `connections` keep-alive connections, in order per connection."""
-    queue: asyncio.Queue[bytes] = asyncio.Queue()
-    for item in requests:
-        queue.put_nowait(item)
-
-    async def worker() -> None:
-        reader, writer = await asyncio.open_connection("127.0.0.1", proxy_port)
-        try:
-            while not queue.empty():
-                writer.write(queue.get_nowait())
-                await _read_response(reader)
-        finally:
-            writer.close()
-
-    await asyncio.gather(*(worker() for _ in range(max(1, min(connections, len(requests))))))
-
-
 def run_replay(
     proxy_port: int, phases: list[tuple[list[dict[str, Any]], int]], *, session: str | None
 ) -> None:
@@ -497,45 +280,8 @@ def run_replay(
         json.dump(spec, file)
     try:
         subprocess.run(
-            [sys.executable, str(SCRIPT), "replay", "--proxy-port", str(proxy_port), "--spec", file.name],
+            [sys.executable, str(TRAFFIC), "replay", "--proxy-port", str(proxy_port), "--spec", file.name],
             check=True, preexec_fn=pin(HELPER_CPUS), timeout=1800,
         )  # fmt: skip
     finally:
         os.unlink(file.name)
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    up = commands.add_parser("upstream")
-    up.add_argument("--port", type=int, required=True)
-    up.add_argument("--size", type=int, default=256)
-    load = commands.add_parser("load")
-    load.add_argument("--proxy-port", type=int, required=True)
-    load.add_argument("--url", required=True)
-    load.add_argument("--connections", type=int, default=32)
-    load.add_argument("--seconds", type=float, default=5.0)
-    load.add_argument("--session")
-    again = commands.add_parser("replay")
-    again.add_argument("--proxy-port", type=int, required=True)
-    again.add_argument("--spec", type=Path, required=True)
-    args = parser.parse_args()
-    if args.command == "replay":
-        for requests, connections in json.loads(args.spec.read_text()):
-            asyncio.run(replay(args.proxy_port, [base64.b64decode(r) for r in requests], connections))
-        return 0
-    if args.command == "upstream":
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve_upstream(args.port, args.size))
-        return 0
-    result = asyncio.run(
-        generate_load(args.proxy_port, args.url, args.connections, args.seconds, args.session)
-    )
-    print(json.dumps(result))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -121,23 +121,36 @@ def session_entries(task: dict[str, Any], events: int) -> tuple[list[dict[str, A
     return noise(base, max(0, events - len(golden))), golden
 
 
-def finish(port: int, session: str, response: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-    """The finish round trip on an open keep-alive connection, as the agent sees it."""
+def round_trip(port: int, method: str, path: str, body: bytes = b"") -> tuple[float, bytes, dict[str, str]]:
+    """One control request on an already open connection: (seconds, body, headers), as the client sees it."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
     connection.connect()
-    body = json.dumps(response).encode()
     try:
         started = time.perf_counter()
-        connection.request("POST", f"/sessions/{session}/finish", body=body,
-                           headers={"Content-Type": "application/json"})  # fmt: skip
+        connection.request(method, path, body=body or None, headers={"Content-Type": "application/json"})
         answer = connection.getresponse()
         data = answer.read()
         elapsed = time.perf_counter() - started
     finally:
         connection.close()
     if answer.status != 200:
-        raise RuntimeError(f"finish {session}: {answer.status} {data[:300]!r}")
-    return elapsed, json.loads(data)
+        raise RuntimeError(f"{method} {path}: {answer.status} {data[:300]!r}")
+    return elapsed, data, {name.lower(): value for name, value in answer.getheaders()}
+
+
+def server_timing(header: str) -> dict[str, float]:
+    """`evaluate;dur=0.6, total;dur=1.2` -> {"evaluate": 0.6, "total": 1.2} (milliseconds)."""
+    found = {}
+    for metric in header.split(","):
+        name, _, rest = metric.strip().partition(";")
+        if rest.startswith("dur="):
+            found[name] = float(rest[4:])
+    return found
+
+
+def floor(port: int, count: int = 15) -> float:
+    """Median round trip of the cheapest control request: what any answer costs on this machine now."""
+    return bench.median([round_trip(port, "GET", "/health")[0] for _ in range(count)])
 
 
 def main() -> int:
@@ -150,6 +163,8 @@ def main() -> int:
     parser.add_argument(
         "--task", type=int, default=506, help="official task whose golden requests end each session"
     )
+    parser.add_argument("--no-outputs", action="store_true",
+                        help="run the proxy without --output-dir: the finish only evaluates")  # fmt: skip
     parser.add_argument(
         "--oracle", type=Path, default=default_oracle(), help="python of the reference's venv"
     )
@@ -164,6 +179,8 @@ def main() -> int:
     print(bench.machine_line())
     work = Path(tempfile.mkdtemp(prefix="bench-finish-"))
     ours: dict[int, list[float]] = {}
+    inside: dict[int, list[dict[str, float]]] = {}
+    floors: dict[int, list[float]] = {}
     verdicts: dict[int, Any] = {}
     cases = []
     try:
@@ -174,7 +191,9 @@ def main() -> int:
             config = work / "config.json"
             config.write_text(json.dumps(g.site_config()))
             out = work / "out"
-            options = [f"webarena_tasks={dataset}", f"webarena_config={config}", f"webarena_output_dir={out}"]
+            options = [f"webarena_tasks={dataset}", f"webarena_config={config}"]
+            if not args.no_outputs:
+                options.append(f"webarena_output_dir={out}")
             with bench.Proxy(addon=True, addon_options=options) as proxy:
                 for events in sizes:
                     noise_entries, golden = session_entries(task, events)
@@ -185,16 +204,27 @@ def main() -> int:
                         bench.run_replay(proxy.port, [(noise_entries, 16), (golden, 1)], session=session)
                         described = bench.control(proxy.control_port, "GET", f"/sessions/{session}")
                         captured = described["counts"]["total"]
-                        elapsed, result = finish(proxy.control_port, session, response)
+                        floors.setdefault(events, []).append(floor(proxy.control_port))
+                        path = f"/sessions/{session}/finish"
+                        elapsed, data, headers = round_trip(
+                            proxy.control_port, "POST", path, json.dumps(response).encode()
+                        )
+                        result = json.loads(data)
+                        inside.setdefault(events, []).append(server_timing(headers.get("server-timing", "")))
                         ours.setdefault(events, []).append(elapsed)
                         verdicts[events] = (result["status"], result["score"], captured)
                         print(f"  {events:>6} events (captured {captured}): finish {elapsed * 1000:8.2f} ms, "
                               f"{result['status']}", flush=True)  # fmt: skip
                     case_dir = work / f"har-{events}"
                     case_dir.mkdir()
-                    task_out = out / str(args.task)
-                    shutil.copy(task_out / "network.har", case_dir / "network.har")
-                    shutil.copy(task_out / "agent_response.json", case_dir / "agent_response.json")
+                    if args.no_outputs:  # the same files, from the control API
+                        har = bench.control(proxy.control_port, "GET", f"/sessions/{session}/har")
+                        (case_dir / "network.har").write_text(json.dumps(har))
+                        (case_dir / "agent_response.json").write_text(json.dumps(response))
+                    else:
+                        task_out = out / str(args.task)
+                        shutil.copy(task_out / "network.har", case_dir / "network.har")
+                        shutil.copy(task_out / "agent_response.json", case_dir / "agent_response.json")
                     cases.append({"events": events, "har": str(case_dir / "network.har"),
                                   "response": str(case_dir / "agent_response.json")})  # fmt: skip
         spec = work / "oracle.json"
@@ -210,20 +240,31 @@ def main() -> int:
     rows = []
     for events in sizes:
         live = [t * 1000 for t in ours[events]]
+        evaluate = [t.get("evaluate", float("nan")) for t in inside[events]]
+        total = [t.get("total", float("nan")) for t in inside[events]]
+        health = [t * 1000 for t in floors[events]]
         reference = [t * 1000 for t in oracle[str(events)]["seconds"]]
         status, score, captured = verdicts[events]
         same = [status, score] == oracle[str(events)]["verdict"]
         rows.append([
             f"{events:,}",
             f"{bench.median(live):.2f} [{bench.spread(live)}]",
+            f"{bench.median(evaluate):.2f} / {bench.median(total):.2f}",
+            f"{bench.median(health):.2f}",
             f"{bench.median(reference):.1f} [{bench.spread(reference)}]",
             f"{bench.median(reference) / bench.median(live):.0f}x",
             f"{status} / {'same' if same else 'DIFFERENT: ' + str(oracle[str(events)]['verdict'])}",
         ])  # fmt: skip
     bench.print_table(
-        ["events", "live finish ms", "reference write+load+eval ms", "speed-up", "verdict (vs reference)"],
+        ["events", "live finish ms", "in proxy: evaluate / all ms", "GET /health ms",
+         "reference write+load+eval ms", "speed-up", "verdict (vs reference)"],
         rows,
-    )
+    )  # fmt: skip
+    print("\nlive finish: the POST /sessions/{s}/finish round trip the agent waits for (outputs written "
+          f"before the answer{': none here, --no-outputs' if args.no_outputs else ''});\n"
+          "in proxy: the Server-Timing of the finish (evaluation, and everything "
+          "including the outputs);\nGET /health: the round trip of the cheapest request, the floor this "
+          "machine puts under any answer right now.")  # fmt: skip
     return 0
 
 

@@ -4,15 +4,19 @@
 Two `mitmdump` processes run side by side for the whole benchmark, pinned to
 the same CPU: the baseline (plain mitmproxy) and the same command with
 `-s addon/entry.py`, whose traffic lands in a running session of a task (so
-every flow is captured, journaled and offered to evaluation). A local asyncio
-upstream answers small responses; the load generator is a separate process
-on the other CPU. Rounds alternate which proxy goes first, so drifting
-machine load hits both alike. Per round:
+every flow is captured, journaled, spooled and offered to evaluation). A
+local asyncio upstream answers small responses; the load generators run in
+their own processes on the other CPU.
 
-- throughput: `--connections` keep-alive clients sending requests back to back
-  for `--seconds`; requests/s, and the proxy's CPU time per request (from
-  /proc: robust on a shared machine, where requests/s follows whatever else runs);
-- latency: one client, one request at a time; p50 and p99 of the round trip.
+Both proxies are loaded *at the same time*: on a shared, noisy machine the
+load drifts from second to second, and only figures taken in the same
+seconds compare. Two CPU-bound processes on one CPU get equal shares, so the
+ratio of their requests/s is the ratio of their per-request costs. Per round:
+
+- throughput: `--connections` keep-alive clients per proxy, sending requests
+  back to back for `--seconds`; requests/s, and each proxy's CPU time per
+  request (from /proc);
+- latency: one client per proxy, one request at a time; p50 and p99 of the round trip.
 
     .venv/bin/python scripts/bench_proxy.py [--quick] [--rounds N] [--seconds S] [--connections C]
 
@@ -31,23 +35,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_common as bench
 
 SESSION = "bench"
-TASK_ID = 1004
-"""A demo mutate task with a network evaluator that looks at every event (no method filter)."""
+TASK_ID = 1005
+"""The demo task the session runs: a mutate task whose network evaluator looks at POST events."""
 
 
-def measure(proxy: bench.Proxy, url: str, *, connections: int, seconds: float) -> dict[str, float]:
-    """One round on one proxy: a throughput run, then a latency run."""
-    cpu_before = bench.cpu_seconds(proxy.pid)
-    load = bench.run_load(proxy.port, url, connections=connections, seconds=seconds, session=SESSION)
-    cpu = bench.cpu_seconds(proxy.pid) - cpu_before
-    latency = bench.run_load(proxy.port, url, connections=1, seconds=seconds / 2, session=SESSION)
-    return {
-        "rps": load["rps"],
-        "cpu_us": cpu / load["requests"] * 1e6,
-        "p50": latency["p50_ms"],
-        "p99": latency["p99_ms"],
-        "requests": load["requests"] + latency["requests"],
+def measure(
+    proxies: dict[bool, bench.Proxy], url: str, *, connections: int, seconds: float
+) -> dict[bool, Any]:
+    """One round: both proxies under the same load at the same time, then both latency runs at once."""
+    figures: dict[bool, dict[str, float]] = {False: {}, True: {}}
+    cpu_before = {key: bench.cpu_seconds(proxy.pid) for key, proxy in proxies.items()}
+    loads = {
+        key: bench.start_load(proxy.port, url, connections=connections, seconds=seconds, session=SESSION)
+        for key, proxy in proxies.items()
     }
+    for key, process in loads.items():
+        result = bench.load_result(process, timeout=seconds + 120)
+        cpu = bench.cpu_seconds(proxies[key].pid) - cpu_before[key]
+        figures[key].update(rps=result["rps"], cpu_us=cpu / result["requests"] * 1e6)
+    latency = {
+        key: bench.start_load(proxy.port, url, connections=1, seconds=seconds / 2, session=SESSION)
+        for key, proxy in proxies.items()
+    }
+    for key, process in latency.items():
+        result = bench.load_result(process, timeout=seconds + 120)
+        figures[key].update(p50=result["p50_ms"], p99=result["p99_ms"])
+    return figures
 
 
 def main() -> int:
@@ -59,7 +72,16 @@ def main() -> int:
     parser.add_argument(
         "--seconds", type=float, help="seconds of load per throughput run (default 8; quick: 3)"
     )
-    parser.add_argument("--connections", type=int, default=32, help="keep-alive clients in throughput runs")
+    parser.add_argument(
+        "--connections", type=int, default=32, help="keep-alive clients per proxy in throughput runs"
+    )
+    parser.add_argument(
+        "--task",
+        type=int,
+        default=TASK_ID,
+        help="demo task of the captured session (1004: "
+        "an evaluator without a method filter, which prepares its verdict on every event)",
+    )
     args = parser.parse_args()
     rounds = args.rounds or (2 if args.quick else 6)
     seconds = args.seconds or (3.0 if args.quick else 8.0)
@@ -69,15 +91,15 @@ def main() -> int:
     with bench.upstream(size=512) as upstream_port:
         url = f"http://127.0.0.1:{upstream_port}/api/items?page=1"
         with bench.Proxy(addon=False) as baseline, bench.Proxy(addon=True) as live:
-            bench.control(live.control_port, "POST", "/sessions", {"task_id": TASK_ID, "session": SESSION})
+            bench.control(live.control_port, "POST", "/sessions", {"task_id": args.task, "session": SESSION})
             proxies = {False: baseline, True: live}
             # Warm both up (imports, first connections) before anything counts.
             for proxy in proxies.values():
                 bench.run_load(proxy.port, url, connections=4, seconds=1.0, session=SESSION)
             for index in range(rounds):
-                order = (False, True) if index % 2 == 0 else (True, False)
-                for with_addon in order:
-                    figures = measure(proxies[with_addon], url, connections=args.connections, seconds=seconds)
+                round_figures = measure(proxies, url, connections=args.connections, seconds=seconds)
+                for with_addon in (False, True):
+                    figures = round_figures[with_addon]
                     results[with_addon].append(figures)
                     name = "addon   " if with_addon else "baseline"
                     print(f"  round {index + 1} {name}: {figures['rps']:8.1f} req/s, "
@@ -85,8 +107,10 @@ def main() -> int:
                           f"p99 {figures['p99']:7.2f} ms", flush=True)  # fmt: skip
             captured = bench.control(live.control_port, "GET", f"/sessions/{SESSION}")["counts"]["total"]
 
-    print(f"\n{rounds} rounds, {seconds:g} s throughput runs with {args.connections} connections; "
-          f"{captured:,} events captured by the addon; medians, per-round min..max in brackets\n")  # fmt: skip
+    print(
+        f"\n{rounds} rounds, {seconds:g} s throughput runs with {args.connections} connections; "
+        f"{captured:,} events captured by the addon; medians, per-round min..max in brackets\n"
+    )
     rows = []
 
     def column(with_addon: bool, key: str) -> list[float]:

@@ -10,6 +10,7 @@ right one and every session's HAR must hold only its own requests.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -92,10 +93,17 @@ def test_six_browser_sessions_at_once(
         har = live_proxy.control.get(f"/sessions/{name}/har").json()
         entries = har["log"]["entries"]
         assert entries and all(e["request"]["url"].startswith(base) for e in entries), name
-        agents_seen = {
-            h["value"] for e in entries for h in e["request"]["headers"] if h["name"].lower() == "user-agent"
-        }
-        assert agents_seen == {f"webarena-live-test/{name}"}, (name, agents_seen)
+        # Every request carries this context's User-Agent, except a CONNECT:
+        # Chromium sends its own default one there. (An abandoned CONNECT can
+        # show up as a failed event; see .notes/live-findings.md.)
+        strangers = [
+            (e["request"]["method"], e["request"]["url"], h["value"])
+            for e in entries
+            if e["request"]["method"] != "CONNECT"
+            for h in e["request"]["headers"]
+            if h["name"].lower() == "user-agent" and h["value"] != f"webarena-live-test/{name}"
+        ]
+        assert not strangers, json.dumps([name, strangers])
         urls = [e["request"]["url"] for e in entries]
         assert (base + "/products/2" in urls) is not stop_short, (name, urls)
 

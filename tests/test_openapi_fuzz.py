@@ -8,6 +8,7 @@ database, so a run takes well under a minute.
 
 from __future__ import annotations
 
+import socket
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 import requests
 import schemathesis
-from addon_helpers import write_tasks
+from addon_helpers import NAVIGATE_TASK, write_tasks
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -55,6 +56,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
     proxy.stop()
 
 
+KNOWN_SESSION = "fuzz-known"
+KNOWN_TASK = NAVIGATE_TASK
+PINNED = {"session": KNOWN_SESSION, "task_id": KNOWN_TASK}
+"""Path parameters also pinned to things that exist, so the fuzz reaches past the 404s."""
+
+
 def fuzz(
     schema: Any,
     mode: GenerationMode,
@@ -71,20 +78,45 @@ def fuzz(
             operation.path_parameters or operation.query or operation.body
         ):
             continue  # nothing to get wrong in a request without parameters or body
+        strategies = [operation.as_strategy(generation_mode=mode)]
+        names = [parameter.name for parameter in operation.path_parameters]
+        if names and mode is GenerationMode.POSITIVE:
+            pinned = {name: PINNED[name] for name in names}
+            strategies.append(operation.as_strategy(generation_mode=mode, path_parameters=pinned))
+        for strategy in strategies:
+            run_cases(strategy, send, seen, examples)
 
-        @settings(
-            max_examples=examples,
-            deadline=None,
-            database=None,
-            derandomize=True,
-            suppress_health_check=list(HealthCheck),
-        )
-        @given(case=operation.as_strategy(generation_mode=mode))
-        def one(case: Any) -> None:
-            response = send(case)
-            seen[response.status_code] += 1
 
-        one()
+def run_cases(strategy: Any, send: Callable[[Any], Any], seen: Counter[int], examples: int) -> None:
+    """`send` every case hypothesis draws from `strategy`, at most `examples` of them."""
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=strategy)
+    def one(case: Any) -> None:
+        response = send(case)
+        seen[response.status_code] += 1
+
+    one()
+
+
+def known_session(proxy: ProxyProcess) -> None:
+    """(Re)start the pinned session on its task, with one event (a refused upstream connection)."""
+    start = {"task_id": KNOWN_TASK, "session": KNOWN_SESSION}
+    assert (
+        requests.post(f"{proxy.control.base}/sessions", json=start, headers=AUTH, timeout=10).status_code
+        == 200
+    )
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    proxies = {"http": f"http://{KNOWN_SESSION}:x@127.0.0.1:{proxy.port}"}
+    requests.get(f"http://127.0.0.1:{closed}/", proxies=proxies, timeout=10)
 
 
 def test_served_document_is_the_published_one(served):
@@ -106,11 +138,16 @@ def test_fuzz_the_control_port(served):
             base_url=served.control.base, headers=AUTH, checks=[*CHECKS, negative_data_rejection], timeout=30
         )
 
+    known_session(served)
     fuzz(schema, GenerationMode.POSITIVE, positive, seen)
+    known_session(served)
     fuzz(schema, GenerationMode.NEGATIVE, negative, seen)
+    print("control port:", dict(seen))
     assert sum(seen.values()) >= 400, seen
     assert not [status for status in seen if status >= 500], seen
-    assert seen[200] and seen[400] and seen[404], seen  # both accepted and refused requests were made
+    assert seen[200] >= 20 and seen[400] and seen[404] and seen[409], (
+        seen
+    )  # both accepted and refused requests were made
     assert_still_serving(served)
 
 
@@ -125,7 +162,9 @@ def test_fuzz_through_the_proxy_at_the_reserved_host(served):
             base_url=f"http://{RESERVED_HOST}", headers=AUTH, checks=CHECKS, proxies=proxies, timeout=30
         )
 
+    known_session(served)
     fuzz(schema, GenerationMode.POSITIVE, send, seen, examples=15)
+    print("through the proxy:", dict(seen))
     assert sum(seen.values()) >= 60 and not [status for status in seen if status >= 500], seen
     assert_still_serving(served)
 

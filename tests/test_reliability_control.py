@@ -13,14 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from addon_helpers import MUTATE_TASK, NAVIGATE_TASK, SHOP, browser_headers, make_flow, write_tasks
 
 from addon.capture import event_from_flow
 from addon.control import MAX_CONTROL_BODY, ControlContext, handle_request
+from addon.guard import page_request_problem, token_problem
 from addon.openapi import openapi_document
+from addon.recovery import JournalNotFoundError, find_journal, read_journal
 from addon.sessions import SessionStore
 from evaluator.sites import SiteMap
 from evaluator.tasks import load_tasks
+from tests.site.harness import free_port, start_proxy, write_config
 
 NAVIGATE_DONE = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}
 
@@ -323,3 +327,76 @@ def _template_of(path: str, templates: set[str]) -> str:
         ):
             return template
     raise AssertionError(f"no route template for {path}")
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["buffered", "stream_large_bodies=1k"])
+def test_control_bodies_through_a_real_proxy(tmp_path, streaming):
+    """Through the proxy at the reserved host, with and without mitmproxy streaming large bodies
+    (which cannot be answered in place: such requests are handed to the control port)."""
+    config = write_config(tmp_path / "sites.json", {"__SHOPPING__": {"urls": [SHOP]}})
+    options = ("stream_large_bodies=1k",) if streaming else ()
+    proxy = start_proxy(tmp_path / "proxy", tasks=write_tasks(tmp_path), config=config, extra_options=options)
+    try:
+        proxies = {"http": f"http://carol:x@127.0.0.1:{proxy.port}"}
+        reserved = "http://webarena-live.invalid"
+        # A small body, then a chunked one of unknown length: both start the caller's session.
+        assert requests.post(f"{reserved}/sessions", json={"task_id": 9003}, proxies=proxies, timeout=10).ok
+        chunked = requests.post(
+            f"{reserved}/sessions", data=iter([b'{"task_id": ', b"9001}"]), proxies=proxies, timeout=10
+        )
+        assert chunked.status_code == 200 and chunked.json()["session"] == "carol", chunked.text
+        # A big final response (50 kB of answer) through the reserved host is evaluated.
+        requests.get(f"http://127.0.0.1:{free_port()}/x", proxies=proxies, timeout=10)  # one event (status 0)
+        answer = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None, "note": "n" * 50_000}
+        finish = requests.post(f"{reserved}/sessions/carol/finish", json=answer, proxies=proxies, timeout=30)
+        assert finish.status_code == 200 and finish.json()["status"] in ("failure", "error"), finish.text
+        # Over 10 MiB: a JSON 413 through the proxy and on the control port, the proxy still serving.
+        huge = b"x" * (MAX_CONTROL_BODY + 1024)
+        for url, via in ((f"{reserved}/sessions", proxies), (f"{proxy.control.base}/sessions", None)):
+            reply = requests.post(url, data=huge, proxies=via, timeout=60)
+            assert reply.status_code == 413 and reply.json()["error"] == "too_large", reply.text[:300]
+        assert proxy.control.get("/sessions/carol").json()["state"] == "finished"
+        assert [view["session"] for view in proxy.control.get("/sessions").json()["sessions"]] == ["carol"]
+    finally:
+        proxy.stop()
+
+
+@pytest.mark.parametrize(
+    ("method", "headers", "refused"),
+    [
+        ("POST", {}, False),  # requests, curl
+        ("POST", {"sec-fetch-mode": "cors"}, False),  # Node's fetch marks the mode only
+        ("GET", {"sec-fetch-site": "none", "sec-fetch-mode": "navigate"}, False),  # the address bar
+        (
+            "GET",
+            {"sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors", "sec-fetch-dest": "image"},
+            True,
+        ),
+        ("POST", {"sec-fetch-dest": "empty", "sec-fetch-mode": "no-cors"}, True),
+        ("POST", {"sec-fetch-site": "none", "sec-fetch-mode": "cors"}, True),
+        ("GET", {"referer": "http://shop.test/p"}, True),
+        ("POST", {"origin": "http://shop.test"}, True),
+    ],
+)
+def test_page_request_problem(method, headers, refused):
+    assert (page_request_problem(method, headers) is not None) is refused
+
+
+def test_token_problem():
+    assert token_problem(None, None) is None and token_problem("", "Bearer x") is None
+    assert token_problem("t", "Bearer t") is None and token_problem("t", "  BEARER   t ") is None
+    assert token_problem("t", None) and token_problem("t", "Bearer u") and token_problem("t", "Basic t")
+
+
+def test_journal_lookup_does_not_confuse_similar_session_names(tmp_path):
+    store = SessionStore(journal_dir=tmp_path)
+    tasks = load_tasks(write_tasks(tmp_path))
+    for name in ("a", "a-9001", "a b"):
+        store.start(name, tasks[NAVIGATE_TASK]).append(
+            event_from_flow(make_flow(url=f"{SHOP}/{name.replace(' ', '_')}"))
+        )
+    assert [event.url for event in read_journal(find_journal(tmp_path, "a", NAVIGATE_TASK))] == [f"{SHOP}/a"]
+    found = find_journal(tmp_path, "a-9001", NAVIGATE_TASK)
+    assert [event.url for event in read_journal(found)] == [f"{SHOP}/a-9001"]
+    with pytest.raises(JournalNotFoundError):
+        find_journal(tmp_path, "a", MUTATE_TASK)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 import requests
-from addon_helpers import MUTATE_TASK, oracle_verdict, write_tasks
+from addon_helpers import MUTATE_TASK, NAVIGATE_TASK, oracle_verdict, write_tasks
 from faulty_upstream import FaultyUpstream, run_faulty_upstream
 
 from addon.recovery import find_journal
@@ -37,7 +38,12 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultyUpstrea
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory: pytest.TempPathFactory, upstream: FaultyUpstream) -> Iterator[ProxyProcess]:
     workdir = tmp_path_factory.mktemp("fault-proxy")
-    config = write_config(workdir / "sites.json", {"__SHOPPING__": {"urls": [upstream.http_base]}})
+    # The closed port is a site too: failed tunnels are events only for the task sites.
+    sites = {
+        "__SHOPPING__": {"urls": [upstream.http_base]},
+        "__REDDIT__": {"urls": [f"https://127.0.0.1:{upstream.closed_port}"]},
+    }
+    config = write_config(workdir / "sites.json", sites)
     running = start_proxy(workdir / "proxy", tasks=write_tasks(workdir), config=config)
     yield running
     running.stop()
@@ -54,10 +60,17 @@ def through(proxy: ProxyProcess, session: str) -> requests.Session:
 def send(proxy: ProxyProcess, session: str, method: str, url: str, **kwargs: Any) -> str:
     """Send one request through the proxy; what the client saw (a status or the exception name)."""
     try:
-        reply = through(proxy, session).request(method, url, timeout=CLIENT_TIMEOUT, verify=False, **kwargs)
+        reply = through(proxy, session).request(
+            method, url, timeout=CLIENT_TIMEOUT, verify=proxy_ca(proxy), **kwargs
+        )
         return str(reply.status_code)
     except requests.RequestException as error:
         return type(error).__name__
+
+
+def proxy_ca(proxy: ProxyProcess) -> str:
+    """The CA mitmproxy made in its confdir: clients trust the proxy, the proxy judges upstream."""
+    return str(proxy.output_dir.parent / "mitmproxy" / "mitmproxy-ca-cert.pem")
 
 
 def events_of(proxy: ProxyProcess, session: str, count: int = 1) -> list[dict[str, Any]]:
@@ -210,3 +223,38 @@ def test_faults_are_journaled_too(proxy):
     journal = find_journal(Path(proxy.output_dir) / ".journal", "fault-connection-refused", None)
     lines = [json.loads(line) for line in journal.read_text().splitlines()]
     assert len(lines) == 1 and lines[0]["response"]["status"] == 0 and lines[0]["_error"]
+
+
+def test_a_run_full_of_faults_is_judged_like_the_reference(proxy, upstream, tmp_path, oracle_python):
+    """Status-0 events (refused, reset, TLS, a failed tunnel) and 5xx in a HAR: the live verdict is
+    the one the reference gives the written files."""
+    control = proxy.control
+    assert control.post("/sessions", {"task_id": NAVIGATE_TASK, "session": "faulty-run"}).status_code == 200
+    for where in ("refused", "refused-tls", "/reset-mid-body", "/500", "/not-http", "tls:/ok"):
+        send(proxy, "faulty-run", "GET", target(upstream, where), headers={"Accept": "text/html"})
+    page = through(proxy, "faulty-run").get(
+        f"{upstream.http_base}/products/7", headers={"Accept": "text/html"}, timeout=10
+    )
+    assert page.status_code == 200
+    send(proxy, "faulty-run", "GET", target(upstream, "/503"), headers={"Accept": "application/json"})
+    assert len(events_of(proxy, "faulty-run", 8)) == 8
+    finish = control.post("/sessions/faulty-run/finish", {"task_type": "NAVIGATE", "status": "SUCCESS"})
+    assert finish.status_code == 200, finish.text
+    live = finish.json()
+    task_dir = proxy.output_dir / str(NAVIGATE_TASK)
+    verdict = oracle_verdict(
+        oracle_python, write_tasks(tmp_path), NAVIGATE_TASK, task_dir, upstream.http_base
+    )
+    assert verdict == {"status": live["status"], "score": live["score"]}
+    assert live["status"] == "success"
+
+
+def test_a_failed_tunnel_to_a_host_outside_the_site_map_is_no_event(proxy, upstream):
+    """What a browser opens by itself (autofill, update checks) is not the agent's doing."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        elsewhere = probe.getsockname()[1]
+    seen_by_client = send(proxy, "background", "GET", f"https://127.0.0.1:{elsewhere}/update")
+    assert seen_by_client == "ProxyError"  # the client still learns the tunnel failed (502)
+    assert proxy.control.get("/sessions/background").status_code == 404  # no event, no session
+    assert_serving(proxy, upstream)

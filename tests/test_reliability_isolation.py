@@ -82,18 +82,19 @@ def run_agent(
     client = requests.Session()
     client.trust_env = False
     client.proxies = {scheme: f"http://{name}:pw@127.0.0.1:{port}" for scheme in ("http", "https")}
+    ca = str(proxy.output_dir.parent / "mitmproxy" / "mitmproxy-ca-cert.pem")  # trust the proxy's own CA
     sent = []
     barrier.wait(timeout=60)  # everyone starts together, so the requests really interleave
     for number in range(REQUESTS_PER_SESSION):
         url = f"{base}/{name}/step/{number}?q={number}"
         if number % 3 == 0:
-            reply = client.get(url, headers={"Accept": "text/html"}, timeout=30, verify=False)
+            reply = client.get(url, headers={"Accept": "text/html"}, timeout=30, verify=ca)
             sent.append(("GET", url))
         elif number % 3 == 1:
-            reply = client.post(url, data={"agent": name, "step": str(number)}, timeout=30, verify=False)
+            reply = client.post(url, data={"agent": name, "step": str(number)}, timeout=30, verify=ca)
             sent.append(("POST", url))
         else:
-            reply = client.put(url, json={"agent": name, "step": number}, timeout=30, verify=False)
+            reply = client.put(url, json={"agent": name, "step": number}, timeout=30, verify=ca)
             sent.append(("PUT", url))
         assert reply.status_code == 200 and reply.json()["path"].startswith(f"/{name}/"), reply.text
     client.close()
