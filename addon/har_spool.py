@@ -57,7 +57,7 @@ HAR_TAIL = b"\n]}}\n"
 SPOOL_BUFFER = 64 * 1024
 """Bytes of HAR entries gathered in memory before they go to the spool file."""
 
-DELETE_DELAY = 2.0
+DELETE_DELAY = 0.25
 """Seconds before an old `network.har` replaced by a finish is deleted."""
 
 _deleter: ThreadPoolExecutor | None = None
@@ -110,7 +110,9 @@ def replace_cheaply(source: Path, target: Path) -> None:
     if target.exists() and _exchange(source, target):
         delete_in_background(source)
         return
-    old = target.with_name(f".{target.name}.{uuid.uuid4().hex}.old")
+    # The second name lives beside the spool file, not in the task directory, so a
+    # crash before the delete never leaves a stray file among the outputs.
+    old = source.with_name(f".{target.name}.{uuid.uuid4().hex}.old")
     try:
         os.link(target, old)
     except OSError:  # no old file, or a filesystem without hard links: a plain replace

@@ -364,26 +364,27 @@ def _assertions(plan: _Plan, actual: list[dict[str, Any]]) -> list[Assertion]:
         return [
             Assertion.failure(
                 "unexpected_navigation_event",
-                f"Found {len(actual)} matching event(s) when none were expected (should_not_exist=True).",
+                f"{len(actual)} event(s) match, but this evaluator requires that none does",
             )
         ]
     if not actual:
         return [
             Assertion.failure(
                 "missing_navigation_event",
-                "No matching network event found that satisfies all expected criteria.",
+                "the trace holds no event with the expected method and URL path",
             )
         ]
+    differences: list[str] = []
     for event in actual:
-        if not compare(
-            event, plan.expected, ordered=False, value_name="network_event", ignore_extra_keys=True
-        ):
+        mismatches = compare(event, plan.expected, ordered=False, value_name="network_event", ignore_extra_keys=True)
+        if not mismatches:
             return []
+        differences = [msg for item in mismatches for msg in (item.assertion_msgs or ())]
     return [
         Assertion.failure(
             "missing_navigation_event",
-            f"No matching network event found. Checked {len(actual)} event(s) "
-            "but none matched all expected criteria.",
+            f"{len(actual)} candidate event(s) checked, none matches every expected field",
+            *differences[:5],
         )
     ]
 
@@ -406,7 +407,7 @@ def evaluate_network(
     except Exception as error:
         return EvaluatorResult.from_error(
             EVALUATOR_NAME,
-            f"Error during evaluation with evaluator {EVALUATOR_NAME} for task {task.task_id}: {error}",
+            f"{EVALUATOR_NAME} could not evaluate task {task.task_id}: {error}",
             actual_normalized=values.report(normalized) if normalized is not None else None,
             expected=plan.expected_report if plan is not None else None,
             should_not_exist=config.should_not_exist,

@@ -54,7 +54,9 @@ class EvaluatorResult(_Frozen):
     should_not_exist: bool | None = None
 
     @classmethod
-    def from_assertions(cls, evaluator_name: str, assertions: list[Assertion], **fields: Any) -> EvaluatorResult:
+    def from_assertions(
+        cls, evaluator_name: str, assertions: list[Assertion], **fields: Any
+    ) -> EvaluatorResult:
         if any(a.status == EvalStatus.ERROR for a in assertions):
             status, score = EvalStatus.ERROR, 0.0
         elif all(a.status == EvalStatus.SUCCESS for a in assertions):
@@ -71,7 +73,9 @@ class EvaluatorResult(_Frozen):
 
     @classmethod
     def from_error(cls, evaluator_name: str, message: str, **fields: Any) -> EvaluatorResult:
-        return cls(evaluator_name=evaluator_name, status=EvalStatus.ERROR, score=0.0, error_msg=message, **fields)
+        return cls(
+            evaluator_name=evaluator_name, status=EvalStatus.ERROR, score=0.0, error_msg=message, **fields
+        )
 
 
 class TaskResult(_Frozen):
@@ -90,9 +94,7 @@ class TaskResult(_Frozen):
     webarena_live_version: str = __version__
 
     @classmethod
-    def from_evaluators(
-        cls, *, evaluators_results: list[EvaluatorResult], **fields: Any
-    ) -> TaskResult:
+    def from_evaluators(cls, *, evaluators_results: list[EvaluatorResult], **fields: Any) -> TaskResult:
         if any(r.status == EvalStatus.ERROR for r in evaluators_results):
             status, score = EvalStatus.ERROR, 0.0
         elif evaluators_results and all(r.score == 1.0 for r in evaluators_results):

@@ -43,7 +43,7 @@ def grow(proxy: bench.Proxy, url: str, *, events: int, headers: list[str]) -> tu
     started = proxy.rss()
     # Warm-up, same traffic: first connections, lazily imported code, and the high-water mark of
     # the buffers `CONNECTIONS` bodies in flight need (a step, paid once, with or without the addon).
-    warm_up = max(100, events // 10)
+    warm_up = max(50, events // 10)
     bench.run_load(proxy.port, url, connections=CONNECTIONS, seconds=3600, session=SESSION, limit=warm_up,
                    headers=headers)  # fmt: skip
     time.sleep(0.5)
@@ -63,12 +63,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="2,000 small and 300 large responses")
+    parser.add_argument("--quick", action="store_true", help="1,500 small, 120 large responses (< 1 min)")
     parser.add_argument("--events", type=int, help="requests with small responses (default 10,000)")
     parser.add_argument("--large-events", type=int, help="requests with 1 MB responses (default 1,000)")
     args = parser.parse_args()
-    small = args.events or (2_000 if args.quick else 10_000)
-    large = args.large_events or (300 if args.quick else 1_000)
+    small = args.events or (1_500 if args.quick else 10_000)
+    large = args.large_events or (120 if args.quick else 1_000)
     scenarios = [
         ("small responses (512 B)", small, [], []),
         ("1 MB responses", large, [f"X-Bench-Size: {MEGABYTE}"], []),

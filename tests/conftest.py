@@ -29,7 +29,8 @@ def _ensure_oracle() -> Path:
     if not (venv / "bin" / "webarena-verified").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", f"webarena-verified=={ORACLE_VERSION}"], check=True
+            [str(python), "-m", "pip", "install", "--quiet", f"webarena-verified=={ORACLE_VERSION}"],
+            check=True,
         )
     return python
 
@@ -44,7 +45,11 @@ def oracle_python() -> Path:
 def official_dataset(oracle_python: Path) -> Path:
     """The official 812-task dataset file shipped inside the oracle package."""
     out = subprocess.run(
-        [str(oracle_python), "-c", "import webarena_verified, os; print(os.path.dirname(webarena_verified.__file__))"],
+        [
+            str(oracle_python),
+            "-c",
+            "import webarena_verified, os; print(os.path.dirname(webarena_verified.__file__))",
+        ],
         check=True,
         capture_output=True,
         text=True,

@@ -27,7 +27,6 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -48,22 +47,6 @@ _BASE64_SEGMENT = re.compile(r"^[A-Za-z0-9_-]{4,}={0,2}$")
 
 def _identity(value: str) -> str:
     return value
-
-
-def _cache_host_normalization() -> None:
-    """Memoize url-normalize's host step, a pure function of the host that costs ~75% of a call.
-
-    (IDNA checks of every label.) Hosts repeat across a trace, so a cold
-    trace of a thousand URLs reads about four times faster; results are
-    unchanged. Skipped if a future url-normalize moves the function.
-    """
-    module = sys.modules.get("url_normalize.url_normalize")
-    host_step = getattr(module, "normalize_host", None)
-    if module is not None and callable(host_step) and not hasattr(host_step, "cache_info"):
-        module.normalize_host = lru_cache(maxsize=4096)(host_step)  # type: ignore[attr-defined]
-
-
-_cache_host_normalization()
 
 
 @lru_cache(maxsize=1 << 16)
