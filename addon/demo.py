@@ -119,6 +119,8 @@ def failure_reason(result: dict[str, Any]) -> str:
             messages.append(str(evaluator["error_msg"]))
         name = evaluator.get("evaluator_name", "?")
         if name == "NetworkEventEvaluator":
+            # The first message is the summary; the URL difference below reads better than the rest.
+            messages = messages[:1]
             messages.extend(event_differences(evaluator.get("expected"), evaluator.get("actual_normalized")))
         text = "; ".join(str(message).rstrip(".") for message in messages)
         reasons.append(f"{name}: {text or evaluator.get('status')}")

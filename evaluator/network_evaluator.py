@@ -376,7 +376,9 @@ def _assertions(plan: _Plan, actual: list[dict[str, Any]]) -> list[Assertion]:
         ]
     differences: list[str] = []
     for event in actual:
-        mismatches = compare(event, plan.expected, ordered=False, value_name="network_event", ignore_extra_keys=True)
+        mismatches = compare(
+            event, plan.expected, ordered=False, value_name="network_event", ignore_extra_keys=True
+        )
         if not mismatches:
             return []
         differences = [msg for item in mismatches for msg in (item.assertion_msgs or ())]
