@@ -95,7 +95,7 @@ def test_six_browser_sessions_at_once(
         assert entries and all(e["request"]["url"].startswith(base) for e in entries), name
         # Every request carries this context's User-Agent, except a CONNECT:
         # Chromium sends its own default one there. (An abandoned CONNECT can
-        # show up as a failed event; see .notes/live-findings.md.)
+        # show up as a failed event; see docs/notes/live-findings.md.)
         strangers = [
             (e["request"]["method"], e["request"]["url"], h["value"])
             for e in entries

@@ -277,7 +277,7 @@ def _synthetic_list_cases() -> list[dict[str, Any]]:
 
 
 def _quirk_cases() -> list[dict[str, Any]]:
-    """Hand-written cases for the reference's odd corners (see .notes/divergences.md)."""
+    """Hand-written cases for the reference's odd corners (see docs/notes/divergences.md)."""
     objects = {
         "type": "array",
         "items": {
