@@ -10,8 +10,16 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from evaluator import __version__
+
+
+class _Parser(argparse.ArgumentParser):
+    """Wrong arguments give one line naming the problem (not the whole usage) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _port(text: str) -> int:
@@ -46,7 +54,7 @@ def _add_dataset_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="webarena-live",
         description="Evaluate web agents live, through a proxy, the way WebArena-Verified evaluates them.",
     )

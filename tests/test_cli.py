@@ -1,0 +1,37 @@
+import subprocess
+import sys
+
+import pytest
+
+from addon.cli import build_parser
+
+CLI = [sys.executable, "-m", "addon.cli"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["serve", "--port", "abc"], "not a port number: 'abc'"),
+        (["serve", "--port", "70000"], "port out of range"),
+        (["evaluate"], "--output-dir"),
+        (["evaluate", "--output-dir", "x", "--task-ids", "1,b"], "comma-separated integers"),
+        (["bogus"], "invalid choice: 'bogus'"),
+    ],
+)
+def test_wrong_arguments_give_one_clear_line_and_exit_2(args: list[str], needle: str) -> None:
+    done = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "--help" in lines[0]
+
+
+def test_every_option_of_every_command_is_explained() -> None:
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command")
+    for name, sub in commands.choices.items():  # type: ignore[union-attr]
+        for action in sub._actions:
+            assert action.help, f"{name} {action.option_strings} has no help text"
+        text = subprocess.run([*CLI, name, "--help"], capture_output=True, text=True, timeout=60).stdout
+        for action in sub._actions:
+            for option in action.option_strings:
+                assert option in text
