@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from conformance import golden as g  # noqa: E402
 from conformance import har_entries as har  # noqa: E402
+from conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
 
 from evaluator.evaluate import evaluate_task  # noqa: E402
 from evaluator.har import event_from_har_entry  # noqa: E402
@@ -40,48 +39,11 @@ from evaluator.trace import NetworkTrace  # noqa: E402
 BENCH_TASKS = (0, 44, 492, 389, 506, 523)
 
 
-def official_dataset() -> Path:
-    oracle = Path(os.environ.get("WEBARENA_ORACLE", REPO / ".oracle-venv" / "bin" / "python"))
-    if not oracle.exists():
-        oracle = Path("/opt/oracle/bin/python")
-    code = "import webarena_verified, os; print(os.path.dirname(webarena_verified.__file__))"
-    out = subprocess.run([str(oracle), "-c", code], check=True, capture_output=True, text=True)
-    return Path(out.stdout.strip()) / "assets" / "dataset" / "webarena-verified.json"
-
-
-def noise(base: str, count: int) -> list[dict[str, Any]]:
-    """Browsing that has nothing to do with the task: pages, their assets, XHRs, a few form posts."""
-    entries: list[dict[str, Any]] = []
-    page = f"{base}/"
-    i = 0
-    while len(entries) < count:
-        kind = i % 10
-        if kind == 0:
-            new_page = f"{base}/catalog/category/view/id/{i}?p={i % 7}"
-            entries.append(har.navigation(new_page, referer=page))
-            page = new_page
-        elif kind in (1, 2, 3, 4):
-            ext = ("js", "css", "png", "woff2")[kind - 1]
-            entries.append(har.asset(f"{base}/static/frontend/v{i}/asset{i}.{ext}", referer=page))
-        elif kind in (5, 6, 7):
-            entries.append(har.xhr("GET", f"{base}/customer/section/load/?sections=cart&_={i}", referer=page))
-        elif kind == 8:
-            body = har.form_body({"form_key": "abc", "q": f"query {i}"})
-            entries.append(
-                har.form_submit("POST", f"{base}/search/ajax/suggest/{i}", body, referer=page, status=200)
-            )
-        else:
-            entries.append(har.xhr("POST", f"{base}/rest/V1/guest-carts/{i}/totals", referer=page,
-                                   post_data=har.json_body({"addressInformation": {"n": i}})))  # fmt: skip
-        i += 1
-    return entries[:count]
-
-
 def build_trace(task: dict[str, Any], events: int) -> NetworkTrace:
     golden_entries = g.build_entries(task, g.targets_for(task))
     base = g.SITE_URLS[task["sites"][0]]
     # Noise first, golden session last: the realistic worst case for "last matching event" searches.
-    entries = noise(base, max(0, events - len(golden_entries))) + golden_entries
+    entries = har.browsing_noise(base, max(0, events - len(golden_entries))) + golden_entries
     return NetworkTrace(event_from_har_entry(entry) for entry in entries)
 
 
@@ -117,7 +79,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     rounds = 20 if args.quick else 200
-    rows = bench(rounds, args.events, args.dataset or official_dataset())
+    rows = bench(rounds, args.events, args.dataset or official_dataset(default_oracle_python()))
     print(f"evaluate_task on an already-built trace, median of {rounds} rounds:")
     for task_id, size, median_ms, cold_ms, status in rows:
         print(

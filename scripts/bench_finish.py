@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -41,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import bench_common as bench
 from conformance import golden as g
 from conformance import har_entries as har
+from conformance.oracle_env import default_oracle_python, official_dataset
 
 ORACLE_TIMER = r"""
 import json, sys, time
@@ -68,49 +68,6 @@ print(json.dumps(results))
 """
 
 
-def default_oracle() -> Path:
-    configured = os.environ.get("WEBARENA_ORACLE")
-    if configured:
-        return Path(configured)
-    local = bench.REPO / ".oracle-venv" / "bin" / "python"
-    return local if local.exists() else Path("/opt/oracle/bin/python")
-
-
-def official_dataset(oracle: Path) -> Path:
-    code = "import webarena_verified, os; print(os.path.dirname(webarena_verified.__file__))"
-    out = subprocess.run([str(oracle), "-c", code], check=True, capture_output=True, text=True)
-    return Path(out.stdout.strip()) / "assets" / "dataset" / "webarena-verified.json"
-
-
-def noise(base: str, count: int) -> list[dict[str, Any]]:
-    """Browsing unrelated to the task: pages, their assets, JSON XHRs, a few form and JSON posts."""
-    entries: list[dict[str, Any]] = []
-    page = f"{base}/"
-    i = 0
-    while len(entries) < count:
-        kind = i % 10
-        if kind == 0:
-            page = f"{base}/catalog/category/view/id/{i}?p={i % 7}"
-            entries.append(har.navigation(page, referer=f"{base}/"))
-        elif kind in (1, 2, 3, 4):
-            ext = ("js", "css", "png", "woff2")[kind - 1]
-            entries.append(har.asset(f"{base}/static/frontend/v{i}/asset{i}.{ext}", referer=page))
-        elif kind in (5, 6, 7):
-            entries.append(har.xhr("GET", f"{base}/customer/section/load/?sections=cart&_={i}", referer=page))
-        elif kind == 8:
-            body = har.form_body({"form_key": "abc", "q": f"query {i}"})
-            entries.append(
-                har.form_submit("POST", f"{base}/search/suggest/{i}", body, referer=page, status=200)
-            )
-        else:
-            body = har.json_body({"addressInformation": {"n": i}})
-            entries.append(
-                har.xhr("POST", f"{base}/rest/V1/guest-carts/{i}/totals", referer=page, post_data=body)
-            )
-        i += 1
-    return entries
-
-
 def session_entries(task: dict[str, Any], events: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(noise, golden): `events` requests in all, the task's golden requests last."""
     golden = g.build_entries(task, g.targets_for(task))
@@ -118,7 +75,7 @@ def session_entries(task: dict[str, Any], events: int) -> tuple[list[dict[str, A
         if entry["request"]["url"].count("/") == 2:  # a bare origin: request its root
             entry["request"]["url"] += "/"
     base = g.SITE_URLS[task["sites"][0]]
-    return noise(base, max(0, events - len(golden))), golden
+    return har.browsing_noise(base, max(0, events - len(golden))), golden
 
 
 def round_trip(port: int, method: str, path: str, body: bytes = b"") -> tuple[float, bytes, dict[str, str]]:
@@ -166,7 +123,7 @@ def main() -> int:
     parser.add_argument("--no-outputs", action="store_true",
                         help="run the proxy without --output-dir: the finish only evaluates")  # fmt: skip
     parser.add_argument(
-        "--oracle", type=Path, default=default_oracle(), help="python of the reference's venv"
+        "--oracle", type=Path, default=default_oracle_python(), help="python of the reference's venv"
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([100, 1000] if args.quick else

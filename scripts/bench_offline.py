@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shutil
 import subprocess
@@ -26,21 +25,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from conformance import golden as g  # noqa: E402
+from conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
 from conformance.runs import RunCase, copy_runs, read_verdicts, write_group  # noqa: E402
-
-
-def default_oracle() -> Path:
-    configured = os.environ.get("WEBARENA_ORACLE")
-    if configured:
-        return Path(configured)
-    local = REPO / ".oracle-venv" / "bin" / "python"
-    return local if local.exists() else Path("/opt/oracle/bin/python")
-
-
-def official_dataset(oracle: Path) -> Path:
-    code = "import webarena_verified, os; print(os.path.dirname(webarena_verified.__file__))"
-    out = subprocess.run([str(oracle), "-c", code], check=True, capture_output=True, text=True)
-    return Path(out.stdout.strip()) / "assets" / "dataset" / "webarena-verified.json"
 
 
 def build_runs(dataset: Path, directory: Path, limit: int | None) -> int:
@@ -68,7 +54,9 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="only the first 100 tasks")
-    parser.add_argument("--oracle", type=Path, default=default_oracle(), help="python of the oracle's venv")
+    parser.add_argument(
+        "--oracle", type=Path, default=default_oracle_python(), help="python of the oracle's venv"
+    )
     args = parser.parse_args()
 
     dataset = official_dataset(args.oracle)

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conformance.oracle_env import official_dataset as dataset_in_oracle
 
 REPO = Path(__file__).resolve().parent.parent
 ORACLE_VERSION = "1.2.3"
-OFFICIAL_DATASET = "assets/dataset/webarena-verified.json"
 
 
 def _ensure_oracle() -> Path:
@@ -44,14 +44,4 @@ def oracle_python() -> Path:
 @pytest.fixture(scope="session")
 def official_dataset(oracle_python: Path) -> Path:
     """The official 812-task dataset file shipped inside the oracle package."""
-    out = subprocess.run(
-        [
-            str(oracle_python),
-            "-c",
-            "import webarena_verified, os; print(os.path.dirname(webarena_verified.__file__))",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return Path(out.stdout.strip()) / OFFICIAL_DATASET
+    return dataset_in_oracle(oracle_python)

@@ -275,3 +275,28 @@ def har_document(entries: list[dict[str, Any]]) -> dict[str, Any]:
             "entries": entries,
         }
     }
+
+
+def browsing_noise(base: str, count: int) -> list[dict[str, Any]]:
+    """`count` entries of browsing unrelated to any task: pages, assets, JSON XHRs, form and JSON posts."""
+    entries: list[dict[str, Any]] = []
+    page = f"{base}/"
+    for i in range(count):
+        kind = i % 10
+        if kind == 0:
+            page = f"{base}/catalog/category/view/id/{i}?p={i % 7}"
+            entries.append(navigation(page, referer=f"{base}/"))
+        elif kind in (1, 2, 3, 4):
+            ext = ("js", "css", "png", "woff2")[kind - 1]
+            entries.append(asset(f"{base}/static/frontend/v{i}/asset{i}.{ext}", referer=page))
+        elif kind in (5, 6, 7):
+            entries.append(xhr("GET", f"{base}/customer/section/load/?sections=cart&_={i}", referer=page))
+        elif kind == 8:
+            body = form_body({"form_key": "abc", "q": f"query {i}"})
+            entries.append(form_submit("POST", f"{base}/search/suggest/{i}", body, referer=page, status=200))
+        else:
+            body = json_body({"addressInformation": {"n": i}})
+            entries.append(
+                xhr("POST", f"{base}/rest/V1/guest-carts/{i}/totals", referer=page, post_data=body)
+            )
+    return entries

@@ -26,6 +26,7 @@ from typing import Any
 
 from conformance import golden as g
 from conformance import mutations
+from conformance.oracle_env import default_oracle_python, official_dataset
 from conformance.runs import RunCase, Verdict, copy_runs, read_cases, read_verdicts, run_oracle, write_group
 
 HERE = Path(__file__).resolve().parent
@@ -250,10 +251,8 @@ def run_suite(dataset: Path, oracle_python: Path) -> SuiteReport:
 
 
 def main() -> int:
-    oracle_python = Path(os.environ.get("WEBARENA_ORACLE", "/opt/oracle/bin/python"))
-    code = "import webarena_verified, os; print(os.path.dirname(webarena_verified.__file__))"
-    out = subprocess.run([str(oracle_python), "-c", code], check=True, capture_output=True, text=True)
-    dataset = Path(out.stdout.strip()) / "assets/dataset/webarena-verified.json"
+    oracle_python = default_oracle_python()
+    dataset = official_dataset(oracle_python)
     report = run_suite(dataset, oracle_python)
     print("\n".join(report.lines()))
     for kind, count in sorted(report.cases_by_kind.items()):
