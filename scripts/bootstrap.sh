@@ -30,6 +30,8 @@ echo "==> installing webarena-live into .venv"
 if [ "$what" = test ] || [ "$what" = setup ]; then
     if [ ! -x .oracle-venv/bin/webarena-verified ]; then
         echo "==> creating .oracle-venv with the reference evaluator webarena-verified==1.2.3"
+        # A half-made venv or a dangling link from elsewhere would make `venv` fail: start clean.
+        rm -rf .oracle-venv
         "$python" -m venv .oracle-venv
         .oracle-venv/bin/pip install "${pip_quiet[@]}" 'webarena-verified==1.2.3'
     fi
