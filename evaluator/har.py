@@ -25,7 +25,8 @@ from dateutil import parser as date_parser
 
 from evaluator import __version__
 from evaluator.errors import TraceFormatError
-from evaluator.trace import NetworkEvent, NetworkTrace
+from evaluator.memo import BoundedMemo
+from evaluator.trace import EventRecord, NetworkEvent, NetworkTrace
 
 # The C string escaper `json` itself uses: ASCII output, lone surrogates written as \\uXXXX escapes.
 _json_string = json.encoder.encode_basestring_ascii
@@ -203,56 +204,73 @@ def event_to_har_entry(event: NetworkEvent) -> dict[str, Any]:
     return entry
 
 
-_PAIR_JSON_LIMIT = 8192
-_pair_json: dict[tuple[str, str], str] = {}
+def _pair_to_json(pair: tuple[str, str]) -> str:
+    return f'{{"name":{_json_string(pair[0])},"value":{_json_string(pair[1])}}}'
+
+
+_pair_json: BoundedMemo[tuple[str, str], str] = BoundedMemo(_pair_to_json)
 """`{"name":…,"value":…}` text by header pair: most headers repeat on every request of a session."""
 
 
-def _remember_pair_json(pair: tuple[str, str]) -> str:
-    text = f'{{"name":{_json_string(pair[0])},"value":{_json_string(pair[1])}}}'
-    if len(_pair_json) >= _PAIR_JSON_LIMIT:
-        _pair_json.clear()  # bounded; the pairs of current traffic come back at once
-    _pair_json[pair] = text
-    return text
-
-
 def _named_json(pairs: Iterable[tuple[str, str]]) -> str:
-    return "[" + ",".join([_pair_json.get(pair) or _remember_pair_json(pair) for pair in pairs]) + "]"
+    # `map` over the memo's C-level lookup: no Python frame per pair.
+    return "[" + ",".join(map(_pair_json.__getitem__, pairs)) + "]" if pairs else "[]"
 
 
-def event_to_har_json(event: NetworkEvent) -> str:
+_query_json: BoundedMemo[str, str] = BoundedMemo(
+    lambda query: _named_json(parse_qsl(query, keep_blank_values=True))
+)
+"""HAR `queryString` text by query string: pages, polls and assets repeat theirs."""
+
+_URL_STRIPPED = frozenset("\t\r\n")
+"""Characters `urlsplit` deletes from a URL before splitting it."""
+
+
+def _query_string_json(url: str) -> str:
+    """`_named(parse_qsl(urlsplit(url).query, keep_blank_values=True))` as JSON text, memoized.
+
+    The query of an absolute URL is what lies between the first `?` and the
+    first `#` (a `#` first means there is none), exactly as `urlsplit` finds
+    it once its deleted characters are out of the way.
+    """
+    if "?" not in url:
+        return "[]"
+    if not _URL_STRIPPED.isdisjoint(url):
+        return _named_json(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+    return _query_json[url.partition("#")[0].partition("?")[2]]
+
+
+def event_to_har_json(event: NetworkEvent | EventRecord) -> str:
     """`event_to_har_entry(event)` as compact, ASCII-only JSON text, several times faster.
 
     The live proxy journals every event as it completes, so this is on its
     per-flow path: the text is assembled directly with the C string escaper of
-    `json` instead of building the dict and walking it. `json.loads` of the
-    result equals `event_to_har_entry(event)` (the tests hold it to that).
+    `json` instead of building the dict and walking it, from the event or from
+    its record (what the proxy keeps). `json.loads` of the result equals
+    `event_to_har_entry(event)` (the tests hold it to that).
     """
-    post = event.post_data
-    body = event.response_body
-    duration = _json_number(event.duration_ms)
-    query = "[]"
-    if "?" in event.url:
-        query = _named_json(parse_qsl(urlsplit(event.url).query, keep_blank_values=True))
+    (method, url, status, request_headers, post, post_mime, status_text, http_version, redirect_url,
+     response_headers, response_cookies, body, response_mime, started, duration_ms, error,
+     ) = event.record if isinstance(event, NetworkEvent) else event  # fmt: skip
+    duration = _json_number(duration_ms)
     post_json = ""
     if post is not None:
-        mime = _json_string(event.post_data_mime or "")
-        post_json = f',"postData":{{"mimeType":{mime},"text":{_json_string(post)}}}'
+        post_json = f',"postData":{{"mimeType":{_json_string(post_mime or "")},"text":{_json_string(post)}}}'
     size = len(body.encode()) if body is not None else 0
-    content = f'{{"size":{size},"mimeType":{_json_string(event.response_mime or "")}'
+    content = f'{{"size":{size},"mimeType":{_json_string(response_mime or "")}'
     content += f',"text":{_json_string(body)}}}' if body is not None else "}"
-    error = f',"_error":{_json_string(event.error)}' if event.error else ""
+    error_json = f',"_error":{_json_string(error)}' if error else ""
     return (
-        f'{{"startedDateTime":"{_iso(event.started)}","time":{duration},'
-        f'"request":{{"method":{_json_string(event.method)},"url":{_json_string(event.url)},'
-        f'"httpVersion":{_json_string(event.http_version)},"cookies":[],'
-        f'"headers":{_named_json(event.request_headers)},"queryString":{query},"headersSize":-1,'
+        f'{{"startedDateTime":"{_iso(started)}","time":{duration},'
+        f'"request":{{"method":{_json_string(method)},"url":{_json_string(url)},'
+        f'"httpVersion":{_json_string(http_version)},"cookies":[],'
+        f'"headers":{_named_json(request_headers)},"queryString":{_query_string_json(url)},"headersSize":-1,'
         f'"bodySize":{len(post.encode()) if post is not None else 0}{post_json}}},'
-        f'"response":{{"status":{int(event.status)},"statusText":{_json_string(event.status_text)},'
-        f'"httpVersion":{_json_string(event.http_version)},"cookies":{_named_json(event.response_cookies)},'
-        f'"headers":{_named_json(event.response_headers)},"content":{content},'
-        f'"redirectURL":{_json_string(event.redirect_url)},"headersSize":-1,"bodySize":{size}}},'
-        f'"cache":{{}},"timings":{{"send":0,"wait":{duration},"receive":0}}{error}}}'
+        f'"response":{{"status":{int(status)},"statusText":{_json_string(status_text)},'
+        f'"httpVersion":{_json_string(http_version)},"cookies":{_named_json(response_cookies)},'
+        f'"headers":{_named_json(response_headers)},"content":{content},'
+        f'"redirectURL":{_json_string(redirect_url)},"headersSize":-1,"bodySize":{size}}},'
+        f'"cache":{{}},"timings":{{"send":0,"wait":{duration},"receive":0}}{error_json}}}'
     )
 
 

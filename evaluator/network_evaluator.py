@@ -17,9 +17,10 @@ Same verdicts as the reference evaluator, in four steps:
 
 Speed: everything about the expected side is prepared once per
 (config, task sites, site map) — a `Plan` (`evaluator/network_plan.py`) — and everything about an event is
-memoized on the event under the plan's token, so evaluating the same trace
-again (the live proxy does, and a trace only grows) costs a few dictionary
-lookups per event. An event is only URL-parsed when its method already fits.
+memoized on the event under the plan's token, and the search for candidates
+resumes where it stopped, so evaluating the same trace again (the live proxy
+does, and a trace only grows) looks at new events only. An event is only
+URL-parsed when its method already fits.
 """
 
 from __future__ import annotations
@@ -60,25 +61,17 @@ def candidates(plan: Plan, trace: NetworkTrace) -> list[NetworkEvent]:
     """Step 1: the events that could be the expected one, in trace order.
 
     The search resumes where the previous evaluation of this trace stopped
-    (traces only grow), and each event's verdict is memoized on the event.
+    (traces only grow), keeping what it found so far.
     """
     if plan.navigate_only:
-        navigations = trace.navigation_events
-        return [navigations[-1]] if navigations else []
-    events = trace.evaluation_events
+        last = trace.last_navigation()
+        return [last] if last is not None else []
     scanned, found = trace.memo.get(plan.candidate_key, (0, []))
-    if scanned < len(events):
-        found = list(found)
-        method, key = plan.method, plan.candidate_key
-        for event in events[scanned:]:
-            if method and event.method != method:
-                continue
-            fits = event.memo.get(key)
-            if fits is None:
-                fits = event.memo[key] = plan._fits(event)
-            if fits:
-                found.append(event)
-        trace.memo[plan.candidate_key] = (len(events), found)
+    if scanned < len(trace):
+        # An event's verdict is final once made (events never change), so only new events are
+        # looked at, and one whose method cannot fit is never even made an event object.
+        found = [*found, *trace.find(scanned, plan.method, plan.fits)]
+        trace.memo[plan.candidate_key] = (len(trace), found)
     return found
 
 

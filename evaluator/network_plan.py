@@ -163,16 +163,8 @@ class Plan:
             memo[key] = self.url(event.url, strict=False)
         return memo[key]
 
-    def is_candidate(self, event: NetworkEvent) -> bool:
-        """Method, base URL and referer fit (step 1); memoized per event."""
-        if self.method and event.method != self.method:
-            return False
-        found = event.memo.get(self.candidate_key)
-        if found is None:
-            found = event.memo[self.candidate_key] = self._fits(event)
-        return found
-
-    def _fits(self, event: NetworkEvent) -> bool:
+    def fits(self, event: NetworkEvent) -> bool:
+        """Method aside, whether `event` could be the expected one: base URL and referer fit (step 1)."""
         if self.last_segments is not None and not _path_may_match(event.path, self.last_segments):
             return False  # ruled out by its path alone, without the cost of reading the URL
         url = self.event_url(event)

@@ -257,7 +257,7 @@ class SiteMap(BaseModel):
         sites = tuple(site_key(s) for s in task_sites)
         if self.covers(sites):
             return self
-        events = trace.evaluation_events
+        events = trace.first_evaluation_events(len(sites))
         if not events:
             raise SiteConfigError(
                 f"the site config has no URLs for {[placeholder(s) for s in sites]} and the trace has no "

@@ -2,22 +2,29 @@
 
 A `NetworkEvent` is one HTTP exchange reduced to what evaluation and HAR export
 need. It is built once — from a live mitmproxy flow, a HAR entry, a Playwright
-trace or a journal line — and everything evaluation asks of it on every verdict
-(lower-cased headers, URL path, navigation and static-asset flags) is computed
-at construction, so a trace can be evaluated many times without re-parsing.
+trace or a journal line. What evaluation asks of it (lower-cased headers, URL
+path, navigation and static-asset flags) is derived on first use and kept, so
+a trace can be evaluated many times without re-parsing, and capture does not
+pay for what no evaluation reads.
 
-A `NetworkTrace` grows by `append`; it keeps the evaluation events (static
-assets dropped) and the navigation events in their own lists as they arrive,
-so no evaluation has to filter the whole trace again.
+A `NetworkTrace` grows by `append`. The live proxy appends *records*: an
+event's constructor fields as a plain tuple (`EventRecord`). Python's garbage
+collector stops tracking a tuple of plain values, so a session of thousands
+of events adds nothing to the proxy's collections; an event object is made
+only when an evaluation looks at that event closely, and then kept for the
+memos evaluators leave on it. Classification (event type, navigation, static
+asset) runs over records too, incrementally, when someone asks for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
+
+from evaluator.memo import BoundedMemo
 
 # URL path endings the reference treats as static assets (never evaluation events).
 STATIC_ASSET_SUFFIXES = (
@@ -79,27 +86,54 @@ def counts_as_navigation(method: str, headers: dict[str, str]) -> bool:
     return accept.startswith("text/html")
 
 
-_LOWERED_NAMES: dict[str, str] = {}
+_LOWERED_NAMES: BoundedMemo[str, str] = BoundedMemo(str.lower, limit=4096)
 """Lower-cased header names, shared by every event (names repeat on every request)."""
-
-
-def _lowered(name: str) -> str:
-    found = name.lower()
-    if len(_LOWERED_NAMES) < 4096:  # bounded: names are few, but a client may invent many
-        _LOWERED_NAMES[name] = found
-    return found
 
 
 def _is_static_asset(path: str) -> bool:
     return path.endswith(STATIC_ASSET_SUFFIXES)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+_EVENT_TYPES = tuple(EventType)
+
+_NAVIGATION_HEADERS = frozenset({"sec-fetch-dest", "sec-fetch-mode", "sec-fetch-user", "accept"})
+"""The request headers `classify` and `counts_as_navigation` read."""
+
+
+Derived = tuple[str, int, bool, bool]
+"""(URL path, index of the event type in `_EVENT_TYPES`, reference navigation, not a static asset).
+
+The type is an index, not the enum member: a tuple of plain values is one the
+garbage collector stops tracking, and a long session holds one per event."""
+
+
+def derive(method: str, url: str, request_headers: Iterable[tuple[str, str]]) -> Derived:
+    """What evaluation asks of an event, from its upper-cased method, URL and request headers."""
+    lowered = _LOWERED_NAMES
+    wanted: dict[str, str] = {}  # the last value wins, as in `NetworkEvent.headers`
+    for name, value in request_headers:
+        key = lowered[name]
+        if key in _NAVIGATION_HEADERS:
+            wanted[key] = value
+    path = urlsplit(url).path
+    return (
+        path,
+        _EVENT_TYPES.index(classify(method, wanted)),
+        counts_as_navigation(method, wanted),
+        not _is_static_asset(path),
+    )
+
+
+@dataclass(slots=True, eq=False)
 class NetworkEvent:
     """One completed (or failed: `status == 0`) HTTP exchange.
 
     Header tuples keep names and values as sent, in order, so a HAR export is
     faithful. Bodies are text; a body that was not kept is None.
+
+    Treat an event as immutable once built: evaluators memoize what they
+    derive from it (`memo`). It is not a frozen dataclass because the live
+    proxy builds one per flow, and frozen construction costs a third more.
     """
 
     method: str
@@ -121,31 +155,64 @@ class NetworkEvent:
     error: str | None = None
     """Why there is no response (connection refused, timeout, ...), if so."""
 
-    # Derived once at construction (see __post_init__); not constructor arguments.
-    headers: dict[str, str] = field(init=False, repr=False)
-    """Request headers by lower-cased name, values as sent (the last one wins)."""
-    path: str = field(init=False, repr=False)
-    event_type: EventType = field(init=False)
-    is_navigation: bool = field(init=False, repr=False)
-    """The reference's navigation rule (see `counts_as_navigation`)."""
-    is_evaluation: bool = field(init=False, repr=False)
-    """False for static assets, which evaluation never looks at."""
-    memo: dict[Any, Any] = field(init=False, repr=False)
-    """Per-event cache for evaluator-internal derived values (parsed bodies, URLs)."""
+    # Derived on first use, not constructor arguments: most events of a long session are never
+    # looked at closely (an evaluator with a method filter never asks a GET for its path).
+    _derived: Derived | None = field(init=False, repr=False, default=None)
+    _headers: dict[str, str] | None = field(init=False, repr=False, default=None)
+    _memo: dict[Any, Any] | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
-        method = self.method.upper()
-        lowered = _LOWERED_NAMES
-        headers = {(lowered.get(name) or _lowered(name)): value for name, value in self.request_headers}
-        path = urlsplit(self.url).path
-        setter = object.__setattr__
-        setter(self, "method", method)
-        setter(self, "headers", headers)
-        setter(self, "path", path)
-        setter(self, "event_type", classify(method, headers))
-        setter(self, "is_navigation", counts_as_navigation(method, headers))
-        setter(self, "is_evaluation", not _is_static_asset(path))
-        setter(self, "memo", {})
+        self.method = self.method.upper()
+
+    def _derive(self) -> Derived:
+        derived = self._derived = derive(self.method, self.url, self.request_headers)
+        return derived
+
+    @property
+    def record(self) -> EventRecord:
+        """The constructor fields as a tuple: `NetworkEvent(*event.record)` is an equal event."""
+        return (
+            self.method, self.url, self.status, self.request_headers, self.post_data, self.post_data_mime,
+            self.status_text, self.http_version, self.redirect_url, self.response_headers,
+            self.response_cookies, self.response_body, self.response_mime, self.started, self.duration_ms,
+            self.error,
+        )  # fmt: skip
+
+    @property
+    def path(self) -> str:
+        """The URL's path."""
+        return (self._derived or self._derive())[0]
+
+    @property
+    def event_type(self) -> EventType:
+        return _EVENT_TYPES[(self._derived or self._derive())[1]]
+
+    @property
+    def is_navigation(self) -> bool:
+        """The reference's navigation rule (see `counts_as_navigation`)."""
+        return (self._derived or self._derive())[2]
+
+    @property
+    def is_evaluation(self) -> bool:
+        """False for static assets, which evaluation never looks at."""
+        return (self._derived or self._derive())[3]
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Request headers by lower-cased name, values as sent (the last one wins)."""
+        headers = self._headers
+        if headers is None:
+            lowered = _LOWERED_NAMES
+            headers = self._headers = {lowered[name]: value for name, value in self.request_headers}
+        return headers
+
+    @property
+    def memo(self) -> dict[Any, Any]:
+        """Per-event cache for evaluator-internal derived values (parsed bodies, URLs)."""
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        return memo
 
     @property
     def referer(self) -> str | None:
@@ -174,50 +241,132 @@ class NetworkEvent:
         }
 
 
+EventRecord = tuple[Any, ...]
+"""`NetworkEvent`'s constructor fields in order (`RECORD_FIELDS`), with the method upper-cased."""
+
+RECORD_FIELDS = tuple(f.name for f in fields(NetworkEvent) if f.init)
+
+_TYPE_MASK, _NAVIGATION, _EVALUATION = 0b11, 0b100, 0b1000
+"""The bits of a classified event's byte in `NetworkTrace._kinds`."""
+
+
+def _kind(item: NetworkEvent | EventRecord) -> int:
+    if isinstance(item, NetworkEvent):
+        derived = item._derived or item._derive()
+    else:
+        derived = derive(item[0], item[1], item[3])
+    _path, type_index, navigation, evaluation = derived
+    return type_index | (_NAVIGATION if navigation else 0) | (_EVALUATION if evaluation else 0)
+
+
 class NetworkTrace:
-    """The ordered events of one agent run, grown one event at a time."""
+    """The ordered events of one agent run, grown one event at a time (events or records).
 
-    __slots__ = ("_evaluation", "_events", "_navigation", "_type_counts", "memo")
+    Reading an event through `event`, `events`, `find` or the navigation and
+    evaluation views makes it an object and keeps it; iterating makes objects
+    for the caller only. Counts and flags come from a byte per event, filled in
+    when first needed.
+    """
 
-    def __init__(self, events: Iterable[NetworkEvent] = ()) -> None:
-        self._events: list[NetworkEvent] = []
-        self._evaluation: list[NetworkEvent] = []
-        self._navigation: list[NetworkEvent] = []
-        self._type_counts = dict.fromkeys(EventType, 0)
+    __slots__ = ("_items", "_kinds", "_last_navigation", "_type_counts", "memo")
+
+    def __init__(self, events: Iterable[NetworkEvent | EventRecord] = ()) -> None:
+        self._items: list[NetworkEvent | EventRecord] = list(events)
+        self._kinds = bytearray()
+        """One byte per classified event (type and flags, see `_kind`), in order."""
+        self._last_navigation = -1
+        self._type_counts = [0] * len(_EVENT_TYPES)
         self.memo: dict[Any, Any] = {}
         """Per-trace cache for evaluators (e.g. how far a search got); valid because traces only grow."""
-        for event in events:
-            self.append(event)
 
-    def append(self, event: NetworkEvent) -> None:
-        self._events.append(event)
-        self._type_counts[event.event_type] += 1
-        if event.is_evaluation:
-            self._evaluation.append(event)
-            if event.is_navigation:
-                self._navigation.append(event)
+    def append(self, event: NetworkEvent | EventRecord) -> None:
+        self._items.append(event)
 
     def __len__(self) -> int:
-        return len(self._events)
+        return len(self._items)
 
     def __iter__(self) -> Iterator[NetworkEvent]:
-        return iter(self._events)
+        return self.iter_from(0)
+
+    def iter_from(self, start: int) -> Iterator[NetworkEvent]:
+        """The events from index `start` on, in order; records become objects for the caller only."""
+        items = self._items
+        for index in range(max(0, start), len(items)):
+            item = items[index]
+            yield NetworkEvent(*item) if type(item) is tuple else item  # type: ignore[misc]
+
+    def event(self, index: int) -> NetworkEvent:
+        """The event at `index`, made an object once and kept (evaluators memoize on it)."""
+        item = self._items[index]
+        if type(item) is tuple:
+            item = self._items[index] = NetworkEvent(*item)
+        assert isinstance(item, NetworkEvent)
+        return item
 
     @property
     def events(self) -> Sequence[NetworkEvent]:
-        """All events in order. Read-only by convention: use `append` to add."""
-        return self._events
+        """All events in order, every one made an object and kept (iterate for one pass instead)."""
+        return [self.event(index) for index in range(len(self._items))]
+
+    def find(self, start: int, method: str, fits: Callable[[NetworkEvent], bool]) -> list[NetworkEvent]:
+        """Evaluation events from index `start` on, of `method` (any when empty), that `fits`.
+
+        A record whose method differs is never made an object; the others are
+        made one for `fits`, and kept only when found.
+        """
+        found: list[NetworkEvent] = []
+        items = self._items
+        for index in range(start, len(items)):
+            item = items[index]
+            if type(item) is tuple:
+                if method and item[0] != method:
+                    continue
+                event = NetworkEvent(*item)
+            else:
+                assert isinstance(item, NetworkEvent)
+                if method and item.method != method:
+                    continue
+                event = item
+            if event.is_evaluation and fits(event):
+                items[index] = event
+                found.append(event)
+        return found
+
+    def _classify(self) -> None:
+        kinds, items, counts = self._kinds, self._items, self._type_counts
+        for index in range(len(kinds), len(items)):
+            kind = _kind(items[index])
+            kinds.append(kind)
+            counts[kind & _TYPE_MASK] += 1
+            if kind & (_NAVIGATION | _EVALUATION) == _NAVIGATION | _EVALUATION:
+                self._last_navigation = index
+
+    def last_navigation(self) -> NetworkEvent | None:
+        """The last evaluation event that counts as a navigation by the reference's rule."""
+        self._classify()
+        return self.event(self._last_navigation) if self._last_navigation >= 0 else None
+
+    def first_evaluation_events(self, count: int) -> list[NetworkEvent]:
+        """The first `count` evaluation events (static assets left out)."""
+        self._classify()
+        indexes = [i for i, kind in enumerate(self._kinds) if kind & _EVALUATION]
+        return [self.event(i) for i in indexes[:count]]
 
     @property
     def evaluation_events(self) -> Sequence[NetworkEvent]:
         """Events in order, static assets left out."""
-        return self._evaluation
+        self._classify()
+        return [self.event(i) for i, kind in enumerate(self._kinds) if kind & _EVALUATION]
 
     @property
     def navigation_events(self) -> Sequence[NetworkEvent]:
         """Evaluation events that count as navigations by the reference's rule."""
-        return self._navigation
+        self._classify()
+        wanted = _NAVIGATION | _EVALUATION
+        return [self.event(i) for i, kind in enumerate(self._kinds) if kind & wanted == wanted]
 
     def counts(self) -> dict[str, int]:
         """Number of events by `EventType`, plus the total."""
-        return {**{kind.value: n for kind, n in self._type_counts.items()}, "total": len(self._events)}
+        self._classify()
+        by_type = {kind.value: n for kind, n in zip(_EVENT_TYPES, self._type_counts, strict=True)}
+        return {**by_type, "total": len(self._items)}
