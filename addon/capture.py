@@ -12,14 +12,17 @@ nothing else) and it is small. Bodies that were streamed through
 from __future__ import annotations
 
 import re
+import time
 from urllib.parse import urljoin
 
 from mitmproxy import http
 from mitmproxy.net import encoding
+from mitmproxy.net.http import url as mitmproxy_url
 from mitmproxy.net.http.cookies import parse_set_cookie_header
 from mitmproxy.net.http.headers import infer_content_encoding
 
-from evaluator.trace import STATIC_ASSET_SUFFIXES, NetworkEvent
+from evaluator.memo import BoundedMemo
+from evaluator.trace import STATIC_ASSET_SUFFIXES, EventRecord, NetworkEvent
 
 BODY_CAP = 256 * 1024
 """Largest decoded body (request or response) kept as text, in bytes."""
@@ -27,15 +30,8 @@ BODY_CAP = 256 * 1024
 PART_CAP = 16 * 1024
 """In a multipart body over `BODY_CAP`, parts larger than this (file uploads) lose their content."""
 
-KEPT_RESPONSE_HEADERS = frozenset({"content-type", "location", "set-cookie"})
-"""Response headers evaluation or HAR consumers look at; the rest are dropped to keep events small."""
-
 EVALUATED_BODY_TYPES = ("json", "x-www-form-urlencoded", "multipart/form-data")
 """Response content types whose bodies the reference can parse; other bodies are never kept."""
-
-PROXY_AUTHORIZATION = "proxy-authorization"
-_PROXY_AUTHORIZATION_BYTES = PROXY_AUTHORIZATION.encode("ascii")
-_CONTENT_HEADER_LENGTHS = frozenset({len("content-type"), len("content-encoding")})
 
 _BOUNDARY = re.compile(r"boundary=\"?([^\";]+)\"?", re.IGNORECASE)
 
@@ -47,119 +43,165 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-SHARED_HEADERS_LIMIT = 8192
-"""Distinct decoded headers remembered for sharing between events; the memory is bounded by this."""
+# Everything a flow repeats is decoded once and shared (`BoundedMemo`): the header
+# pairs of a session (Host, User-Agent, Accept, the sec-fetch-* family), its origins,
+# methods, versions and content types. Events then share one decoded pair instead of
+# each holding its own strings — about a kilobyte less per event — and capture pays a
+# dictionary lookup instead of two decodes.
 
-_shared_headers: dict[tuple[bytes, bytes], tuple[str, str]] = {}
+_DROPPED = ("", "")
+"""What `shared_header` gives for the proxy credentials: they name the session, they are no request header."""
 
 
-def _remember_header(field: tuple[bytes, bytes]) -> tuple[str, str]:
-    pair = (field[0].decode("utf-8", "surrogateescape"), field[1].decode("utf-8", "surrogateescape"))
-    if len(_shared_headers) >= SHARED_HEADERS_LIMIT:
-        _shared_headers.clear()  # start over: the headers of the current traffic come back at once
-    _shared_headers[field] = pair
-    return pair
+def _decode_header(field: tuple[bytes, bytes]) -> tuple[str, str]:
+    if field[0].lower() == b"proxy-authorization":
+        return _DROPPED
+    return (_text(field[0]), _text(field[1]))
+
+
+_shared_headers: BoundedMemo[tuple[bytes, bytes], tuple[str, str]] = BoundedMemo(_decode_header)
 
 
 def shared_header(field: tuple[bytes, bytes]) -> tuple[str, str]:
-    """A raw header as (name, value) text, the same objects for the same bytes (see `_shared_headers`).
-
-    Most headers repeat on every request of a session (Host, User-Agent,
-    Accept, the sec-fetch-* family), so events share one decoded pair instead
-    of each holding its own strings: about a kilobyte less per event, and a
-    dictionary lookup instead of two decodes.
-    """
-    return _shared_headers.get(field) or _remember_header(field)
+    """A raw header as (name, value) text, the same objects for the same bytes (see above)."""
+    return _shared_headers[field]
 
 
-def request_fields(request: http.Request) -> tuple[Fields, str | None, str | None]:
-    """(headers as sent minus the proxy credentials, Content-Type, Content-Encoding) in one pass."""
-    # Every flow comes through here: one comprehension over mitmproxy's raw fields,
-    # then the two values evaluation needs from the few headers that can hold them.
-    kept = tuple(
-        [
-            _shared_headers.get(field) or _remember_header(field)
-            for field in request.headers.fields
-            if field[0].lower() != _PROXY_AUTHORIZATION_BYTES  # it names the session, not part of the request
-        ]
-    )
+_CONTENT_TYPE, _LOCATION, _SET_COOKIE, _CONTENT_ENCODING = 1, 2, 3, 4
+_RESPONSE_HEADER_KINDS = {
+    b"content-type": _CONTENT_TYPE,
+    b"location": _LOCATION,
+    b"set-cookie": _SET_COOKIE,
+    b"content-encoding": _CONTENT_ENCODING,
+}
+"""The response headers capture reads; the first three are the ones an event keeps."""
+
+
+def _response_header_kind(name: bytes) -> int:
+    return _RESPONSE_HEADER_KINDS.get(name.lower(), 0)
+
+
+_response_header_kinds: BoundedMemo[bytes, int] = BoundedMemo(_response_header_kind)
+_texts: BoundedMemo[bytes, str] = BoundedMemo(_text)
+"""Methods, schemes and HTTP versions as text (decoded as mitmproxy's properties do)."""
+_reasons: BoundedMemo[bytes, str] = BoundedMemo(lambda reason: reason.decode("ISO-8859-1"))
+_methods: BoundedMemo[bytes, str] = BoundedMemo(lambda method: _text(method).upper())
+_url_prefixes: BoundedMemo[tuple[str, str, int], str] = BoundedMemo(
+    # mitmproxy's own assembly, so the text is exactly what `request.url` gives.
+    lambda origin: mitmproxy_url.unparse(*origin)
+)
+
+
+def request_url(request: http.Request) -> str:
+    """`request.url`, the same text, without re-assembling the origin of every request."""
+    data = request.data
+    if data.method == b"CONNECT":
+        return request.url
+    prefix = _url_prefixes[(_texts[data.scheme], data.host, data.port)]
+    path = data.path
+    return prefix if path == b"*" else prefix + path.decode("utf-8", "surrogateescape")
+
+
+def request_headers(fields: tuple[tuple[bytes, bytes], ...]) -> Fields:
+    """The request's headers as sent, as shared text pairs, without the proxy credentials."""
+    kept = tuple(map(_shared_headers.__getitem__, fields))  # the memo's C-level lookup, no frame per field
+    return tuple([pair for pair in kept if pair is not _DROPPED]) if _DROPPED in kept else kept
+
+
+def content_headers(headers: Fields) -> tuple[str | None, str | None]:
+    """(Content-Type, Content-Encoding) of decoded headers; the last one of each wins."""
     content_type = content_encoding = None
-    for name, value in kept:
+    for name, value in headers:
         if len(name) in _CONTENT_HEADER_LENGTHS:
             lowered = name.lower()
             if lowered == "content-type":
                 content_type = value
             elif lowered == "content-encoding":
                 content_encoding = value
-    return kept, content_type, content_encoding
+    return content_type, content_encoding
 
 
-def response_fields(response: http.Response) -> tuple[Fields, str | None, str | None, str | None]:
-    """(kept headers, Content-Type, Content-Encoding, Location) in one pass."""
+_CONTENT_HEADER_LENGTHS = frozenset({len("content-type"), len("content-encoding")})
+
+
+def response_fields(response: http.Response) -> tuple[Fields, str | None, str | None, str | None, bool]:
+    """(kept headers, Content-Type, Content-Encoding, Location, whether a cookie is set) in one pass."""
     kept: list[tuple[str, str]] = []
     content_type = content_encoding = location = None
-    for raw_name, raw_value in response.headers.fields:
-        lowered = raw_name.lower()
-        if lowered == b"content-encoding":
-            content_encoding = _text(raw_value)
-        elif lowered in (b"content-type", b"location", b"set-cookie"):
-            pair = _shared_headers.get((raw_name, raw_value)) or _remember_header((raw_name, raw_value))
-            kept.append(pair)
-            value = pair[1]
-            if lowered == b"content-type":
-                content_type = value
-            elif lowered == b"location":
-                location = value
-    return tuple(kept), content_type, content_encoding, location
+    sets_cookie = False
+    kinds, shared = _response_header_kinds, _shared_headers
+    for field in response.data.headers.fields:
+        kind = kinds[field[0]]
+        if not kind:
+            continue
+        if kind == _CONTENT_ENCODING:
+            content_encoding = _text(field[1])
+            continue
+        pair = shared[field]
+        kept.append(pair)
+        if kind == _CONTENT_TYPE:
+            content_type = pair[1]
+        elif kind == _LOCATION:
+            location = pair[1]
+        else:
+            sets_cookie = True
+    return tuple(kept), content_type, content_encoding, location, sets_cookie
+
+
+def record_from_flow(flow: http.HTTPFlow, *, body_cap: int = BODY_CAP) -> EventRecord:
+    """The event of a completed flow, or of a failed one (`status` 0, `error` set), as a record.
+
+    A record (`evaluator.trace.EventRecord`) is what the proxy keeps: the
+    fields of `NetworkEvent` in order, as a plain tuple.
+    """
+    request = flow.request
+    data = request.data
+    url = request_url(request)
+    headers = request_headers(data.headers.fields)
+    post_data = post_mime = None
+    if data.content and not request.stream:
+        post_mime, post_encoding = content_headers(headers)
+        post_data = body_text(data.content, post_mime, post_encoding, cap=body_cap, multipart_ok=True)
+    method = _methods[data.method]
+    started = data.timestamp_start
+    response = flow.response
+    error = flow.error
+    if response is None or error is not None:
+        ended = error.timestamp if error is not None else started
+        return (
+            method, url, 0, headers, post_data, post_mime, "", _texts[data.http_version], "", (), (), None,
+            None, started, max(0.0, (ended - started) * 1000.0),
+            error.msg if error is not None else "no response",
+        )  # fmt: skip
+    kept, response_type, response_encoding, location, sets_cookie = response_fields(response)
+    answer = response.data
+    body = None
+    if answer.content and not response.stream and keeps_response_body(response_type, data.path):
+        body = body_text(answer.content, response_type, response_encoding, cap=body_cap)
+    ended = answer.timestamp_end or answer.timestamp_start
+    return (
+        method,
+        url,
+        answer.status_code,
+        headers,
+        post_data,
+        post_mime,
+        _reasons[answer.reason],
+        _texts[answer.http_version],
+        urljoin(url, location) if location else "",
+        kept,
+        cookies_from_headers(kept) if sets_cookie else (),
+        body,
+        response_type,
+        started,
+        max(0.0, (ended - started) * 1000.0),
+        None,
+    )
 
 
 def event_from_flow(flow: http.HTTPFlow, *, body_cap: int = BODY_CAP) -> NetworkEvent:
     """The event of a completed flow, or of a failed one (`status` 0, `error` set)."""
-    request = flow.request
-    response = flow.response
-    url = request.url
-    headers, request_type, request_encoding = request_fields(request)
-    post_data = None
-    if request.raw_content and not request.stream:
-        raw = request.raw_content
-        post_data = body_text(raw, request_type, request_encoding, cap=body_cap, multipart_ok=True)
-    started = request.timestamp_start
-    if response is None or flow.error is not None:
-        ended = flow.error.timestamp if flow.error is not None else started
-        return NetworkEvent(
-            method=request.method,
-            url=url,
-            status=0,
-            request_headers=headers,
-            post_data=post_data,
-            post_data_mime=request_type,
-            http_version=request.http_version,
-            started=started,
-            duration_ms=max(0.0, (ended - started) * 1000.0),
-            error=flow.error.msg if flow.error is not None else "no response",
-        )
-    kept, response_type, response_encoding, location = response_fields(response)
-    body = None
-    if response.raw_content and not response.stream and keeps_response_body(response_type, request.path):
-        body = body_text(response.raw_content, response_type, response_encoding, cap=body_cap)
-    ended = response.timestamp_end or response.timestamp_start
-    return NetworkEvent(
-        method=request.method,
-        url=url,
-        status=response.status_code,
-        request_headers=headers,
-        post_data=post_data,
-        post_data_mime=request_type,
-        status_text=response.reason,
-        http_version=response.http_version,
-        redirect_url=urljoin(url, location) if location else "",
-        response_headers=kept,
-        response_cookies=cookies_from_headers(kept),
-        response_body=body,
-        response_mime=response_type,
-        started=started,
-        duration_ms=max(0.0, (ended - started) * 1000.0),
-    )
+    return NetworkEvent(*record_from_flow(flow, body_cap=body_cap))
 
 
 def body_text(
@@ -195,23 +237,40 @@ def body_text(
     return decode_text(content, content_type or "")
 
 
-def keeps_response_body(mime: str | None, request_path: str) -> bool:
+def keeps_response_body(mime: str | None, request_path: str | bytes) -> bool:
     """Whether a response body is worth decoding: of a type evaluation parses, and not a static asset.
 
     `request_path` is the request target (query string allowed); static assets
     are never evaluation events, whatever their content type.
     """
-    if mime is None:
+    if mime is None or not _evaluated_types[mime]:
         return False
-    lowered = mime.lower()
-    if not any(kind in lowered for kind in EVALUATED_BODY_TYPES):
-        return False
+    if isinstance(request_path, bytes):
+        return not request_path.split(b"?", 1)[0].endswith(_STATIC_ASSET_SUFFIXES_BYTES)
     return not request_path.split("?", 1)[0].endswith(STATIC_ASSET_SUFFIXES)
+
+
+_STATIC_ASSET_SUFFIXES_BYTES = tuple(suffix.encode("ascii") for suffix in STATIC_ASSET_SUFFIXES)
+
+_evaluated_types: BoundedMemo[str, bool] = BoundedMemo(
+    lambda mime: any(kind in mime.lower() for kind in EVALUATED_BODY_TYPES)
+)
+"""Whether a Content-Type value is one `EVALUATED_BODY_TYPES` covers; a site sends few distinct ones."""
+
+
+def _charset_of(content_type: str) -> str | None:
+    """The charset mitmproxy infers for `content_type` when the body cannot change it, else None."""
+    if "html" in content_type or "text/css" in content_type:
+        return None  # mitmproxy reads a <meta> or @charset from the body
+    return infer_content_encoding(content_type)
+
+
+_charsets: BoundedMemo[str, str | None] = BoundedMemo(_charset_of)
 
 
 def decode_text(content: bytes, content_type: str) -> str:
     """Bytes to text by the declared charset; undecodable bytes become U+FFFD rather than failing."""
-    charset = infer_content_encoding(content_type, content)
+    charset = _charsets[content_type] or infer_content_encoding(content_type, content)
     try:
         return content.decode(charset, "replace")
     except LookupError:  # an unknown charset name
@@ -245,3 +304,29 @@ def cookies_from_headers(response_headers: Fields) -> Fields:
         if name.lower() == "set-cookie":
             cookies.extend((cookie, value or "") for cookie, value, _attrs in parse_set_cookie_header(line))
     return tuple(cookies)
+
+
+def tunnel_failure_event(flow: http.HTTPFlow) -> NetworkEvent:
+    """The event of a CONNECT whose upstream could not be reached (status 0, the reason in `error`).
+
+    Only the authority is known (the client never sent the request it meant to
+    tunnel), so the URL is `https://host[:port]/` and the method stays CONNECT.
+    """
+    request = flow.request
+    if flow.error is not None:
+        reason = flow.error.msg
+    elif flow.response is not None:
+        reason = (flow.response.get_text(strict=False) or flow.response.reason).split(" If you plan", 1)[0]
+    else:
+        reason = "the tunnel could not be opened"
+    started = request.timestamp_start
+    return NetworkEvent(
+        method="CONNECT",
+        url=f"https://{request.host}/" if request.port == 443 else f"https://{request.host}:{request.port}/",
+        status=0,
+        request_headers=tuple(request.headers.items(multi=True)),
+        http_version=request.http_version,
+        started=started,
+        duration_ms=max(0.0, (time.time() - started) * 1000.0),
+        error=reason.strip(),
+    )

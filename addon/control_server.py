@@ -109,8 +109,7 @@ class ControlServer:
             except h11.RemoteProtocolError:
                 return
             headers = {
-                name.decode("latin-1").lower(): value.decode("latin-1")
-                for name, value in event.headers
+                name.decode("latin-1").lower(): value.decode("latin-1") for name, value in event.headers
             }
             reply = handle_request(
                 self.ctx,
@@ -241,4 +240,3 @@ async def _send(
     data += _encode(conn, h11.EndOfMessage())
     writer.write(data)
     await writer.drain()
-

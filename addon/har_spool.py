@@ -159,7 +159,8 @@ class HarSpool:
                 # session cannot finish then), so it need not cost a syscall per event.
                 self._file = os.fdopen(handle, "wb", buffering=SPOOL_BUFFER)
                 self._file.write(har_head())
-            self._file.write((b",\n" if self.entries else b"\n") + entry_json)
+            self._file.write(b",\n" if self.entries else b"\n")
+            self._file.write(entry_json)  # into the buffer as it is: no concatenated copy
             self.entries += 1
         except OSError as error:
             logger.warning("HAR spool %s abandoned (the HAR will be written at finish): %s", self.path, error)

@@ -10,21 +10,16 @@ named on the CONNECT.
 
 from __future__ import annotations
 
-import binascii
-import functools
 import logging
 import os
 import tempfile
-import time
-import weakref
-from collections.abc import MutableMapping
 from pathlib import Path
 from urllib.parse import quote
 
 from mitmproxy import connection, ctx, exceptions, http
 from mitmproxy.utils import human
 
-from addon.capture import BODY_CAP, PROXY_AUTHORIZATION, event_from_flow
+from addon.capture import BODY_CAP, record_from_flow, tunnel_failure_event
 from addon.control import (
     MAX_CONTROL_BODY,
     RESERVED_HOST,
@@ -34,16 +29,16 @@ from addon.control import (
     json_reply,
 )
 from addon.control_server import CALLER_HEADER, SAFETY_HEADERS, SERVER_HEADER, ControlServer
+from addon.credentials import challenge, take_credentials
+from addon.process_memory import LargeBodyCollector, freeze_startup_heap
 from addon.redact import redact_har_entry
-from addon.sessions import DEFAULT_SESSION, SessionStore, session_name_problem
+from addon.sessions import DEFAULT_SESSION, SessionStore
 from evaluator.errors import WebArenaLiveError
 from evaluator.sites import SiteMap
 from evaluator.tasks import load_tasks
-from evaluator.trace import NetworkEvent
 
 logger = logging.getLogger(__name__)
 
-REALM = "webarena-live"
 JOURNAL_SUBDIR = ".journal"
 """Journal directory inside the output dir; not a task id, so the reference tooling skips it."""
 
@@ -64,35 +59,8 @@ _OPTIONS = (
     "webarena_body_cap",
     "webarena_control_token",
     "webarena_redact",
+    "webarena_gc_tuning",
 )
-
-
-@functools.lru_cache(maxsize=1024)  # every request repeats its session's header: decode it once
-def proxy_username(header_value: str | None) -> str | None:
-    """The username of `Proxy-Authorization: Basic …`, or None when there is none or it is malformed."""
-    if not header_value:
-        return None
-    scheme, _, encoded = header_value.strip().partition(" ")
-    if scheme.lower() != "basic":
-        return None
-    try:
-        decoded = binascii.a2b_base64(encoded.strip().encode("ascii")).decode("utf-8", "replace")
-    except (binascii.Error, UnicodeEncodeError):
-        return None
-    username = decoded.partition(":")[0]
-    return username or None
-
-
-CHALLENGE_DETAIL = "proxy credentials name the session: http://<session>:<any>@host:port"
-
-
-def challenge(detail: str = CHALLENGE_DETAIL) -> http.Response:
-    """The 407 that makes browsers send their proxy credentials."""
-    return http.Response.make(
-        407,
-        f"407 Proxy Authentication Required: {detail}\n",
-        {"Proxy-Authenticate": f'Basic realm="{REALM}"', "Content-Type": "text/plain; charset=utf-8"},
-    )
 
 
 def default_journal_dir(output_dir: str) -> Path:
@@ -117,32 +85,6 @@ def _may_be_streamed(request: http.Request, stream_large_bodies: str | None) -> 
     return _declared_length(request) > limit
 
 
-def tunnel_failure_event(flow: http.HTTPFlow) -> NetworkEvent:
-    """The event of a CONNECT whose upstream could not be reached (status 0, the reason in `error`).
-
-    Only the authority is known (the client never sent the request it meant to
-    tunnel), so the URL is `https://host[:port]/` and the method stays CONNECT.
-    """
-    request = flow.request
-    if flow.error is not None:
-        reason = flow.error.msg
-    elif flow.response is not None:
-        reason = (flow.response.get_text(strict=False) or flow.response.reason).split(" If you plan", 1)[0]
-    else:
-        reason = "the tunnel could not be opened"
-    started = request.timestamp_start
-    return NetworkEvent(
-        method="CONNECT",
-        url=f"https://{request.host}/" if request.port == 443 else f"https://{request.host}:{request.port}/",
-        status=0,
-        request_headers=tuple(request.headers.items(multi=True)),
-        http_version=request.http_version,
-        started=started,
-        duration_ms=max(0.0, (time.time() - started) * 1000.0),
-        error=reason.strip(),
-    )
-
-
 class WebArenaLive:
     """Evaluate agents live: capture every flow into its session's trace, serve the control API."""
 
@@ -151,8 +93,12 @@ class WebArenaLive:
         self.server: ControlServer | None = None
         self.body_cap = BODY_CAP
         self.session_port = 0
-        self._connections: MutableMapping[connection.Client, str] = weakref.WeakKeyDictionary()
-        """Session name per client connection that sent credentials (CONNECT or first request)."""
+        self._connections: dict[str, str] = {}
+        """Session name by client connection id, for connections that sent credentials (CONNECT or
+        first request); forgotten when the client disconnects."""
+        self.collector = LargeBodyCollector()
+        """Collects the garbage large bodies leave, with `webarena_gc_tuning` on."""
+        self.gc_tuning = True
 
     # --- options -------------------------------------------------------------------------------
 
@@ -160,7 +106,12 @@ class WebArenaLive:
         add = loader.add_option  # type: ignore[attr-defined]
         add("webarena_tasks", str, "", "Task file in WebArena-Verified format, or 'webarena-verified' for "
             "the official dataset (default: the embedded demo tasks).")  # fmt: skip
-        add("webarena_config", str, "", 'Site map: {"environments": {"__SHOPPING__": {"urls": ["http://..."]}}}.')
+        add(
+            "webarena_config",
+            str,
+            "",
+            'Site map: {"environments": {"__SHOPPING__": {"urls": ["http://..."]}}}.',
+        )
         add("webarena_output_dir", str, "", "Write OUT/<task_id>/{agent_response.json,network.har,"
             "eval_result.json} when a session finishes.")  # fmt: skip
         add("webarena_journal_dir", str, "", "Where each session run's events are journaled as JSON lines "
@@ -176,6 +127,8 @@ class WebArenaLive:
             "network.har and the journal (off by default: some official tasks check cookies, which a "
             "redacted HAR cannot prove to the reference evaluator).")  # fmt: skip
         add("webarena_body_cap", int, BODY_CAP, "Largest request/response body kept in an event, in bytes.")
+        add("webarena_gc_tuning", bool, True, "Freeze the start-up heap out of Python's garbage collection, "
+            "and collect after every 32 MB of large bodies (see addon/process_memory.py).")  # fmt: skip
 
     def configure(self, updated: set[str]) -> None:
         if self.context is not None and not updated.intersection(_OPTIONS):
@@ -208,15 +161,21 @@ class WebArenaLive:
             output_dir=output_dir,
             token=options.webarena_control_token or None,
             redact=options.webarena_redact,
-            extra_health=self.context.extra_health if self.context is not None else {},
+            extra_health=self.context.extra_health if self.context else {"memory": self.collector.stats},
         )
         if self.server is not None:  # options changed while running: the control port serves the new state
             self.server.ctx = self.context
         self.body_cap = options.webarena_body_cap
         self.session_port = options.webarena_session_port
+        self.gc_tuning = options.webarena_gc_tuning
         logger.info("webarena-live: %d tasks from %s; journal in %s", len(tasks), tasks.source, journal_dir)
 
     async def running(self) -> None:
+        await self._start_control_port()
+        if ctx.options.webarena_gc_tuning and not self.collector.stats["frozen_objects"]:
+            self.collector.stats["frozen_objects"] = freeze_startup_heap()
+
+    async def _start_control_port(self) -> None:
         options = ctx.options
         if self.context is None or not options.webarena_control_port or self.server is not None:
             return
@@ -229,7 +188,7 @@ class WebArenaLive:
             logger.error("webarena-live: cannot open the control port %s: %s", port, error)
             return
         self.server = server
-        self.context.extra_health = {"control_port": server.port}
+        self.context.extra_health["control_port"] = server.port
         logger.info("webarena-live: control API on http://%s:%d/", server.host, server.port)
 
     async def done(self) -> None:
@@ -246,29 +205,29 @@ class WebArenaLive:
         return bool(self.session_port) and len(sockname) > 1 and sockname[1] == self.session_port
 
     def _take_credentials(self, flow: http.HTTPFlow) -> tuple[str | None, str | None]:
-        """(username, problem) from the request's proxy credentials, removing them before they go upstream."""
-        value = flow.request.headers.get(PROXY_AUTHORIZATION)
-        if value is None:
-            return None, None
-        del flow.request.headers[PROXY_AUTHORIZATION]
-        username = proxy_username(value)
-        if username is None:
-            return None, None
-        problem = session_name_problem(username)
-        if problem:
-            return None, problem
-        self._connections[flow.client_conn] = username
-        return username, None
+        """(username, problem) from the request's proxy credentials, removing them before they go upstream;
+        the name is remembered for the client connection."""
+        username, problem = take_credentials(flow.request)
+        if username is not None:
+            client_id = flow.client_conn.id
+            if self._connections.get(client_id) != username:
+                self._connections[client_id] = username
+        return username, problem
+
+    def client_disconnected(self, client: connection.Client) -> None:
+        self._connections.pop(client.id, None)
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
         flow.metadata[SKIP_KEY] = True  # the tunnel itself is no event; the requests inside it are
         username, problem = self._take_credentials(flow)
         if problem:
             flow.response = challenge(problem)
-        elif username is None and flow.client_conn not in self._connections and self._on_session_port(flow):
+        elif (
+            username is None and flow.client_conn.id not in self._connections and self._on_session_port(flow)
+        ):
             flow.response = challenge()
         else:
-            flow.metadata[SESSION_KEY] = username or self._connections.get(flow.client_conn)
+            flow.metadata[SESSION_KEY] = username or self._connections.get(flow.client_conn.id)
             return
         flow.metadata[CHALLENGED_KEY] = True
 
@@ -290,7 +249,7 @@ class WebArenaLive:
         is_control = flow.request.host == RESERVED_HOST
         username, problem = self._take_credentials(flow)
         if username is None:
-            username = self._connections.get(flow.client_conn)
+            username = self._connections.get(flow.client_conn.id)
         if problem or (username is None and not is_control and self._on_session_port(flow)):
             flow.metadata[SKIP_KEY] = True
             flow.response = challenge(problem) if problem else challenge()
@@ -348,17 +307,26 @@ class WebArenaLive:
     # --- capture -------------------------------------------------------------------------------
 
     def response(self, flow: http.HTTPFlow) -> None:
-        if not flow.metadata.get(SKIP_KEY):
-            self._capture(flow)
+        # Captured here, before mitmproxy sends the response on: the event's journal line is
+        # with the operating system before the agent sees the answer (see `Journal`).
+        if flow.metadata.get(SKIP_KEY) or self.context is None or flow.is_replay:
+            return
+        flow.metadata[CAPTURED_KEY] = True
+        self._capture(flow)
 
     def error(self, flow: http.HTTPFlow) -> None:
-        if not flow.metadata.get(SKIP_KEY) and not flow.metadata.get(CAPTURED_KEY):
-            self._capture(flow)
-
-    def _capture(self, flow: http.HTTPFlow) -> None:
+        if flow.metadata.get(SKIP_KEY) or flow.metadata.get(CAPTURED_KEY):
+            return
         if self.context is None or flow.is_replay:
             return
         flow.metadata[CAPTURED_KEY] = True
+        self._capture(flow)
+
+    def _capture(self, flow: http.HTTPFlow) -> None:
+        assert self.context is not None
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
-        event = event_from_flow(flow, body_cap=self.body_cap)
-        self.context.sessions.get_or_create(name).append(event)
+        self.context.sessions.get_or_create(name).append(record_from_flow(flow, body_cap=self.body_cap))
+        if self.gc_tuning:
+            response = flow.response
+            size = len(flow.request.data.content or b"")
+            self.collector.note(size + len(response.data.content or b"") if response is not None else size)

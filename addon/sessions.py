@@ -38,7 +38,7 @@ from evaluator.network_evaluator import evaluate_network
 from evaluator.results import TaskResult
 from evaluator.sites import SiteMap
 from evaluator.tasks import NetworkEventEvaluatorConfig, Task
-from evaluator.trace import NetworkEvent, NetworkTrace
+from evaluator.trace import EventRecord, NetworkEvent, NetworkTrace
 
 DEFAULT_SESSION = "default"
 MAX_SESSION_NAME = 128
@@ -105,20 +105,24 @@ def journal_filename(session: str, task_id: int | None, when: datetime) -> str:
     return f"{safe}-{task}-{when.strftime('%Y%m%dT%H%M%S.%f')}.jsonl"
 
 
-def entry_json_bytes(event: NetworkEvent, entry_filter: EntryFilter | None = None) -> bytes:
+def entry_json_bytes(event: NetworkEvent | EventRecord, entry_filter: EntryFilter | None = None) -> bytes:
     """The event's HAR entry as compact ASCII JSON, through `entry_filter` (redaction) if any."""
     if entry_filter is None:
         return event_to_har_json(event).encode("ascii")
+    if not isinstance(event, NetworkEvent):
+        event = NetworkEvent(*event)
     return _LINE_ENCODER.encode(entry_filter(event_to_har_entry(event))).encode("ascii")
 
 
 class Journal:
     """Append-only JSON-lines file of one session run: each line is one event as a HAR entry.
 
-    The file is opened at the first event and written unbuffered, so every
-    line reaches the OS in one write call (no fsync): a crash of the proxy
-    process loses nothing already captured, and `evaluator.har.load_trace`
-    reads the file back.
+    The file is opened at the first event and written unbuffered, one
+    `write` per line, while the proxy still holds the flow's response: when
+    the agent sees an answer, its event is with the operating system. No
+    fsync: a crash of the proxy process loses nothing already captured (a
+    power loss can lose what the kernel had not flushed yet), and
+    `evaluator.har.load_trace` reads the file back.
     """
 
     def __init__(self, path: Path, *, entry_filter: EntryFilter | None = None) -> None:
@@ -127,17 +131,18 @@ class Journal:
         self._file: IO[bytes] | None = None
         self._broken = False
         self.lines = 0
+        """Lines written to the file so far."""
 
-    def write(self, event: NetworkEvent, entry_json: bytes | None = None) -> None:
+    def write(self, event: NetworkEvent | EventRecord, entry_json: bytes | None = None) -> None:
         """Append one line: `entry_json` when the caller already has it, else the event serialized."""
         if self._broken:
             return
+        if entry_json is None:
+            entry_json = entry_json_bytes(event, self.entry_filter)
         try:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._file = self.path.open("ab", buffering=0)
-            if entry_json is None:
-                entry_json = entry_json_bytes(event, self.entry_filter)
             self._file.write(entry_json + b"\n")
             self.lines += 1
         except OSError as error:
@@ -219,8 +224,8 @@ class Session:
         self._reset(task=task)
         self._notify("reset", self.describe())
 
-    def append(self, event: NetworkEvent) -> bool:
-        """Record a captured event; False (and nothing recorded) once the session is finished."""
+    def append(self, event: NetworkEvent | EventRecord) -> bool:
+        """Record a captured event (or its record); False (and nothing recorded) once finished."""
         if self.state is SessionState.FINISHED:
             self.late_events += 1
             return False
@@ -231,17 +236,19 @@ class Session:
             self.trace = NetworkTrace()
         self.trace.append(event)
         journal, spool = self.journal, self.har_spool
-        if spool is not None and spool.usable:
-            entry_json = entry_json_bytes(event, self.journal_filter)
+        if spool is not None and not spool.usable:
+            spool = None
+        if journal is not None or spool is not None:
+            entry_json = entry_json_bytes(event, self.journal_filter)  # serialized once for both
             if journal is not None:
                 journal.write(event, entry_json)
-            spool.add(entry_json)
-        elif journal is not None:
-            journal.write(event)
+            if spool is not None:
+                spool.add(entry_json)
         if self.state is SessionState.RUNNING and self._prepare_timer is None:
             self._schedule_prepare()
         if self.listeners:
-            self._notify("event", self.event_view(len(self.trace) - 1, event))
+            view_of = event if isinstance(event, NetworkEvent) else NetworkEvent(*event)
+            self._notify("event", self.event_view(len(self.trace) - 1, view_of))
         return True
 
     def finish(self, result: TaskResult, *, outputs: dict[str, str] | None = None) -> None:
@@ -300,9 +307,9 @@ class Session:
         return {"index": index, "session": self.name, **event.summary()}
 
     def events_view(self, start: int = 0) -> Iterator[dict[str, Any]]:
-        events = self.trace.events
-        for index in range(max(0, start), len(events)):
-            yield self.event_view(index, events[index])
+        start = max(0, start)
+        for index, event in enumerate(self.trace.iter_from(start), start):
+            yield self.event_view(index, event)
 
     def describe(self) -> dict[str, Any]:
         task = self.task

@@ -10,7 +10,8 @@ from addon_helpers import NAVIGATE_TASK, SHOP, browser_headers, make_flow, write
 from mitmproxy import exceptions
 from mitmproxy.test import taddons, tflow
 
-from addon.live import CAPTURED_KEY, WebArenaLive, proxy_username
+from addon.credentials import proxy_username
+from addon.live import CAPTURED_KEY, WebArenaLive
 from addon.sessions import DEFAULT_SESSION
 
 SESSION_PORT = 8082

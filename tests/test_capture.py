@@ -109,11 +109,13 @@ def test_undecodable_bodies_do_not_break_capture():
 def test_large_multipart_upload_keeps_its_form_fields():
     boundary = "----form7"
     upload = b"\x89PNG" + b"\x00" * 400_000
-    body = (
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nMy review\r\n"
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"p.png\"\r\n"
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="title"\r\n\r\nMy review\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="photo"; filename="p.png"\r\n'
         f"Content-Type: image/png\r\n\r\n"
-    ).encode() + upload + f"\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"rating\"\r\n\r\n5\r\n--{boundary}--\r\n".encode()  # noqa: E501
+    )
+    tail = f'\r\n--{boundary}\r\nContent-Disposition: form-data; name="rating"\r\n\r\n5\r\n--{boundary}--\r\n'
+    body = head.encode() + upload + tail.encode()
     mime = f"multipart/form-data; boundary={boundary}"
     event = event_from_flow(make_flow("POST", f"{SHOP}/review", headers={"Content-Type": mime}, body=body))
     assert event.post_data is not None

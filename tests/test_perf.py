@@ -120,7 +120,7 @@ def test_headers_are_decoded_once_and_shared_between_events():
 
 
 def test_the_shared_header_memory_is_bounded(monkeypatch):
-    monkeypatch.setattr(capture, "SHARED_HEADERS_LIMIT", 10)
+    monkeypatch.setattr(capture._shared_headers, "limit", 10)
     for i in range(50):
         assert shared_header((b"X-Counter", str(i).encode())) == ("X-Counter", str(i))
         assert len(capture._shared_headers) <= 10

@@ -1,0 +1,146 @@
+"""The proxy's garbage-collector tuning (`addon/process_memory.py`), alone and in a real proxy.
+
+mitmproxy's finished flows die in reference cycles, so their buffered bodies
+wait for Python's cycle collector. The collector here counts the bytes of
+large bodies and collects once per `collect_after` of them: the tests build
+exactly that kind of garbage (a cycle holding a large body) and watch it go,
+then send 1 MB responses through a real proxy and read its `/health`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+import weakref
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import requests
+
+from addon.process_memory import LARGE_BODY, LargeBodyCollector, freeze_startup_heap
+from tests.site.harness import TASKS_FILE, start_proxy, write_config
+
+MEGABYTE = 1024 * 1024
+
+
+class DeadFlow:
+    """Stands for a finished flow: a reference cycle holding a body, freed only by the cycle collector."""
+
+    def __init__(self, size: int) -> None:
+        self.body = bytes(size)
+        self.me = self
+
+
+@pytest.fixture
+def no_automatic_collection() -> Iterator[None]:
+    """Only the collector under test may collect (the automatic one would hide what it does)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _dead_flow(size: int) -> weakref.ref[DeadFlow]:
+    return weakref.ref(DeadFlow(size))
+
+
+def test_dead_flows_go_once_enough_large_bytes_went_through(no_automatic_collection: None) -> None:
+    collector = LargeBodyCollector(collect_after=4 * MEGABYTE)
+    dead = [_dead_flow(MEGABYTE) for _ in range(3)]
+    for _ in range(3):
+        collector.note(MEGABYTE)
+    assert all(ref() is not None for ref in dead)  # 3 MB: not yet
+    collector.note(MEGABYTE)
+    assert all(ref() is None for ref in dead)
+    assert collector.stats["large_body_collections"] == 1 and collector.pending == 0
+
+
+def test_small_bodies_never_count(no_automatic_collection: None) -> None:
+    collector = LargeBodyCollector(collect_after=LARGE_BODY)
+    dead = _dead_flow(10)
+    for _ in range(1000):
+        collector.note(LARGE_BODY - 1)
+    assert dead() is not None and collector.stats["large_body_collections"] == 0
+    gc.collect()
+
+
+def test_inside_the_proxy_the_collection_waits_for_the_end_of_the_loop_turn(
+    no_automatic_collection: None,
+) -> None:
+    collector = LargeBodyCollector(collect_after=MEGABYTE)
+
+    async def flow_finishes() -> tuple[bool, bool]:
+        dead = _dead_flow(MEGABYTE)
+        collector.note(MEGABYTE)
+        collector.note(MEGABYTE)  # one collection is scheduled, not two
+        during = dead() is not None
+        await asyncio.sleep(0)
+        return during, dead() is None
+
+    assert asyncio.run(flow_finishes()) == (True, True)
+    assert collector.stats["large_body_collections"] == 1
+
+
+def test_freezing_moves_everything_alive_out_of_collections() -> None:
+    try:
+        frozen = freeze_startup_heap()
+        assert frozen == gc.get_freeze_count() > 1000
+    finally:
+        gc.unfreeze()  # the test process goes on collecting as before
+
+
+class _LargeAnswers(BaseHTTPRequestHandler):
+    body = b'{"rows": "' + b"x" * (MEGABYTE - 12) + b'"}'
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_real_proxy_collects_after_large_bodies_and_keeps_none_of_them(tmp_path: Path) -> None:
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _LargeAnswers)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    origin = f"http://127.0.0.1:{upstream.server_address[1]}"
+    config = write_config(tmp_path / "sites.json", {"__SHOPPING__": {"urls": [origin]}})
+    proxy = start_proxy(tmp_path / "proxy", tasks=TASKS_FILE, config=config)
+    try:
+        proxy.control.start(9001, "big")
+        client = requests.Session()
+        client.proxies = {"http": f"http://big:x@127.0.0.1:{proxy.port}"}
+        for n in range(40):  # 40 MB of bodies: past the 32 MB of one collection
+            answer = client.get(f"{origin}/api/report/{n}", timeout=30)
+            assert answer.status_code == 200 and len(answer.content) == len(_LargeAnswers.body)
+        memory = proxy.control.get("/health").json()["memory"]
+        assert memory["frozen_objects"] > 10_000  # the start-up heap: modules, tasks, mitmproxy
+        assert memory["large_body_collections"] >= 1
+        events = proxy.control.trace("big")
+        assert len(events) == 40 and all(event["status"] == 200 for event in events)
+        har = proxy.control.get("/sessions/big/har").json()
+        assert not any(entry["response"]["content"].get("text") for entry in har["log"]["entries"])
+    finally:
+        proxy.stop()
+        upstream.shutdown()
+
+
+def test_tuning_off_freezes_and_collects_nothing(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "sites.json", {"__SHOPPING__": {"urls": ["http://127.0.0.1:9"]}})
+    proxy = start_proxy(
+        tmp_path / "proxy", tasks=TASKS_FILE, config=config, extra_options=("webarena_gc_tuning=false",)
+    )
+    try:
+        memory = proxy.control.get("/health").json()["memory"]
+        assert memory == {"frozen_objects": 0, "large_body_collections": 0, "collect_ms": 0.0}
+    finally:
+        proxy.stop()
