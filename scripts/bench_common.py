@@ -253,6 +253,16 @@ def run_load(
     return load_result(process, timeout=seconds + 120)
 
 
+def run_latency(proxy_ports: Sequence[int], url: str, *, seconds: float, session: str | None = None) -> Any:
+    """Latency percentiles per proxy, one request at a time, the proxies taking turns (`bench_traffic`)."""
+    command = [sys.executable, str(TRAFFIC), "latency", "--proxy-ports", ",".join(map(str, proxy_ports)),
+               "--url", url, "--seconds", str(seconds)]  # fmt: skip
+    if session:
+        command += ["--session", session]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, preexec_fn=pin(HELPER_CPUS))
+    return load_result(process, timeout=seconds + 120)
+
+
 def control(port: int, method: str, path: str, body: Any = None, *, timeout: float = 120) -> Any:
     """One request to the addon's control port; the decoded JSON answer."""
     import http.client

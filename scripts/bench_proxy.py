@@ -1,12 +1,16 @@
 #!/usr/bin/env python
 """Throughput and added latency of `mitmdump` with the webarena-live addon vs the same `mitmdump` without.
 
-Two `mitmdump` processes run side by side for the whole benchmark, pinned to
-the same CPU: the baseline (plain mitmproxy) and the same command with
-`-s addon/entry.py`, whose traffic lands in a running session of a task (so
+Two `mitmdump` processes run side by side, pinned to the same CPU: the
+baseline (plain mitmproxy) and the same command with `-s addon/entry.py`,
+deployed as a benchmark harness runs it — a site map naming the upstream, an
+output directory — whose traffic lands in a running session of a task (so
 every flow is captured, journaled, spooled and offered to evaluation). A
 local asyncio upstream answers small responses; the load generators run in
-their own processes on the other CPU.
+their own processes on the other CPU. A second, shorter comparison runs the
+addon with its garbage-collector tuning off (`webarena_gc_tuning=false`,
+see `addon/process_memory.py`): what the addon's own work costs when nothing
+of it is paid back.
 
 Both proxies are loaded *at the same time*: on a shared, noisy machine the
 load drifts from second to second, and only figures taken in the same
@@ -16,7 +20,9 @@ ratio of their requests/s is the ratio of their per-request costs. Per round:
 - throughput: `--connections` keep-alive clients per proxy, sending requests
   back to back for `--seconds`; requests/s, and each proxy's CPU time per
   request (from /proc);
-- latency: one client per proxy, one request at a time; p50 and p99 of the round trip.
+- latency: one client sending one request at a time, to each proxy in turn
+  (so neither waits for the other's CPU time, and both see the same
+  seconds); p50 and p99 of the round trip.
 
     .venv/bin/python scripts/bench_proxy.py [--quick] [--rounds N] [--seconds S] [--connections C]
 
@@ -26,7 +32,10 @@ Targets: throughput >= 0.95x the baseline; added latency p50 <= +0.3 ms, p99 <= 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,39 +47,58 @@ SESSION = "bench"
 TASK_ID = 1005
 """The demo task the session runs: a mutate task whose network evaluator looks at POST events."""
 
+BASELINE, ADDON = "baseline", "addon"
 
-def measure(
-    proxies: dict[bool, bench.Proxy], url: str, *, connections: int, seconds: float
-) -> dict[bool, Any]:
-    """One round: both proxies under the same load at the same time, then both latency runs at once."""
-    figures: dict[bool, dict[str, float]] = {False: {}, True: {}}
-    cpu_before = {key: bench.cpu_seconds(proxy.pid) for key, proxy in proxies.items()}
+
+def measure(proxies: dict[str, bench.Proxy], url: str, *, connections: int, seconds: float) -> dict[str, Any]:
+    """One round: both proxies under the same load at the same time, then the latency run."""
+    figures: dict[str, dict[str, float]] = {name: {} for name in proxies}
+    cpu_before = {name: bench.cpu_seconds(proxy.pid) for name, proxy in proxies.items()}
     loads = {
-        key: bench.start_load(proxy.port, url, connections=connections, seconds=seconds, session=SESSION)
-        for key, proxy in proxies.items()
+        name: bench.start_load(proxy.port, url, connections=connections, seconds=seconds, session=SESSION)
+        for name, proxy in proxies.items()
     }
-    for key, process in loads.items():
+    for name, process in loads.items():
         result = bench.load_result(process, timeout=seconds + 120)
-        cpu = bench.cpu_seconds(proxies[key].pid) - cpu_before[key]
-        figures[key].update(rps=result["rps"], cpu_us=cpu / result["requests"] * 1e6)
-    latency = {
-        key: bench.start_load(proxy.port, url, connections=1, seconds=seconds / 2, session=SESSION)
-        for key, proxy in proxies.items()
-    }
-    for key, process in latency.items():
-        result = bench.load_result(process, timeout=seconds + 120)
-        figures[key].update(p50=result["p50_ms"], p99=result["p99_ms"])
+        cpu = bench.cpu_seconds(proxies[name].pid) - cpu_before[name]
+        figures[name].update(rps=result["rps"], cpu_us=cpu / result["requests"] * 1e6)
+    latency = bench.run_latency([proxy.port for proxy in proxies.values()], url, seconds=seconds / 2,
+                                session=SESSION)  # fmt: skip
+    for index, name in enumerate(proxies):
+        figures[name].update(p50=latency["p50_ms"][index], p99=latency["p99_ms"][index])
     return figures
+
+
+def compare(
+    url: str, options: list[str], *, task: int, rounds: int, seconds: float, connections: int, label: str
+) -> tuple[list[list[Any]], int]:
+    """`rounds` rounds of a plain mitmdump against one with the addon (`options` its settings)."""
+    results: dict[str, list[dict[str, float]]] = {BASELINE: [], ADDON: []}
+    proxies = {BASELINE: bench.Proxy(addon=False), ADDON: bench.Proxy(addon=True, addon_options=options)}
+    with proxies[BASELINE], proxies[ADDON]:
+        bench.control(proxies[ADDON].control_port, "POST", "/sessions", {"task_id": task, "session": SESSION})
+        # Warm both up (imports, first connections) before anything counts.
+        for proxy in proxies.values():
+            bench.run_load(proxy.port, url, connections=4, seconds=1.0, session=SESSION)
+        for index in range(rounds):
+            round_figures = measure(proxies, url, connections=connections, seconds=seconds)
+            for name, figures in round_figures.items():
+                results[name].append(figures)
+                print(f"  {label} round {index + 1} {name:8}: {figures['rps']:8.1f} req/s, "
+                      f"{figures['cpu_us']:7.0f} us CPU/req, p50 {figures['p50']:6.2f} ms, "
+                      f"p99 {figures['p99']:7.2f} ms", flush=True)  # fmt: skip
+        session = bench.control(proxies[ADDON].control_port, "GET", f"/sessions/{SESSION}")
+    return _rows(results[BASELINE], results[ADDON], label), session["counts"]["total"]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="2 rounds of 3 s (under a minute)")
-    parser.add_argument("--rounds", type=int, help="rounds per proxy (default 6; quick: 2)")
+    parser.add_argument("--quick", action="store_true", help="2 rounds of 3 s each (under a minute)")
+    parser.add_argument("--rounds", type=int, help="rounds of the main comparison (default 16; quick: 2)")
     parser.add_argument(
-        "--seconds", type=float, help="seconds of load per throughput run (default 8; quick: 3)"
+        "--seconds", type=float, help="seconds of load per throughput run (default 5; quick: 3)"
     )
     parser.add_argument(
         "--connections", type=int, default=32, help="keep-alive clients per proxy in throughput runs"
@@ -83,80 +111,74 @@ def main() -> int:
         "an evaluator without a method filter, which prepares its verdict on every event)",
     )
     args = parser.parse_args()
-    rounds = args.rounds or (2 if args.quick else 6)
-    seconds = args.seconds or (3.0 if args.quick else 8.0)
+    rounds = args.rounds or (2 if args.quick else 16)
+    seconds = args.seconds or (3.0 if args.quick else 5.0)
 
     print(bench.machine_line())
-    results: dict[bool, list[dict[str, float]]] = {False: [], True: []}
-    with bench.upstream(size=512) as upstream_port:
-        url = f"http://127.0.0.1:{upstream_port}/api/items?page=1"
-        with bench.Proxy(addon=False) as baseline, bench.Proxy(addon=True) as live:
-            bench.control(live.control_port, "POST", "/sessions", {"task_id": args.task, "session": SESSION})
-            proxies = {False: baseline, True: live}
-            # Warm both up (imports, first connections) before anything counts.
-            for proxy in proxies.values():
-                bench.run_load(proxy.port, url, connections=4, seconds=1.0, session=SESSION)
-            for index in range(rounds):
-                round_figures = measure(proxies, url, connections=args.connections, seconds=seconds)
-                for with_addon in (False, True):
-                    figures = round_figures[with_addon]
-                    results[with_addon].append(figures)
-                    name = "addon   " if with_addon else "baseline"
-                    print(f"  round {index + 1} {name}: {figures['rps']:8.1f} req/s, "
-                          f"{figures['cpu_us']:7.0f} us CPU/req, p50 {figures['p50']:6.2f} ms, "
-                          f"p99 {figures['p99']:7.2f} ms", flush=True)  # fmt: skip
-            captured = bench.control(live.control_port, "GET", f"/sessions/{SESSION}")["counts"]["total"]
+    with bench.upstream(size=512) as upstream_port, tempfile.TemporaryDirectory() as work:
+        origin = f"http://127.0.0.1:{upstream_port}"
+        url = f"{origin}/api/items?page=1"
+        # Deployed as a benchmark harness runs it: a site map naming the upstream, an output directory.
+        config = Path(work) / "config.json"
+        config.write_text(json.dumps({"environments": {"__SHOPPING__": {"urls": [origin]}}}))
+        options = [f"webarena_config={config}", f"webarena_output_dir={Path(work) / 'out'}"]
+        common = {"task": args.task, "seconds": seconds, "connections": args.connections}
+        rows, captured = compare(url, options, rounds=rounds, label="", **common)
+        own_rows, _ = compare(url, [*options, "webarena_gc_tuning=false"], rounds=max(2, rounds // 2),
+                              label=" (addon, gc tuning off)", **common)  # fmt: skip
 
     print(
-        f"\n{rounds} rounds, {seconds:g} s throughput runs with {args.connections} connections; "
-        f"{captured:,} events captured by the addon; medians, per-round min..max in brackets\n"
+        f"\n{rounds} rounds (gc tuning off: {max(2, rounds // 2)}), {seconds:g} s throughput runs with "
+        f"{args.connections} connections; {captured:,} events captured by the addon; medians, per-round "
+        "min..max in brackets\n"
     )
-    rows = []
-
-    def column(with_addon: bool, key: str) -> list[float]:
-        return [r[key] for r in results[with_addon]]
-
-    def paired(key: str) -> list[float]:
-        return [a[key] / b[key] for a, b in zip(results[True], results[False], strict=True)]
-
-    def deltas(key: str) -> list[float]:
-        return [a[key] - b[key] for a, b in zip(results[True], results[False], strict=True)]
-
-    rps_ratio = paired("rps")
-    cpu_ratio = [1 / r for r in paired("cpu_us")]
-    rows.append(_row("throughput (req/s)", column(False, "rps"), column(True, "rps"), rps_ratio, "x",
-                     ">= 0.95x"))  # fmt: skip
-    rows.append(_row("throughput from CPU/req", column(False, "cpu_us"), column(True, "cpu_us"), cpu_ratio,
-                     "x", ">= 0.95x", unit=" us"))  # fmt: skip
-    rows.append(_row("latency p50 (ms)", column(False, "p50"), column(True, "p50"), deltas("p50"), " ms",
-                     "<= +0.3 ms", signed=True))  # fmt: skip
-    rows.append(_row("latency p99 (ms)", column(False, "p99"), column(True, "p99"), deltas("p99"), " ms",
-                     "<= +2 ms", signed=True))  # fmt: skip
     bench.print_table(
-        ["figure", "baseline mitmdump", "mitmdump + addon", "addon vs baseline", "target"], rows
+        ["figure", "baseline mitmdump", "mitmdump + addon", "addon vs baseline", "target"],
+        [*rows, *[[*row[:4], "(the addon's own work)"] for row in own_rows]],
     )
     return 0
 
 
-def _row(
-    name: str,
-    baseline: list[float],
-    addon: list[float],
-    compared: list[float],
-    suffix: str,
-    target: str,
+def _rows(
+    baseline: Sequence[dict[str, float]],
+    addon: Sequence[dict[str, float]],
+    label: str,
     *,
-    unit: str = "",
-    signed: bool = False,
-) -> list[Any]:
-    middle = bench.median(compared)
-    shown = f"{middle:+.2f}{suffix}" if signed else f"{middle:.3f}{suffix}"
+    targets: bool = True,
+) -> list[list[Any]]:
+    def column(figures: Sequence[dict[str, float]], key: str) -> list[float]:
+        return [f[key] for f in figures]
+
+    def paired(key: str) -> list[float]:
+        return [a[key] / b[key] for a, b in zip(addon, baseline, strict=True)]
+
+    def deltas(key: str) -> list[float]:
+        return [a[key] - b[key] for a, b in zip(addon, baseline, strict=True)]
+
+    def row(name: str, key: str, compared: list[float], suffix: str, target: str, *, unit: str = "",
+            signed: bool = False) -> list[Any]:  # fmt: skip
+        middle = bench.median(compared)
+        shown = f"{middle:+.2f}{suffix}" if signed else f"{middle:.3f}{suffix}"
+        return [
+            name + label,
+            f"{bench.median(column(baseline, key)):.1f}{unit}",
+            f"{bench.median(column(addon, key)):.1f}{unit}",
+            f"{shown} [{bench.spread(compared)}]",
+            target,
+        ]
+
     return [
-        name,
-        f"{bench.median(baseline):.1f}{unit}",
-        f"{bench.median(addon):.1f}{unit}",
-        f"{shown} [{bench.spread(compared)}]",
-        target,
+        row("throughput (req/s)", "rps", paired("rps"), "x", ">= 0.95x"),
+        row(
+            "throughput from CPU/req",
+            "cpu_us",
+            [1 / r for r in paired("cpu_us")],
+            "x",
+            ">= 0.95x",
+            unit=" us",
+        ),
+        row("latency p50 (ms)", "p50", deltas("p50"), " ms", "<= +0.3 ms", signed=True),
+        row("latency p99 (ms)", "p99", deltas("p99"), " ms", "<= +2 ms", signed=True),
     ]
 
 

@@ -13,10 +13,13 @@ event loop:
 - `load`: a closed-loop HTTP/1.1 keep-alive client that sends absolute-form
   requests to the proxy from N connections for a fixed time (or number of
   answers) and prints, as one JSON line, the count and latency percentiles.
+- `latency`: one request at a time, taking turns between several proxies,
+  and the latency percentiles of each.
 - `replay`: sends recorded HAR entries through the proxy, in order per connection.
 
     python scripts/bench_traffic.py upstream --port P [--size N]
     python scripts/bench_traffic.py load --proxy-port P --url URL [--connections C] [--seconds S]
+    python scripts/bench_traffic.py latency --proxy-ports P1,P2 --url URL [--seconds S]
     python scripts/bench_traffic.py replay --proxy-port P --spec FILE
 """
 
@@ -225,6 +228,36 @@ async def generate_load(
     }
 
 
+async def alternate_latency(
+    proxy_ports: Sequence[int], url: str, seconds: float, session: str | None
+) -> dict[str, Any]:
+    """One request at a time, taking turns between the proxies: latency percentiles per proxy.
+
+    Only one proxy works at any moment (none waits for another's CPU time), and
+    every proxy is measured in the same seconds as the others (the machine's
+    drift hits them alike).
+    """
+    request = build_request(url, session)
+    connections = [await asyncio.open_connection("127.0.0.1", port) for port in proxy_ports]
+    latencies: list[list[float]] = [[] for _ in proxy_ports]
+    stop_at = time.perf_counter() + seconds
+    try:
+        while time.perf_counter() < stop_at:
+            for (reader, writer), samples in zip(connections, latencies, strict=True):
+                started = time.perf_counter()
+                writer.write(request)
+                await _read_response(reader)
+                samples.append(time.perf_counter() - started)
+    finally:
+        for _, writer in connections:
+            writer.close()
+    return {
+        "requests": [len(samples) for samples in latencies],
+        "p50_ms": [percentile(samples, 0.50) * 1000 for samples in latencies],
+        "p99_ms": [percentile(samples, 0.99) * 1000 for samples in latencies],
+    }
+
+
 # --- replaying HAR entries through the proxy ------------------------------------------------------
 
 _HOP_HEADERS = frozenset({"host", "content-length", "connection", "transfer-encoding", "proxy-authorization"})
@@ -300,6 +333,11 @@ def main() -> int:
     load.add_argument("--session")
     load.add_argument("--limit", type=int, default=0, help="stop after this many answers (0: no limit)")
     load.add_argument("--header", action="append", default=[], help="extra request header line")
+    turns = commands.add_parser("latency")
+    turns.add_argument("--proxy-ports", required=True, help="comma-separated proxy ports, served in turn")
+    turns.add_argument("--url", required=True)
+    turns.add_argument("--seconds", type=float, default=5.0)
+    turns.add_argument("--session")
     again = commands.add_parser("replay")
     again.add_argument("--proxy-port", type=int, required=True)
     again.add_argument("--spec", type=Path, required=True)
@@ -307,6 +345,10 @@ def main() -> int:
     if args.command == "replay":
         for requests, connections in json.loads(args.spec.read_text()):
             asyncio.run(replay(args.proxy_port, [base64.b64decode(r) for r in requests], connections))
+        return 0
+    if args.command == "latency":
+        ports = [int(port) for port in args.proxy_ports.split(",")]
+        print(json.dumps(asyncio.run(alternate_latency(ports, args.url, args.seconds, args.session))))
         return 0
     if args.command == "upstream":
         with contextlib.suppress(KeyboardInterrupt):
