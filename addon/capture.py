@@ -1,12 +1,15 @@
-"""Turn a finished mitmproxy flow into a `NetworkEvent` (DESIGN §4).
+"""Turn a finished mitmproxy flow into an event record (DESIGN §4).
 
-This runs once per flow on the proxy's event loop, so it does as little as it
-can: each header list is decoded in one pass over mitmproxy's raw fields (its
-case-insensitive lookups scan the whole list every time), Set-Cookie is parsed
-only when present, and a response body is decoded only when evaluation could
+This runs once per flow on the proxy's event loop, before the response goes
+on, so it does as little as it can: it reads mitmproxy's raw fields (its
+case-insensitive header lookups scan the whole list every time), looks every
+repeating value up in a memo instead of decoding it again, parses Set-Cookie
+only when present, and decodes a response body only when evaluation could
 ever read it (the reference parses JSON, urlencoded and multipart bodies,
 nothing else) and it is small. Bodies that were streamed through
 (`stream_large_bodies`) were never buffered, so there is nothing to keep.
+The result is a record — the fields of `NetworkEvent` as a plain tuple —
+which is what a session keeps (see `evaluator.trace`).
 """
 
 from __future__ import annotations

@@ -24,13 +24,13 @@ from addon.control_input import ControlError, parse_final_response, parse_json_b
 from addon.guard import PUBLIC_PATHS, page_request_problem, token_problem
 from addon.openapi import openapi_document
 from addon.outputs import write_outputs
+from addon.process_memory import gc_paused
 from addon.recovery import JournalNotFoundError, find_journal, read_journal
 from addon.sessions import (
     DEFAULT_SESSION,
     Session,
     SessionState,
     SessionStore,
-    gc_paused,
     session_name_problem,
 )
 from evaluator import __version__

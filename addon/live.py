@@ -309,21 +309,17 @@ class WebArenaLive:
     def response(self, flow: http.HTTPFlow) -> None:
         # Captured here, before mitmproxy sends the response on: the event's journal line is
         # with the operating system before the agent sees the answer (see `Journal`).
-        if flow.metadata.get(SKIP_KEY) or self.context is None or flow.is_replay:
-            return
-        flow.metadata[CAPTURED_KEY] = True
-        self._capture(flow)
+        if not flow.metadata.get(SKIP_KEY):
+            self._capture(flow)
 
     def error(self, flow: http.HTTPFlow) -> None:
-        if flow.metadata.get(SKIP_KEY) or flow.metadata.get(CAPTURED_KEY):
-            return
+        if not flow.metadata.get(SKIP_KEY) and not flow.metadata.get(CAPTURED_KEY):
+            self._capture(flow)
+
+    def _capture(self, flow: http.HTTPFlow) -> None:
         if self.context is None or flow.is_replay:
             return
         flow.metadata[CAPTURED_KEY] = True
-        self._capture(flow)
-
-    def _capture(self, flow: http.HTTPFlow) -> None:
-        assert self.context is not None
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
         self.context.sessions.get_or_create(name).append(record_from_flow(flow, body_cap=self.body_cap))
         if self.gc_tuning:

@@ -23,16 +23,19 @@ that keeps every session's trace:
 Freezing has one cost: an object alive at start-up that later becomes
 cyclic garbage is never collected. At start-up nothing is in flight, so
 that is only what reconfiguring the proxy replaces (a task set loaded again).
+
+`gc_paused` keeps collections out of a stretch an agent waits on (a finish).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import ctypes.util
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 LARGE_BODY = 64 * 1024
 """Bodies from this size on count towards the next collection."""
@@ -108,3 +111,19 @@ class LargeBodyCollector:
         stats = self.stats
         stats["large_body_collections"] += 1
         stats["collect_ms"] = round(stats["collect_ms"] + (time.perf_counter() - started) * 1000, 3)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Keep Python's cyclic garbage collector out of a stretch an agent is waiting on (a finish).
+
+    With a long session in memory a full collection takes milliseconds; it
+    simply runs at the next allocation after the stretch instead.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

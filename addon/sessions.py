@@ -19,9 +19,7 @@ so a finish only looks at the last few events, whatever the session's length.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import gc
 import json
 import logging
 import re
@@ -80,22 +78,6 @@ def session_name_problem(name: str) -> str | None:
     if _CONTROL_CHARACTERS.search(name):
         return "a session name must not contain control characters"
     return None
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Keep Python's cyclic garbage collector out of a stretch an agent is waiting on (a finish).
-
-    With a long session in memory a full collection takes milliseconds; it
-    simply runs at the next allocation after the stretch instead.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def journal_filename(session: str, task_id: int | None, when: datetime) -> str:
@@ -247,8 +229,8 @@ class Session:
         if self.state is SessionState.RUNNING and self._prepare_timer is None:
             self._schedule_prepare()
         if self.listeners:
-            view_of = event if isinstance(event, NetworkEvent) else NetworkEvent(*event)
-            self._notify("event", self.event_view(len(self.trace) - 1, view_of))
+            shown = event if isinstance(event, NetworkEvent) else NetworkEvent(*event)
+            self._notify("event", self.event_view(len(self.trace) - 1, shown))
         return True
 
     def finish(self, result: TaskResult, *, outputs: dict[str, str] | None = None) -> None:

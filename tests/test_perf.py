@@ -29,8 +29,9 @@ from addon import capture
 from addon.capture import event_from_flow, shared_header
 from addon.control import ControlContext, handle_request
 from addon.har_spool import SPOOL_SUBDIR, HarSpool, replace_cheaply
+from addon.process_memory import gc_paused
 from addon.redact import redact_har_entry
-from addon.sessions import SessionState, SessionStore, entry_json_bytes, gc_paused
+from addon.sessions import SessionState, SessionStore, entry_json_bytes
 from evaluator.evaluate import evaluate_task
 from evaluator.har import (
     _iso,

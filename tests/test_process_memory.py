@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from addon.process_memory import LARGE_BODY, LargeBodyCollector, freeze_startup_heap
+from addon.process_memory import LARGE_BODY, LargeBodyCollector, freeze_startup_heap, gc_paused
 from tests.site.harness import TASKS_FILE, start_proxy, write_config
 
 MEGABYTE = 1024 * 1024
@@ -37,13 +37,8 @@ class DeadFlow:
 @pytest.fixture
 def no_automatic_collection() -> Iterator[None]:
     """Only the collector under test may collect (the automatic one would hide what it does)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _dead_flow(size: int) -> weakref.ref[DeadFlow]:
