@@ -45,9 +45,15 @@ COLLECT_AFTER = 32 * 1024 * 1024
 
 
 def freeze_startup_heap() -> int:
-    """Collect, then exempt everything alive now from future collections (`gc.freeze`); how many."""
-    gc.collect()
-    gc.freeze()
+    """Collect, then exempt everything alive now from future collections (`gc.freeze`); how many.
+
+    Once per process: a script reloaded by mitmproxy, or a host that froze its
+    own start-up heap already, finds objects frozen and leaves it at that (a
+    later freeze would catch connections in flight).
+    """
+    if not gc.get_freeze_count():
+        gc.collect()
+        gc.freeze()
     return gc.get_freeze_count()
 
 

@@ -293,15 +293,15 @@ class NetworkTrace:
         items = self._items
         for index in range(max(0, start), len(items)):
             item = items[index]
-            yield NetworkEvent(*item) if type(item) is tuple else item  # type: ignore[misc]
+            yield item if isinstance(item, NetworkEvent) else NetworkEvent(*item)
 
     def event(self, index: int) -> NetworkEvent:
         """The event at `index`, made an object once and kept (evaluators memoize on it)."""
         item = self._items[index]
-        if type(item) is tuple:
-            item = self._items[index] = NetworkEvent(*item)
-        assert isinstance(item, NetworkEvent)
-        return item
+        if isinstance(item, NetworkEvent):
+            return item
+        event = self._items[index] = NetworkEvent(*item)
+        return event
 
     @property
     def events(self) -> Sequence[NetworkEvent]:
@@ -318,15 +318,14 @@ class NetworkTrace:
         items = self._items
         for index in range(start, len(items)):
             item = items[index]
-            if type(item) is tuple:
-                if method and item[0] != method:
-                    continue
-                event = NetworkEvent(*item)
-            else:
-                assert isinstance(item, NetworkEvent)
+            if isinstance(item, NetworkEvent):
                 if method and item.method != method:
                     continue
                 event = item
+            else:
+                if method and item[0] != method:
+                    continue
+                event = NetworkEvent(*item)
             if event.is_evaluation and fits(event):
                 items[index] = event
                 found.append(event)
