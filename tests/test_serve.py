@@ -295,6 +295,23 @@ def test_loads_into_plain_mitmdump(tmp_path, shop):
         process.wait(timeout=20)
 
 
+def test_entry_module_answers_every_hook_lookup_without_a_miss():
+    """mitmproxy looks each event's hook up on the script module too: every name is there (None: no
+    handler), so no lookup raises; the addon behind it still gets its events."""
+    from mitmproxy import addonmanager, hooks
+    from mitmproxy.addons import script
+
+    from addon.live import WebArenaLive
+
+    module = script.load_script(str(Path(__file__).resolve().parent.parent / "addon" / "entry.py"))
+    assert module is not None
+    assert all(name in vars(module) and getattr(module, name) is None for name in hooks.all_hooks)
+    (live,) = module.addons
+    assert isinstance(live, WebArenaLive)
+    for name in ("load", "requestheaders", "response"):  # what mitmproxy's dispatch walks and calls
+        assert [node for node in addonmanager.traverse([module]) if getattr(node, name, None)] == [live]
+
+
 def test_busy_control_port_fails_startup_with_a_message(tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
