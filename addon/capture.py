@@ -24,6 +24,7 @@ from mitmproxy.net.http import url as mitmproxy_url
 from mitmproxy.net.http.cookies import parse_set_cookie_header
 from mitmproxy.net.http.headers import infer_content_encoding
 
+from addon.credentials import is_credentials
 from evaluator.memo import BoundedMemo
 from evaluator.trace import STATIC_ASSET_SUFFIXES, EventRecord, NetworkEvent
 
@@ -57,7 +58,7 @@ _DROPPED = ("", "")
 
 
 def _decode_header(field: tuple[bytes, bytes]) -> tuple[str, str]:
-    if field[0].lower() == b"proxy-authorization":
+    if is_credentials(field[0]):
         return _DROPPED
     return (_text(field[0]), _text(field[1]))
 

@@ -51,7 +51,8 @@ def _read(value: bytes) -> tuple[str | None, str | None]:
 _read_once: BoundedMemo[bytes, tuple[str | None, str | None]] = BoundedMemo(_read, limit=1024)
 
 
-def _is_credentials(name: bytes) -> bool:
+def is_credentials(name: bytes) -> bool:
+    """Whether a raw header name is Proxy-Authorization (any case)."""
     return len(name) == _LENGTH and name.lower() == _NAME
 
 
@@ -73,8 +74,8 @@ def take_credentials(request: http.Request) -> tuple[str | None, str | None]:
         return None, None
     index = fields.index(field)
     rest = fields[index + 1 :]
-    if any(_is_credentials(name) for name, _ in rest):  # sent twice: none may go upstream
-        headers.fields = tuple([f for f in fields if not _is_credentials(f[0])])
+    if any(is_credentials(name) for name, _ in rest):  # sent twice: none may go upstream
+        headers.fields = tuple([f for f in fields if not is_credentials(f[0])])
     else:
         headers.fields = fields[:index] + rest
     return _read_once[field[1]]

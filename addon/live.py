@@ -209,9 +209,7 @@ class WebArenaLive:
         the name is remembered for the client connection."""
         username, problem = take_credentials(flow.request)
         if username is not None:
-            client_id = flow.client_conn.id
-            if self._connections.get(client_id) != username:
-                self._connections[client_id] = username
+            self._connections[flow.client_conn.id] = username
         return username, problem
 
     def client_disconnected(self, client: connection.Client) -> None:

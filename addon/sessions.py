@@ -36,7 +36,7 @@ from evaluator.network_evaluator import evaluate_network
 from evaluator.results import TaskResult
 from evaluator.sites import SiteMap
 from evaluator.tasks import NetworkEventEvaluatorConfig, Task
-from evaluator.trace import EventRecord, NetworkEvent, NetworkTrace
+from evaluator.trace import EventRecord, NetworkEvent, NetworkTrace, as_event
 
 DEFAULT_SESSION = "default"
 MAX_SESSION_NAME = 128
@@ -91,9 +91,7 @@ def entry_json_bytes(event: NetworkEvent | EventRecord, entry_filter: EntryFilte
     """The event's HAR entry as compact ASCII JSON, through `entry_filter` (redaction) if any."""
     if entry_filter is None:
         return event_to_har_json(event).encode("ascii")
-    if not isinstance(event, NetworkEvent):
-        event = NetworkEvent(*event)
-    return _LINE_ENCODER.encode(entry_filter(event_to_har_entry(event))).encode("ascii")
+    return _LINE_ENCODER.encode(entry_filter(event_to_har_entry(as_event(event)))).encode("ascii")
 
 
 class Journal:
@@ -229,8 +227,7 @@ class Session:
         if self.state is SessionState.RUNNING and self._prepare_timer is None:
             self._schedule_prepare()
         if self.listeners:
-            shown = event if isinstance(event, NetworkEvent) else NetworkEvent(*event)
-            self._notify("event", self.event_view(len(self.trace) - 1, shown))
+            self._notify("event", self.event_view(len(self.trace) - 1, as_event(event)))
         return True
 
     def finish(self, result: TaskResult, *, outputs: dict[str, str] | None = None) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from itertools import islice
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -250,6 +251,11 @@ _TYPE_MASK, _NAVIGATION, _EVALUATION = 0b11, 0b100, 0b1000
 """The bits of a classified event's byte in `NetworkTrace._kinds`."""
 
 
+def as_event(item: NetworkEvent | EventRecord) -> NetworkEvent:
+    """`item` as an event object: itself, or a new event made from the record."""
+    return item if isinstance(item, NetworkEvent) else NetworkEvent(*item)
+
+
 def _kind(item: NetworkEvent | EventRecord) -> int:
     if isinstance(item, NetworkEvent):
         derived = item._derived or item._derive()
@@ -292,8 +298,7 @@ class NetworkTrace:
         """The events from index `start` on, in order; records become objects for the caller only."""
         items = self._items
         for index in range(max(0, start), len(items)):
-            item = items[index]
-            yield item if isinstance(item, NetworkEvent) else NetworkEvent(*item)
+            yield as_event(items[index])
 
     def event(self, index: int) -> NetworkEvent:
         """The event at `index`, made an object once and kept (evaluators memoize on it)."""
@@ -345,24 +350,24 @@ class NetworkTrace:
         self._classify()
         return self.event(self._last_navigation) if self._last_navigation >= 0 else None
 
+    def _having(self, flags: int) -> Iterator[NetworkEvent]:
+        """The events whose classification has every bit of `flags`, in order, made objects and kept."""
+        self._classify()
+        return (self.event(i) for i, kind in enumerate(self._kinds) if kind & flags == flags)
+
     def first_evaluation_events(self, count: int) -> list[NetworkEvent]:
         """The first `count` evaluation events (static assets left out)."""
-        self._classify()
-        indexes = [i for i, kind in enumerate(self._kinds) if kind & _EVALUATION]
-        return [self.event(i) for i in indexes[:count]]
+        return list(islice(self._having(_EVALUATION), count))
 
     @property
     def evaluation_events(self) -> Sequence[NetworkEvent]:
         """Events in order, static assets left out."""
-        self._classify()
-        return [self.event(i) for i, kind in enumerate(self._kinds) if kind & _EVALUATION]
+        return list(self._having(_EVALUATION))
 
     @property
     def navigation_events(self) -> Sequence[NetworkEvent]:
         """Evaluation events that count as navigations by the reference's rule."""
-        self._classify()
-        wanted = _NAVIGATION | _EVALUATION
-        return [self.event(i) for i, kind in enumerate(self._kinds) if kind & wanted == wanted]
+        return list(self._having(_NAVIGATION | _EVALUATION))
 
     def counts(self) -> dict[str, int]:
         """Number of events by `EventType`, plus the total."""

@@ -207,6 +207,14 @@ def upstream(*, size: int = 256) -> Iterator[int]:
         process.wait()
 
 
+def harness_options(origin: str, work: Path) -> list[str]:
+    """The addon's `--set` pairs as a benchmark harness deploys it: a site map naming `origin` (written
+    into `work`), an output directory in `work`."""
+    config = work / "config.json"
+    config.write_text(json.dumps({"environments": {"__SHOPPING__": {"urls": [origin]}}}))
+    return [f"webarena_config={config}", f"webarena_output_dir={work / 'out'}"]
+
+
 def start_load(
     proxy_port: int,
     url: str,

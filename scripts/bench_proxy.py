@@ -32,7 +32,6 @@ Targets: throughput >= 0.95x the baseline; added latency p50 <= +0.3 ms, p99 <= 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -118,10 +117,7 @@ def main() -> int:
     with bench.upstream(size=512) as upstream_port, tempfile.TemporaryDirectory() as work:
         origin = f"http://127.0.0.1:{upstream_port}"
         url = f"{origin}/api/items?page=1"
-        # Deployed as a benchmark harness runs it: a site map naming the upstream, an output directory.
-        config = Path(work) / "config.json"
-        config.write_text(json.dumps({"environments": {"__SHOPPING__": {"urls": [origin]}}}))
-        options = [f"webarena_config={config}", f"webarena_output_dir={Path(work) / 'out'}"]
+        options = bench.harness_options(origin, Path(work))
         common = {"task": args.task, "seconds": seconds, "connections": args.connections}
         rows, captured = compare(url, options, rounds=rounds, label="", **common)
         own_rows, _ = compare(url, [*options, "webarena_gc_tuning=false"], rounds=max(2, rounds // 2),
