@@ -8,38 +8,20 @@ verdicts must agree. Each test prints its `agreement: N/M` figure.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections import Counter
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from oracle_bridge import ask_oracle, report_differences
 from value_parity_cases import first_choice, response_variants, spellings
 
 from evaluator.compare import compare
 from evaluator.errors import AgentResponseError
 from evaluator.response_evaluator import evaluate_response
 from evaluator.responses import parse_response
-from evaluator.sites import SiteMap
 from evaluator.tasks import Task, parse_task
 from evaluator.values import normalize, normalize_list
-
-BRIDGE = Path(__file__).with_name("oracle_values.py")
-
-
-def ask_oracle(oracle_python: Path, request: dict[str, Any]) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [str(oracle_python), str(BRIDGE)],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    verdicts: list[dict[str, Any]] = json.loads(done.stdout)
-    return verdicts
 
 
 @pytest.fixture(scope="module")
@@ -63,23 +45,6 @@ def _our_response_verdicts(
         result = evaluate_response(task.response_config, case["response"], task=task)
         verdicts.append((result.status.value, result.score))
     return verdicts
-
-
-def _report(
-    label: str, cases: list[dict[str, Any]], oracle: list[dict[str, Any]], ours: list[Any]
-) -> list[str]:
-    differences = []
-    for case, theirs, mine in zip(cases, oracle, ours, strict=True):
-        if (theirs["status"], theirs["score"]) != tuple(mine):
-            differences.append(
-                f"task {case['task_id']} [{case['label']}] response={json.dumps(case['response'])[:300]}: "
-                f"oracle {theirs['status']}/{theirs['score']} ({theirs['detail'][:200]}), "
-                f"ours {mine[0]}/{mine[1]}"
-            )
-    agreed = len(cases) - len(differences)
-    print(f"{label} agreement: {agreed}/{len(cases)}")
-    print(f"{label} oracle verdicts: {dict(Counter(v['status'] for v in oracle))}")
-    return differences
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +72,7 @@ def test_response_verdicts_match_the_oracle_on_every_official_task(
     oracle_response_verdicts: list[dict[str, Any]],
 ) -> None:
     ours = _our_response_verdicts(official_tasks, response_cases)
-    differences = _report("responses", response_cases, oracle_response_verdicts, ours)
+    differences = report_differences("responses", response_cases, oracle_response_verdicts, ours)
     statuses = Counter(v["status"] for v in oracle_response_verdicts)
     # The generated answers must exercise every verdict, or agreement would mean little.
     assert statuses["success"] > 1000 and statuses["failure"] > 1000 and statuses["error"] > 100
@@ -128,8 +93,8 @@ def test_golden_answers_pass_under_the_oracle_for_nearly_every_task(
     passing = sum(1 for _, verdict in golden if verdict["status"] == "success")
     print(f"golden answers passing under the oracle: {passing}/{len(golden)}")
     assert passing >= 0.95 * len(golden)
-    ours = _our_response_verdicts(official_tasks, [case for case, _ in golden])
-    differences = _report("golden", [case for case, _ in golden], [verdict for _, verdict in golden], ours)
+    cases, verdicts = [case for case, _ in golden], [verdict for _, verdict in golden]
+    differences = report_differences("golden", cases, verdicts, _our_response_verdicts(official_tasks, cases))
     assert not differences, "\n".join(differences)
 
 
@@ -152,7 +117,7 @@ def test_seed_field_names_are_judged_like_the_official_names(
         oracle.append(verdict)
     assert len(seed) > 10000
     ours = _our_response_verdicts(official_tasks, seed)
-    differences = _report("seed names", seed, oracle, ours)
+    differences = report_differences("seed names", seed, oracle, ours)
     assert not differences, "\n".join(differences[:40])
 
 
@@ -360,101 +325,6 @@ def test_value_verdicts_match_the_oracle(oracle_python: Path, official_tasks: li
     assert not differences, "\n".join(differences[:40])
 
 
-SITE_CONFIG = {
-    "environments": {
-        "__SHOPPING__": {"urls": ["http://127.0.0.1:7770", "http://shop.test:7770/"]},
-        "__GITLAB__": {"urls": ["http://127.0.0.1:8023"]},
-        "__REDDIT__": {"urls": ["http://127.0.0.1:9999"]},
-    }
-}
-
-
-def _url_task(task_id: int, sites: list[str], expected: list[Any], kind: str) -> dict[str, Any]:
-    items = {"type": "string", "format": "url"} if kind == "url" else {"type": "string"}
-    return {
-        "sites": sites,
-        "task_id": task_id,
-        "intent_template_id": 1,
-        "start_urls": [f"__{sites[0].upper()}__"],
-        "intent": "Which page?",
-        "intent_template": "Which page?",
-        "instantiation_dict": {},
-        "revision": 1,
-        "eval": [
-            {
-                "evaluator": "AgentResponseEvaluator",
-                "results_schema": {"type": "array", "items": items},
-                "expected": {"task_type": "retrieve", "status": "SUCCESS", "retrieved_data": expected},
-            }
-        ],
-    }
-
-
-def test_answers_holding_real_site_urls_are_derendered_like_the_oracle(oracle_python: Path) -> None:
-    expectations = [
-        (["shopping"], ["__SHOPPING__/checkout/cart"]),
-        (["shopping"], ["__SHOPPING__/catalog/product/view/id/42?tab=reviews"]),
-        (["gitlab", "reddit"], ["__GITLAB__/byteblaze/dotfiles", "__REDDIT__/f/books"]),
-        (["gitlab"], ["git@__SSH_HOST__:convexegg/chatgpt.git"]),
-        (["reddit"], [["__REDDIT__/f/books", "__REDDIT__/f/Books"]]),
-        (["shopping"], ["Go to __SHOPPING__/sales/order/view/order_id/7 and press Print"]),
-    ]
-    answers = [
-        "http://127.0.0.1:7770/checkout/cart",
-        "http://shop.test:7770/checkout/cart",
-        "http://127.0.0.1:7770/checkout/cart/",
-        "HTTP://127.0.0.1:7770/Checkout/Cart",
-        "http://127.0.0.1:7770/catalog/product/view/id/42?tab=reviews",
-        "http://127.0.0.1:7770/catalog/product/view/id/42?tab=specs",
-        "http://127.0.0.1:8023/byteblaze/dotfiles",
-        "http://127.0.0.1:9999/f/books",
-        "http://127.0.0.1:8023/f/books",
-        "__REDDIT__/f/books",
-        "ssh://git@127.0.0.1:2222/convexegg/chatgpt.git",
-        "git@127.0.0.1:convexegg/chatgpt.git",
-        "Go to http://127.0.0.1:7770/sales/order/view/order_id/7 and press Print",
-        "/checkout/cart",
-        "http://elsewhere.test/checkout/cart",
-    ]
-    kinds = ("string", "url")
-    tasks, cases = [], []
-    for number, (sites, expected) in enumerate(expectations):
-        for kind in kinds:
-            task = _url_task(9000 + 2 * number + kinds.index(kind), sites, expected, kind)
-            tasks.append(task)
-            for answer in answers:
-                data = [answer] if len(expected) == 1 else [answer, answer]
-                response = {"task_type": "retrieve", "status": "SUCCESS", "retrieved_data": data}
-                cases.append({"task_id": task["task_id"], "label": f"{kind} {answer}", "response": response})
-            golden = [first_choice(item, {"type": "string"}) for item in expected]
-            rendered = [
-                str(item)
-                .replace("__SHOPPING__", "http://127.0.0.1:7770")
-                .replace("__GITLAB__", "http://127.0.0.1:8023")
-                .replace("__REDDIT__", "http://127.0.0.1:9999")
-                for item in golden
-            ]
-            for label, data in (("golden", golden), ("rendered", rendered)):
-                response = {"task_type": "retrieve", "status": "SUCCESS", "retrieved_data": data}
-                cases.append({"task_id": task["task_id"], "label": f"{kind} {label}", "response": response})
-    cases = json.loads(json.dumps(cases))
-    oracle = ask_oracle(
-        oracle_python, {"mode": "responses", "tasks": tasks, "cases": cases, "config": SITE_CONFIG}
-    )
-    site_map = SiteMap.from_dict(SITE_CONFIG)
-    parsed = {t["task_id"]: parse_task(t) for t in tasks}
-    ours = []
-    for case in cases:
-        task = parsed[case["task_id"]]
-        derender = partial(site_map.derender, sites=task.sites)
-        result = evaluate_response(task.response_config, case["response"], task=task, derender_url=derender)
-        ours.append((result.status.value, result.score))
-    differences = _report("site urls", cases, oracle, ours)
-    statuses = Counter(v["status"] for v in oracle)
-    assert statuses["success"] >= 20 and statuses["failure"] >= 20
-    assert not differences, "\n".join(differences[:40])
-
-
 def test_the_official_form_written_to_disk_gets_the_live_verdict_from_the_oracle(
     oracle_python: Path,
     official_tasks: list[dict[str, Any]],
@@ -485,5 +355,5 @@ def test_the_official_form_written_to_disk_gets_the_live_verdict_from_the_oracle
     assert len(written) > 5000
     oracle = ask_oracle(oracle_python, {"mode": "responses", "tasks": official_tasks, "cases": written})
     ours = _our_response_verdicts(official_tasks, raw_cases)
-    differences = _report("written answers", raw_cases, oracle, ours)
+    differences = report_differences("written answers", raw_cases, oracle, ours)
     assert not differences, "\n".join(differences[:40])
