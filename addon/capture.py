@@ -24,9 +24,9 @@ from mitmproxy.net.http import url as mitmproxy_url
 from mitmproxy.net.http.cookies import parse_set_cookie_header
 from mitmproxy.net.http.headers import infer_content_encoding
 
-from addon.credentials import is_credentials
-from evaluator.memo import BoundedMemo
-from evaluator.trace import STATIC_ASSET_SUFFIXES, EventRecord, NetworkEvent
+from webarena_live.addon.credentials import is_credentials
+from webarena_live.evaluator.memo import BoundedMemo
+from webarena_live.evaluator.trace import STATIC_ASSET_SUFFIXES, EventRecord, NetworkEvent
 
 BODY_CAP = 256 * 1024
 """Largest decoded body (request or response) kept as text, in bytes."""

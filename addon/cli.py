@@ -1,4 +1,4 @@
-"""`webarena-live` command line: serve, evaluate, demo.
+"""`webarena-live` command line: serve, evaluate, demo, addon-path.
 
 Argument parsing only; each subcommand's work lives in its own module and is
 imported when the subcommand runs, so `--help` stays fast.
@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from evaluator import __version__
+from webarena_live.evaluator import __version__
 
 
 class _Parser(argparse.ArgumentParser):
@@ -140,20 +140,38 @@ def build_parser() -> argparse.ArgumentParser:
         default="/usr/bin/chromium",
         help="Chromium binary (default: /usr/bin/chromium)",
     )
+    commands.add_parser(
+        "addon-path",
+        help="print the path of the script that loads the addon into plain mitmproxy",
+        description="Print the path of the addon script inside the installed package, for "
+        '`mitmdump -s "$(webarena-live addon-path)" --set webarena_tasks=...`.',
+    )
     return parser
+
+
+def addon_path() -> str:
+    """The file plain mitmproxy loads with `-s` (`addon/entry.py` inside the installed package)."""
+    from importlib.util import find_spec
+
+    spec = find_spec("webarena_live.addon.entry")
+    assert spec is not None and spec.origin is not None, "webarena_live.addon.entry is part of the package"
+    return spec.origin
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        from addon.serve import run as run_serve
+        from webarena_live.addon.serve import run as run_serve
 
         return run_serve(args)
     if args.command == "evaluate":
-        from addon.offline import run as run_evaluate
+        from webarena_live.addon.offline import run as run_evaluate
 
         return run_evaluate(args)
-    from addon.demo import run as run_demo
+    if args.command == "addon-path":
+        print(addon_path())
+        return 0
+    from webarena_live.addon.demo import run as run_demo
 
     return run_demo(args)
 

@@ -20,26 +20,26 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
-from addon.control_input import ControlError, parse_final_response, parse_json_body
-from addon.guard import PUBLIC_PATHS, page_request_problem, token_problem
-from addon.openapi import openapi_document
-from addon.outputs import write_outputs
-from addon.process_memory import gc_paused
-from addon.recovery import JournalNotFoundError, find_journal, read_journal
-from addon.sessions import (
+from webarena_live.addon.control_input import ControlError, parse_final_response, parse_json_body
+from webarena_live.addon.guard import PUBLIC_PATHS, page_request_problem, token_problem
+from webarena_live.addon.openapi import openapi_document
+from webarena_live.addon.outputs import write_outputs
+from webarena_live.addon.process_memory import gc_paused
+from webarena_live.addon.recovery import JournalNotFoundError, find_journal, read_journal
+from webarena_live.addon.sessions import (
     DEFAULT_SESSION,
     Session,
     SessionState,
     SessionStore,
     session_name_problem,
 )
-from evaluator import __version__
-from evaluator.errors import UnknownTaskError, WebArenaLiveError
-from evaluator.evaluate import evaluate_task
-from evaluator.har import trace_to_har
-from evaluator.results import REFERENCE_VERSION
-from evaluator.sites import SiteMap
-from evaluator.tasks import Task, TaskSet
+from webarena_live.evaluator import __version__
+from webarena_live.evaluator.errors import UnknownTaskError, WebArenaLiveError
+from webarena_live.evaluator.evaluate import evaluate_task
+from webarena_live.evaluator.har import trace_to_har
+from webarena_live.evaluator.results import REFERENCE_VERSION
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import Task, TaskSet
 
 RESERVED_HOST = "webarena-live.invalid"
 """Requests through the proxy to this host are control requests, never forwarded."""

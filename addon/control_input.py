@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evaluator.errors import WebArenaLiveError
+from webarena_live.evaluator.errors import WebArenaLiveError
 
 _FENCE = "```"
 

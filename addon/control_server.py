@@ -18,8 +18,15 @@ from urllib.parse import unquote
 
 import h11
 
-from addon.control import MAX_CONTROL_BODY, ControlContext, Reply, handle_request, json_reply, sse_message
-from evaluator import __version__
+from webarena_live.addon.control import (
+    MAX_CONTROL_BODY,
+    ControlContext,
+    Reply,
+    handle_request,
+    json_reply,
+    sse_message,
+)
+from webarena_live.evaluator import __version__
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ import binascii
 
 from mitmproxy import http
 
-from addon.sessions import session_name_problem
-from evaluator.memo import BoundedMemo
+from webarena_live.addon.sessions import session_name_problem
+from webarena_live.evaluator.memo import BoundedMemo
 
 PROXY_AUTHORIZATION = "proxy-authorization"
 REALM = "webarena-live"

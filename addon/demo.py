@@ -1,6 +1,6 @@
 """`webarena-live demo`: the embedded demo, end to end, with no configuration.
 
-It starts the Demo Shop (scripts/demo_site.py) and the evaluating proxy
+It starts the Demo Shop (`addon/demo_site.py`) and the evaluating proxy
 (`webarena-live serve`, as a child process of this interpreter) on free local
 ports, then drives headless Chromium through every demo task (tasks/demo.json)
 with the scripted agent of `addon.demo_agent`. Each task gets its own proxy
@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from addon.demo_stack import (
+from webarena_live.addon.demo_stack import (
     CONFIG_FILE,
     ControlClient,
     DemoError,
@@ -39,7 +39,7 @@ from addon.demo_stack import (
     running_site,
     write_site_config,
 )
-from evaluator.tasks import TaskSet, default_tasks_path, load_tasks
+from webarena_live.evaluator.tasks import TaskSet, default_tasks_path, load_tasks
 
 SUMMARY_FILE = "demo_summary.json"
 CHROMIUM_ARGS = [
@@ -132,7 +132,7 @@ def drive_tasks(client: ControlClient, ports: Ports, chromium: Path, tasks: Task
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
-    from addon.demo_agent import ATTEMPTS, TIMEOUT_MS
+    from webarena_live.addon.demo_agent import ATTEMPTS, TIMEOUT_MS
 
     proxy_server = f"http://127.0.0.1:{ports.session}"
     verdicts = []

@@ -7,7 +7,6 @@ terminal's Ctrl-C reaches only the demo, which then stops it in order.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
 import subprocess
@@ -19,13 +18,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from evaluator.errors import WebArenaLiveError
+from webarena_live.addon import demo_site
+from webarena_live.evaluator.errors import WebArenaLiveError
 
-REPO = Path(__file__).resolve().parent.parent
-DEMO_SITE = REPO / "scripts" / "demo_site.py"
 CONFIG_FILE = "config.json"
 PROXY_LOG = "proxy.log"
 PROXY_START_TIMEOUT_S = 30.0
@@ -56,27 +53,6 @@ def free_ports(count: int) -> list[int]:
     finally:
         for sock in sockets:
             sock.close()
-
-
-def load_demo_site() -> ModuleType:
-    """The Demo Shop module, loaded from its file (scripts/ is not a package)."""
-    name = "webarena_live_demo_site"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, DEMO_SITE)
-    if spec is None or spec.loader is None or not DEMO_SITE.is_file():
-        raise DemoError(
-            f"the demo site is missing: {DEMO_SITE} (run the demo from a checkout of the project)"
-        )
-    module = importlib.util.module_from_spec(spec)
-    # Registered before it runs: dataclasses look their module up while the class is built.
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
 
 
 def write_site_config(output_dir: Path, site_url: str, tasks_file: Path) -> Path:
@@ -131,7 +107,7 @@ class ControlClient:
 
 @contextmanager
 def running_site() -> Iterator[Any]:
-    server = load_demo_site().serve("127.0.0.1", 0)
+    server = demo_site.serve("127.0.0.1", 0)
     try:
         yield server
     finally:
@@ -145,7 +121,7 @@ def running_proxy(ports: Ports, output_dir: Path, config: Path, tasks_file: Path
     command = [
         sys.executable,
         "-m",
-        "addon.cli",
+        "webarena_live.addon.cli",
         "serve",
         "--tasks",
         str(tasks_file),
@@ -170,7 +146,6 @@ def running_proxy(ports: Ports, output_dir: Path, config: Path, tasks_file: Path
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            cwd=REPO,
             start_new_session=True,
         )
     try:

@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
-from evaluator import __version__
+from webarena_live.evaluator import __version__
 
 SPOOL_SUBDIR = ".spool"
 

@@ -19,8 +19,8 @@ from urllib.parse import quote
 from mitmproxy import connection, ctx, exceptions, http
 from mitmproxy.utils import human
 
-from addon.capture import BODY_CAP, record_from_flow, tunnel_failure_event
-from addon.control import (
+from webarena_live.addon.capture import BODY_CAP, record_from_flow, tunnel_failure_event
+from webarena_live.addon.control import (
     MAX_CONTROL_BODY,
     RESERVED_HOST,
     ControlContext,
@@ -28,14 +28,14 @@ from addon.control import (
     handle_request,
     json_reply,
 )
-from addon.control_server import CALLER_HEADER, SAFETY_HEADERS, SERVER_HEADER, ControlServer
-from addon.credentials import challenge, take_credentials
-from addon.process_memory import LargeBodyCollector, freeze_startup_heap
-from addon.redact import redact_har_entry
-from addon.sessions import DEFAULT_SESSION, SessionStore
-from evaluator.errors import WebArenaLiveError
-from evaluator.sites import SiteMap
-from evaluator.tasks import load_tasks
+from webarena_live.addon.control_server import CALLER_HEADER, SAFETY_HEADERS, SERVER_HEADER, ControlServer
+from webarena_live.addon.credentials import challenge, take_credentials
+from webarena_live.addon.process_memory import LargeBodyCollector, freeze_startup_heap
+from webarena_live.addon.redact import redact_har_entry
+from webarena_live.addon.sessions import DEFAULT_SESSION, SessionStore
+from webarena_live.evaluator.errors import WebArenaLiveError
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
 

@@ -17,11 +17,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from evaluator.batch import SUMMARY_FILE, BatchReport, discover_runs, evaluate_directory
-from evaluator.errors import WebArenaLiveError
-from evaluator.results import TaskResult
-from evaluator.sites import SiteMap
-from evaluator.tasks import load_tasks
+from webarena_live.evaluator.batch import SUMMARY_FILE, BatchReport, discover_runs, evaluate_directory
+from webarena_live.evaluator.errors import WebArenaLiveError
+from webarena_live.evaluator.results import TaskResult
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import load_tasks
 
 PROGRESS_THRESHOLD = 20
 """Batches with at least this many runs show a progress bar."""
@@ -121,6 +121,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover - convenience for `python -m addon.offline`
-    from addon.cli import main
+    from webarena_live.addon.cli import main
 
     sys.exit(main(["evaluate", *sys.argv[1:]]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluator import __version__
+from webarena_live.evaluator import __version__
 
 _JSON = "application/json"
 

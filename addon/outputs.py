@@ -14,13 +14,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from addon.har_spool import HarSpool
-from addon.redact import redact_har
-from evaluator.errors import AgentResponseError
-from evaluator.har import trace_to_har
-from evaluator.responses import parse_response
-from evaluator.results import TaskResult
-from evaluator.trace import NetworkTrace
+from webarena_live.addon.har_spool import HarSpool
+from webarena_live.addon.redact import redact_har
+from webarena_live.evaluator.errors import AgentResponseError
+from webarena_live.evaluator.har import trace_to_har
+from webarena_live.evaluator.responses import parse_response
+from webarena_live.evaluator.results import TaskResult
+from webarena_live.evaluator.trace import NetworkTrace
 
 AGENT_RESPONSE_FILE = "agent_response.json"
 HAR_FILE = "network.har"

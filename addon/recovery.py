@@ -15,10 +15,10 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from addon.sessions import journal_filename
-from evaluator.errors import WebArenaLiveError
-from evaluator.har import load_trace
-from evaluator.trace import NetworkTrace
+from webarena_live.addon.sessions import journal_filename
+from webarena_live.evaluator.errors import WebArenaLiveError
+from webarena_live.evaluator.har import load_trace
+from webarena_live.evaluator.trace import NetworkTrace
 
 # What `journal_filename` puts after "<session>-<task>-": a UTC time and the suffix.
 _TIME_AND_SUFFIX = re.compile(r"^\d{8}T\d{6}\.\d{6}\.jsonl$")

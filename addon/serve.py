@@ -19,9 +19,9 @@ from typing import Any
 from mitmproxy import ctx, exceptions, options
 from mitmproxy.tools.dump import DumpMaster
 
-from addon.control import RESERVED_HOST
-from addon.live import WebArenaLive
-from evaluator import __version__
+from webarena_live.addon.control import RESERVED_HOST
+from webarena_live.addon.live import WebArenaLive
+from webarena_live.evaluator import __version__
 
 
 def proxy_modes(*, port: int, session_port: int) -> list[str]:

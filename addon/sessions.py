@@ -30,13 +30,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
 
-from addon.har_spool import SPOOL_SUBDIR, HarSpool
-from evaluator.har import event_to_har_entry, event_to_har_json
-from evaluator.network_evaluator import evaluate_network
-from evaluator.results import TaskResult
-from evaluator.sites import SiteMap
-from evaluator.tasks import NetworkEventEvaluatorConfig, Task
-from evaluator.trace import EventRecord, NetworkEvent, NetworkTrace, as_event
+from webarena_live.addon.har_spool import SPOOL_SUBDIR, HarSpool
+from webarena_live.evaluator.har import event_to_har_entry, event_to_har_json
+from webarena_live.evaluator.network_evaluator import evaluate_network
+from webarena_live.evaluator.results import TaskResult
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import NetworkEventEvaluatorConfig, Task
+from webarena_live.evaluator.trace import EventRecord, NetworkEvent, NetworkTrace, as_event
 
 DEFAULT_SESSION = "default"
 MAX_SESSION_NAME = 128

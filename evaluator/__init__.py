@@ -15,26 +15,26 @@ __version__ = "0.1.0"
 
 # Public name -> module that defines it.
 _EXPORTS = {
-    "AgentResponseError": "evaluator.errors",
-    "EvalStatus": "evaluator.results",
-    "NetworkEvent": "evaluator.trace",
-    "NetworkTrace": "evaluator.trace",
-    "NormalizationError": "evaluator.errors",
-    "SiteConfigError": "evaluator.errors",
-    "SiteMap": "evaluator.sites",
-    "Task": "evaluator.tasks",
-    "TaskFileError": "evaluator.errors",
-    "TaskResult": "evaluator.results",
-    "TaskSet": "evaluator.tasks",
-    "TraceFormatError": "evaluator.errors",
-    "UnknownTaskError": "evaluator.errors",
-    "WebArenaLiveError": "evaluator.errors",
-    "evaluate_directory": "evaluator.batch",
-    "evaluate_task": "evaluator.evaluate",
-    "load_tasks": "evaluator.tasks",
-    "load_trace": "evaluator.har",
-    "parse_response": "evaluator.responses",
-    "trace_to_har": "evaluator.har",
+    "AgentResponseError": "webarena_live.evaluator.errors",
+    "EvalStatus": "webarena_live.evaluator.results",
+    "NetworkEvent": "webarena_live.evaluator.trace",
+    "NetworkTrace": "webarena_live.evaluator.trace",
+    "NormalizationError": "webarena_live.evaluator.errors",
+    "SiteConfigError": "webarena_live.evaluator.errors",
+    "SiteMap": "webarena_live.evaluator.sites",
+    "Task": "webarena_live.evaluator.tasks",
+    "TaskFileError": "webarena_live.evaluator.errors",
+    "TaskResult": "webarena_live.evaluator.results",
+    "TaskSet": "webarena_live.evaluator.tasks",
+    "TraceFormatError": "webarena_live.evaluator.errors",
+    "UnknownTaskError": "webarena_live.evaluator.errors",
+    "WebArenaLiveError": "webarena_live.evaluator.errors",
+    "evaluate_directory": "webarena_live.evaluator.batch",
+    "evaluate_task": "webarena_live.evaluator.evaluate",
+    "load_tasks": "webarena_live.evaluator.tasks",
+    "load_trace": "webarena_live.evaluator.har",
+    "parse_response": "webarena_live.evaluator.responses",
+    "trace_to_har": "webarena_live.evaluator.har",
 }
 
 __all__ = [
@@ -62,8 +62,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from evaluator.batch import evaluate_directory
-    from evaluator.errors import (
+    from webarena_live.evaluator.batch import evaluate_directory
+    from webarena_live.evaluator.errors import (
         AgentResponseError,
         NormalizationError,
         SiteConfigError,
@@ -72,13 +72,13 @@ if TYPE_CHECKING:
         UnknownTaskError,
         WebArenaLiveError,
     )
-    from evaluator.evaluate import evaluate_task
-    from evaluator.har import load_trace, trace_to_har
-    from evaluator.responses import parse_response
-    from evaluator.results import EvalStatus, TaskResult
-    from evaluator.sites import SiteMap
-    from evaluator.tasks import Task, TaskSet, load_tasks
-    from evaluator.trace import NetworkEvent, NetworkTrace
+    from webarena_live.evaluator.evaluate import evaluate_task
+    from webarena_live.evaluator.har import load_trace, trace_to_har
+    from webarena_live.evaluator.responses import parse_response
+    from webarena_live.evaluator.results import EvalStatus, TaskResult
+    from webarena_live.evaluator.sites import SiteMap
+    from webarena_live.evaluator.tasks import Task, TaskSet, load_tasks
+    from webarena_live.evaluator.trace import NetworkEvent, NetworkTrace
 
 
 def __getattr__(name: str) -> Any:

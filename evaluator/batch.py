@@ -19,13 +19,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from evaluator import __version__
-from evaluator.errors import RunInputError, WebArenaLiveError
-from evaluator.evaluate import evaluate_task, task_fields
-from evaluator.har import load_trace
-from evaluator.results import REFERENCE_VERSION, EvalStatus, TaskResult
-from evaluator.sites import SiteMap
-from evaluator.tasks import TaskSet
+from webarena_live.evaluator import __version__
+from webarena_live.evaluator.errors import RunInputError, WebArenaLiveError
+from webarena_live.evaluator.evaluate import evaluate_task, task_fields
+from webarena_live.evaluator.har import load_trace
+from webarena_live.evaluator.results import REFERENCE_VERSION, EvalStatus, TaskResult
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import TaskSet
 
 RESPONSE_FILE = "agent_response.json"
 TRACE_FILE = "network.har"

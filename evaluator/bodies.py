@@ -18,7 +18,7 @@ import re
 from typing import Any
 from urllib.parse import parse_qs
 
-from evaluator.trace import NetworkEvent
+from webarena_live.evaluator.trace import NetworkEvent
 
 FORM = "application/x-www-form-urlencoded"
 JSON = "application/json"

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from evaluator.errors import ComparisonError
-from evaluator.results import Assertion
-from evaluator.values.base import Normalized
+from webarena_live.evaluator.errors import ComparisonError
+from webarena_live.evaluator.results import Assertion
+from webarena_live.evaluator.values.base import Normalized
 
 
 def compare(

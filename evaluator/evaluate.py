@@ -12,14 +12,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from evaluator.errors import WebArenaLiveError
-from evaluator.network_evaluator import evaluate_network
-from evaluator.response_evaluator import evaluate_response
-from evaluator.responses import response_warnings
-from evaluator.results import EvaluatorResult, TaskResult
-from evaluator.sites import SiteMap
-from evaluator.tasks import AgentResponseEvaluatorConfig, NetworkEventEvaluatorConfig, Task
-from evaluator.trace import NetworkTrace
+from webarena_live.evaluator.errors import WebArenaLiveError
+from webarena_live.evaluator.network_evaluator import evaluate_network
+from webarena_live.evaluator.response_evaluator import evaluate_response
+from webarena_live.evaluator.responses import response_warnings
+from webarena_live.evaluator.results import EvaluatorResult, TaskResult
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import AgentResponseEvaluatorConfig, NetworkEventEvaluatorConfig, Task
+from webarena_live.evaluator.trace import NetworkTrace
 
 RESPONSE_EVALUATOR = "AgentResponseEvaluator"
 NETWORK_EVALUATOR = "NetworkEventEvaluator"

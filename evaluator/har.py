@@ -23,10 +23,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 from dateutil import parser as date_parser
 
-from evaluator import __version__
-from evaluator.errors import TraceFormatError
-from evaluator.memo import BoundedMemo
-from evaluator.trace import EventRecord, NetworkEvent, NetworkTrace
+from webarena_live.evaluator import __version__
+from webarena_live.evaluator.errors import TraceFormatError
+from webarena_live.evaluator.memo import BoundedMemo
+from webarena_live.evaluator.trace import EventRecord, NetworkEvent, NetworkTrace
 
 # The C string escaper `json` itself uses: ASCII output, lone surrogates written as \\uXXXX escapes.
 _json_string = json.encoder.encode_basestring_ascii
@@ -353,7 +353,7 @@ def load_trace(path: str | Path) -> NetworkTrace:
     - `.jsonl`: a journal of HAR entries, one per line.
     Raises TraceFormatError naming the file and the problem.
     """
-    from evaluator.playwright_trace import load_playwright_trace
+    from webarena_live.evaluator.playwright_trace import load_playwright_trace
 
     file = Path(path)
     if not file.exists():

@@ -21,8 +21,8 @@ from typing import Any
 from jsonpath_ng.exceptions import JsonPathParserError
 from jsonpath_ng.ext import parse
 
-from evaluator.errors import WebArenaLiveError
-from evaluator.values.base import is_regexp
+from webarena_live.evaluator.errors import WebArenaLiveError
+from webarena_live.evaluator.values.base import is_regexp
 
 
 class JsonPathError(WebArenaLiveError):

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluator import values
-from evaluator.compare import compare
-from evaluator.network_plan import Plan
-from evaluator.results import Assertion, EvaluatorResult
-from evaluator.sites import SiteMap
-from evaluator.tasks import NetworkEventEvaluatorConfig, Task
-from evaluator.trace import NetworkEvent, NetworkTrace
+from webarena_live.evaluator import values
+from webarena_live.evaluator.compare import compare
+from webarena_live.evaluator.network_plan import Plan
+from webarena_live.evaluator.results import Assertion, EvaluatorResult
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import NetworkEventEvaluatorConfig, Task
+from webarena_live.evaluator.trace import NetworkEvent, NetworkTrace
 
 EVALUATOR_NAME = "NetworkEventEvaluator"
 

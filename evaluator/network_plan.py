@@ -16,11 +16,11 @@ from functools import partial
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from evaluator import bodies, jsonpaths, values
-from evaluator.sites import SiteMap
-from evaluator.tasks import NetworkEventEvaluatorConfig, Task, TaskType
-from evaluator.trace import NetworkEvent
-from evaluator.values.url import Url
+from webarena_live.evaluator import bodies, jsonpaths, values
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import NetworkEventEvaluatorConfig, Task, TaskType
+from webarena_live.evaluator.trace import NetworkEvent
+from webarena_live.evaluator.values.url import Url
 
 URL_HEADERS = ("redirect_url", "referer")
 """Expected header names whose values are compared as URLs (names as written in the task)."""

@@ -12,9 +12,9 @@ import json
 import zipfile
 from pathlib import Path
 
-from evaluator.errors import TraceFormatError
-from evaluator.har import events_from_entries
-from evaluator.trace import NetworkTrace
+from webarena_live.evaluator.errors import TraceFormatError
+from webarena_live.evaluator.har import events_from_entries
+from webarena_live.evaluator.trace import NetworkTrace
 
 NETWORK_FILE = "trace.network"
 

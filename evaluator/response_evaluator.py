@@ -18,12 +18,17 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from evaluator.compare import compare
-from evaluator.errors import AgentResponseError
-from evaluator.responses import RETRIEVED_DATA_FIELDS, TASK_TYPE_FIELDS, first_present, response_document
-from evaluator.results import Assertion, EvaluatorResult
-from evaluator.tasks import AgentResponseEvaluatorConfig, Task, TaskType
-from evaluator.values import DerenderUrl, Text, normalize_list, report
+from webarena_live.evaluator.compare import compare
+from webarena_live.evaluator.errors import AgentResponseError
+from webarena_live.evaluator.responses import (
+    RETRIEVED_DATA_FIELDS,
+    TASK_TYPE_FIELDS,
+    first_present,
+    response_document,
+)
+from webarena_live.evaluator.results import Assertion, EvaluatorResult
+from webarena_live.evaluator.tasks import AgentResponseEvaluatorConfig, Task, TaskType
+from webarena_live.evaluator.values import DerenderUrl, Text, normalize_list, report
 
 EVALUATOR_NAME = "AgentResponseEvaluator"
 

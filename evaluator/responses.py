@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from evaluator.errors import AgentResponseError
-from evaluator.tasks import Status, TaskType
+from webarena_live.evaluator.errors import AgentResponseError
+from webarena_live.evaluator.tasks import Status, TaskType
 
 # Field spellings, in order of precedence: the dataset's, the legacy one, the seed's.
 TASK_TYPE_FIELDS = ("task_type", "performed_operation", "action")

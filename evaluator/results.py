@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from evaluator import __version__
+from webarena_live.evaluator import __version__
 
 REFERENCE_VERSION = "1.2.3"
 """The version of webarena-verified whose verdicts this release reproduces."""

@@ -22,10 +22,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from evaluator.errors import SiteConfigError
+from webarena_live.evaluator.errors import SiteConfigError
 
 if TYPE_CHECKING:
-    from evaluator.trace import NetworkTrace
+    from webarena_live.evaluator.trace import NetworkTrace
 
 ADMIN_SITE = "shopping_admin"
 """The one site whose pages live under a path (`/admin`) rather than at a host root."""

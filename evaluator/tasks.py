@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from functools import cached_property
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -26,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from evaluator.errors import TaskFileError, UnknownTaskError
+from webarena_live.evaluator.errors import TaskFileError, UnknownTaskError
 
 OFFICIAL_DATASET = "webarena-verified"
 """`--tasks` value that means the dataset shipped in the installed reference package."""
@@ -241,8 +242,10 @@ def official_dataset_path() -> Path:
 
 
 def default_tasks_path() -> Path:
-    """The embedded demo tasks (`tasks/demo.json` in the repository)."""
-    return Path(__file__).resolve().parent.parent / "tasks" / "demo.json"
+    """The embedded demo tasks (`tasks/demo.json` in the repository, package data when installed)."""
+    # The package is always installed as plain files (setuptools wheels are never imported zipped),
+    # so the resource is a real file whose path can be shown to the user and read again.
+    return Path(str(resources.files("webarena_live") / "tasks" / "demo.json"))
 
 
 def load_tasks(path: str | Path | None = None) -> TaskSet:

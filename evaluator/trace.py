@@ -25,7 +25,7 @@ from itertools import islice
 from typing import Any
 from urllib.parse import urlsplit
 
-from evaluator.memo import BoundedMemo
+from webarena_live.evaluator.memo import BoundedMemo
 
 # URL path endings the reference treats as static assets (never evaluation events).
 STATIC_ASSET_SUFFIXES = (

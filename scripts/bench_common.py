@@ -32,13 +32,15 @@ from typing import Any
 
 from bench_traffic import percentile, proxy_authorization, replay_request
 
+from webarena_live.addon.cli import addon_path
+
 __all__ = ["percentile", "proxy_authorization"]
 
 REPO = Path(__file__).resolve().parent.parent
 TRAFFIC = Path(__file__).resolve().with_name("bench_traffic.py")
 """The helper processes' entry point."""
 MITMDUMP = Path(sys.executable).parent / "mitmdump"
-ENTRY = REPO / "addon" / "entry.py"
+ENTRY = Path(addon_path())
 
 CPUS = sorted(os.sched_getaffinity(0))
 PROXY_CPU = CPUS[0]

@@ -28,11 +28,11 @@ from conformance import golden as g  # noqa: E402
 from conformance import har_entries as har  # noqa: E402
 from conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
 
-from evaluator.evaluate import evaluate_task  # noqa: E402
-from evaluator.har import event_from_har_entry  # noqa: E402
-from evaluator.sites import SiteMap  # noqa: E402
-from evaluator.tasks import load_tasks  # noqa: E402
-from evaluator.trace import NetworkTrace  # noqa: E402
+from webarena_live.evaluator.evaluate import evaluate_task  # noqa: E402
+from webarena_live.evaluator.har import event_from_har_entry  # noqa: E402
+from webarena_live.evaluator.sites import SiteMap  # noqa: E402
+from webarena_live.evaluator.tasks import load_tasks  # noqa: E402
+from webarena_live.evaluator.trace import NetworkTrace  # noqa: E402
 
 # Representative tasks: retrieve (response only), navigate (last navigation), mutate (form POST
 # with post_data), mutate with JSONPath post data and JSON response content, multi-evaluator.

@@ -25,7 +25,8 @@ if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
 fi
 echo "==> installing webarena-live into .venv"
-.venv/bin/pip install "${pip_quiet[@]}" -e '.[test]'
+# Strict editable mode: a tree of links that mypy can read (the default finder is invisible to it).
+.venv/bin/pip install "${pip_quiet[@]}" --config-settings editable_mode=strict -e '.[test]'
 
 if [ "$what" = test ] || [ "$what" = setup ]; then
     if [ ! -x .oracle-venv/bin/webarena-verified ]; then

@@ -17,8 +17,8 @@ from copy import deepcopy
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from evaluator.sites import SiteMap
-from evaluator.tasks import NetworkEventEvaluatorConfig, Task, TaskType
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import NetworkEventEvaluatorConfig, Task, TaskType
 
 CONFIG = {
     "environments": {

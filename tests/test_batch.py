@@ -15,10 +15,16 @@ import pytest
 from conformance import golden as g
 from conformance.runs import RawText, RunCase, write_group
 
-from evaluator.batch import RESULT_FILE, SUMMARY_FILE, discover_runs, evaluate_directory, summarize
-from evaluator.results import EvalStatus, TaskResult
-from evaluator.sites import SiteMap
-from evaluator.tasks import load_tasks
+from webarena_live.evaluator.batch import (
+    RESULT_FILE,
+    SUMMARY_FILE,
+    discover_runs,
+    evaluate_directory,
+    summarize,
+)
+from webarena_live.evaluator.results import EvalStatus, TaskResult
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import load_tasks
 
 REPO = Path(__file__).resolve().parent.parent
 # A retrieve task (response only), a mutate task (form POST), a navigate task, and a two-site task.
@@ -134,7 +140,7 @@ def test_summary_counts_by_site_key(run_dir: Path, dataset: Path) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "addon.cli", "evaluate", *args]
+    command = [sys.executable, "-m", "webarena_live.addon.cli", "evaluate", *args]
     return subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120)
 
 

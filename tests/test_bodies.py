@@ -6,9 +6,15 @@ import json
 
 import pytest
 
-from evaluator.bodies import parse_body, parse_form, parse_multipart, post_data, response_content
-from evaluator.jsonpaths import JsonPathError, extract, is_path_key, is_regexp_key
-from evaluator.trace import NetworkEvent
+from webarena_live.evaluator.bodies import (
+    parse_body,
+    parse_form,
+    parse_multipart,
+    post_data,
+    response_content,
+)
+from webarena_live.evaluator.jsonpaths import JsonPathError, extract, is_path_key, is_regexp_key
+from webarena_live.evaluator.trace import NetworkEvent
 
 FORM = "application/x-www-form-urlencoded; charset=UTF-8"
 

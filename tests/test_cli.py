@@ -3,9 +3,9 @@ import sys
 
 import pytest
 
-from addon.cli import build_parser
+from webarena_live.addon.cli import build_parser
 
-CLI = [sys.executable, "-m", "addon.cli"]
+CLI = [sys.executable, "-m", "webarena_live.addon.cli"]
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from evaluator.compare import compare
-from evaluator.errors import ComparisonError
-from evaluator.results import EvalStatus
-from evaluator.values import Currency, Number, Text
+from webarena_live.evaluator.compare import compare
+from webarena_live.evaluator.errors import ComparisonError
+from webarena_live.evaluator.results import EvalStatus
+from webarena_live.evaluator.values import Currency, Number, Text
 
 
 def numbers(*values: float) -> tuple[Number, ...]:

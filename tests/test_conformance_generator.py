@@ -12,8 +12,8 @@ from conformance import golden as g
 from conformance import mutations
 from conformance.regex_example import NoExample, regex_example
 
-from evaluator.har import event_from_har_entry
-from evaluator.trace import EventType
+from webarena_live.evaluator.har import event_from_har_entry
+from webarena_live.evaluator.trace import EventType
 
 
 def _patterns(node: Any) -> list[str]:

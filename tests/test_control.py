@@ -17,12 +17,12 @@ from addon_helpers import (
     write_tasks,
 )
 
-from addon.capture import event_from_flow
-from addon.control import ControlContext, Reply, handle_request, parse_final_response
-from addon.sessions import SessionStore
-from evaluator.har import load_trace
-from evaluator.sites import SiteMap
-from evaluator.tasks import load_tasks
+from webarena_live.addon.capture import event_from_flow
+from webarena_live.addon.control import ControlContext, Reply, handle_request, parse_final_response
+from webarena_live.addon.sessions import SessionStore
+from webarena_live.evaluator.har import load_trace
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import load_tasks
 
 NAVIGATE_DONE = {"action": "navigate", "status": "SUCCESS", "results": None}
 

@@ -7,13 +7,13 @@ import json
 
 from addon_helpers import SHOP, browser_headers, make_flow, write_tasks
 
-from addon import control_server
-from addon.capture import event_from_flow
-from addon.control import ControlContext, handle_request
-from addon.control_server import ControlServer
-from addon.sessions import SessionStore
-from evaluator.sites import SiteMap
-from evaluator.tasks import load_tasks
+from webarena_live.addon import control_server
+from webarena_live.addon.capture import event_from_flow
+from webarena_live.addon.control import ControlContext, handle_request
+from webarena_live.addon.control_server import ControlServer
+from webarena_live.addon.sessions import SessionStore
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import load_tasks
 
 
 def make_context(tmp_path) -> ControlContext:

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from addon.demo import event_differences, failure_reason
-from evaluator.tasks import load_tasks
+from webarena_live.addon.demo import event_differences, failure_reason
+from webarena_live.evaluator.tasks import load_tasks
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = Path(sys.executable).with_name("webarena-live")

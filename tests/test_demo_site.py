@@ -1,4 +1,4 @@
-"""The Demo Shop (scripts/demo_site.py), over real sockets on 127.0.0.1."""
+"""The Demo Shop (`webarena_live.addon.demo_site`), over real sockets on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -17,9 +17,8 @@ from urllib.parse import unquote, urlencode
 
 import pytest
 
-from addon.demo_stack import DEMO_SITE, free_ports, load_demo_site
-
-demo_site = load_demo_site()
+from webarena_live.addon import demo_site
+from webarena_live.addon.demo_stack import free_ports
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -194,7 +193,9 @@ def test_wishlist_json_api(shop: Any) -> None:
 def test_runs_as_a_script_on_the_given_port(tmp_path: Path) -> None:
     (port,) = free_ports(1)
     process = subprocess.Popen(
-        [sys.executable, str(DEMO_SITE), "--port", str(port)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "webarena_live.addon.demo_site", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert process.stdout is not None

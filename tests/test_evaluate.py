@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from conformance import golden as g
 
-import evaluator
-from evaluator.evaluate import evaluate_task
-from evaluator.har import event_from_har_entry
-from evaluator.results import EvalStatus
-from evaluator.sites import SiteMap
-from evaluator.tasks import TaskSet, load_tasks
-from evaluator.trace import NetworkTrace
+from webarena_live import evaluator
+from webarena_live.evaluator.evaluate import evaluate_task
+from webarena_live.evaluator.har import event_from_har_entry
+from webarena_live.evaluator.results import EvalStatus
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import TaskSet, load_tasks
+from webarena_live.evaluator.trace import NetworkTrace
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from evaluator.bodies import post_data, response_content
-from evaluator.errors import TraceFormatError
-from evaluator.har import event_from_har_entry, event_to_har_entry, load_trace
+from webarena_live.evaluator.bodies import post_data, response_content
+from webarena_live.evaluator.errors import TraceFormatError
+from webarena_live.evaluator.har import event_from_har_entry, event_to_har_entry, load_trace
 
 CHROME_ENTRY: dict[str, Any] = {
     "_initiator": {"type": "other"},

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from evaluator.har import load_trace, trace_to_har
-from evaluator.network_evaluator import evaluate_network
-from evaluator.sites import SiteMap
-from evaluator.tasks import load_tasks
+from webarena_live.evaluator.har import load_trace, trace_to_har
+from webarena_live.evaluator.network_evaluator import evaluate_network
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import load_tasks
 
 HERE = Path(__file__).resolve().parent
 

@@ -21,7 +21,6 @@ import pytest
 import requests
 from playwright.sync_api import Browser
 
-from evaluator.har import load_trace
 from tests.site import agents
 from tests.site.harness import (
     RESERVED_HOST,
@@ -41,6 +40,7 @@ from tests.site.live_fixtures import (
 )
 from tests.site.server import RunningSite
 from tests.site.sse import EventStreamReader
+from webarena_live.evaluator.har import load_trace
 
 pytest_plugins = ["tests.site.live_fixtures"]
 pytestmark = pytest.mark.timeout(180)

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from evaluator.network_evaluator import candidates, evaluate_network
-from evaluator.results import EvalStatus
-from evaluator.sites import SiteMap
-from evaluator.tasks import Task, parse_task
-from evaluator.trace import NetworkEvent, NetworkTrace
+from webarena_live.evaluator.network_evaluator import candidates, evaluate_network
+from webarena_live.evaluator.results import EvalStatus
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import Task, parse_task
+from webarena_live.evaluator.trace import NetworkEvent, NetworkTrace
 
 SITES = SiteMap.from_dict(
     {
@@ -313,7 +313,7 @@ def test_candidates_skip_static_assets(method: str) -> None:
     task = make_task("RETRIEVE", config)
     asset = NetworkEvent(method=method, url="http://127.0.0.1:8023/logo.png", status=200)
     page = NetworkEvent(method=method, url="http://127.0.0.1:8023/page", status=200)
-    from evaluator.network_evaluator import _plan_for
+    from webarena_live.evaluator.network_evaluator import _plan_for
 
     plan = _plan_for(task.network_configs[0], task, SITES)
     assert candidates(plan, NetworkTrace([asset, page, asset])) == [page]

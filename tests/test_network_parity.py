@@ -21,9 +21,9 @@ from typing import Any
 
 import network_cases as cases
 
-from evaluator.har import load_trace, trace_to_har
-from evaluator.network_evaluator import evaluate_network
-from evaluator.tasks import load_tasks
+from webarena_live.evaluator.har import load_trace, trace_to_har
+from webarena_live.evaluator.network_evaluator import evaluate_network
+from webarena_live.evaluator.tasks import load_tasks
 
 HERE = Path(__file__).resolve().parent
 MUTATION_NAMES = [name for name in cases.MUTATIONS if name != "golden"]

@@ -28,8 +28,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from addon.openapi import openapi_document
 from tests.site.harness import RESERVED_HOST, ProxyProcess, start_proxy, write_config
+from webarena_live.addon.openapi import openapi_document
 
 TOKEN = "fuzz-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -25,15 +25,15 @@ from addon_helpers import (
     write_tasks,
 )
 
-from addon import capture
-from addon.capture import event_from_flow, shared_header
-from addon.control import ControlContext, handle_request
-from addon.har_spool import SPOOL_SUBDIR, HarSpool, replace_cheaply
-from addon.process_memory import gc_paused
-from addon.redact import redact_har_entry
-from addon.sessions import SessionState, SessionStore, entry_json_bytes
-from evaluator.evaluate import evaluate_task
-from evaluator.har import (
+from webarena_live.addon import capture
+from webarena_live.addon.capture import event_from_flow, shared_header
+from webarena_live.addon.control import ControlContext, handle_request
+from webarena_live.addon.har_spool import SPOOL_SUBDIR, HarSpool, replace_cheaply
+from webarena_live.addon.process_memory import gc_paused
+from webarena_live.addon.redact import redact_har_entry
+from webarena_live.addon.sessions import SessionState, SessionStore, entry_json_bytes
+from webarena_live.evaluator.evaluate import evaluate_task
+from webarena_live.evaluator.har import (
     _iso,
     _iso_reference,
     event_to_har_entry,
@@ -41,9 +41,9 @@ from evaluator.har import (
     load_trace,
     trace_to_har,
 )
-from evaluator.sites import SiteMap
-from evaluator.tasks import load_tasks
-from evaluator.trace import NetworkEvent, NetworkTrace
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import load_tasks
+from webarena_live.evaluator.trace import NetworkEvent, NetworkTrace
 
 MUTATE_DONE = {"task_type": "mutate", "status": "SUCCESS", "retrieved_data": None}
 NAVIGATE_DONE = {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": None}
@@ -95,7 +95,7 @@ def test_lone_surrogates_from_undecodable_header_bytes_survive_the_round_trip():
 
 
 def load_trace_from_line(line: str) -> NetworkEvent:
-    from evaluator.har import event_from_har_entry
+    from webarena_live.evaluator.har import event_from_har_entry
 
     return event_from_har_entry(json.loads(line))
 
@@ -333,7 +333,7 @@ def test_journal_lines_read_back_as_the_same_events(tmp_path):
 
 
 def test_replacing_without_an_atomic_exchange_falls_back_to_a_hard_link(tmp_path, monkeypatch):
-    from addon import har_spool
+    from webarena_live.addon import har_spool
 
     monkeypatch.setattr(har_spool, "_exchange", lambda source, target: False)
     target, source = tmp_path / "network.har", tmp_path / "new"

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from addon.process_memory import LARGE_BODY, LargeBodyCollector, freeze_startup_heap, gc_paused
 from tests.site.harness import TASKS_FILE, start_proxy, write_config
+from webarena_live.addon.process_memory import LARGE_BODY, LargeBodyCollector, freeze_startup_heap, gc_paused
 
 MEGABYTE = 1024 * 1024
 

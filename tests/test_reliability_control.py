@@ -16,15 +16,15 @@ import pytest
 import requests
 from addon_helpers import MUTATE_TASK, NAVIGATE_TASK, SHOP, browser_headers, make_flow, write_tasks
 
-from addon.capture import event_from_flow
-from addon.control import MAX_CONTROL_BODY, ControlContext, handle_request
-from addon.guard import page_request_problem, token_problem
-from addon.openapi import openapi_document
-from addon.recovery import JournalNotFoundError, find_journal, read_journal
-from addon.sessions import SessionStore
-from evaluator.sites import SiteMap
-from evaluator.tasks import load_tasks
 from tests.site.harness import free_port, start_proxy, write_config
+from webarena_live.addon.capture import event_from_flow
+from webarena_live.addon.control import MAX_CONTROL_BODY, ControlContext, handle_request
+from webarena_live.addon.guard import page_request_problem, token_problem
+from webarena_live.addon.openapi import openapi_document
+from webarena_live.addon.recovery import JournalNotFoundError, find_journal, read_journal
+from webarena_live.addon.sessions import SessionStore
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import load_tasks
 
 NAVIGATE_DONE = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}
 

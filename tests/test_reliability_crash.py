@@ -21,12 +21,12 @@ import pytest
 import requests
 from addon_helpers import MUTATE_TASK, NAVIGATE_TASK, RETRIEVE_TASK, oracle_verdict, write_tasks
 
-from addon.recovery import find_journal
-from evaluator.evaluate import evaluate_task
-from evaluator.har import load_trace, trace_to_har
-from evaluator.sites import SiteMap
-from evaluator.tasks import load_tasks
 from tests.site.harness import ProxyProcess, start_proxy, write_config
+from webarena_live.addon.recovery import find_journal
+from webarena_live.evaluator.evaluate import evaluate_task
+from webarena_live.evaluator.har import load_trace, trace_to_har
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import load_tasks
 
 MUTATE_DONE = {"task_type": "MUTATE", "status": "SUCCESS", "retrieved_data": None}
 

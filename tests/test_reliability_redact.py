@@ -18,17 +18,17 @@ import pytest
 import requests
 from addon_helpers import TASKS, oracle_verdict
 
-from addon.cli import build_parser
-from addon.outputs import write_outputs
-from addon.recovery import find_journal
-from addon.redact import REDACTED, redact_har, redact_har_entry
-from addon.serve import addon_options
-from evaluator.evaluate import evaluate_task
-from evaluator.har import event_from_har_entry, event_to_har_entry, trace_to_har
-from evaluator.sites import SiteMap
-from evaluator.tasks import load_tasks
-from evaluator.trace import NetworkEvent, NetworkTrace
 from tests.site.harness import start_proxy, write_config
+from webarena_live.addon.cli import build_parser
+from webarena_live.addon.outputs import write_outputs
+from webarena_live.addon.recovery import find_journal
+from webarena_live.addon.redact import REDACTED, redact_har, redact_har_entry
+from webarena_live.addon.serve import addon_options
+from webarena_live.evaluator.evaluate import evaluate_task
+from webarena_live.evaluator.har import event_from_har_entry, event_to_har_entry, trace_to_har
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import load_tasks
+from webarena_live.evaluator.trace import NetworkEvent, NetworkTrace
 
 SECRETS = ("hunter2", "hunter3", "hunter4", "SECRETSID", "APITOKEN", "bicycle", "cHJveHk6cHc=")
 COOKIE_TASK = 9010

@@ -7,10 +7,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from evaluator.response_evaluator import evaluate_response
-from evaluator.results import EvalStatus
-from evaluator.sites import SiteMap
-from evaluator.tasks import Task, parse_task
+from webarena_live.evaluator.response_evaluator import evaluate_response
+from webarena_live.evaluator.results import EvalStatus
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import Task, parse_task
 
 
 def make_task(expected: dict[str, Any], schema: dict[str, Any], *, ordered: bool = False) -> Task:

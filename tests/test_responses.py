@@ -6,9 +6,14 @@ import json
 
 import pytest
 
-from evaluator.errors import AgentResponseError
-from evaluator.responses import AgentResponse, parse_response, response_document, response_warnings
-from evaluator.tasks import Status, TaskType
+from webarena_live.evaluator.errors import AgentResponseError
+from webarena_live.evaluator.responses import (
+    AgentResponse,
+    parse_response,
+    response_document,
+    response_warnings,
+)
+from webarena_live.evaluator.tasks import Status, TaskType
 
 
 def test_seed_names_dataset_names_and_legacy_names_all_read_the_same() -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from addon_helpers import NAVIGATE_TASK, SHOP, browser_headers, make_flow, write_tasks
 
-from addon import sessions as sessions_module
-from addon.capture import event_from_flow
-from addon.sessions import (
+from webarena_live.addon import sessions as sessions_module
+from webarena_live.addon.capture import event_from_flow
+from webarena_live.addon.sessions import (
     DEFAULT_SESSION,
     Journal,
     SessionState,
@@ -21,10 +21,10 @@ from addon.sessions import (
     journal_filename,
     session_name_problem,
 )
-from evaluator.har import load_trace
-from evaluator.results import EvalStatus, TaskResult
-from evaluator.tasks import load_tasks
-from evaluator.trace import NetworkEvent
+from webarena_live.evaluator.har import load_trace
+from webarena_live.evaluator.results import EvalStatus, TaskResult
+from webarena_live.evaluator.tasks import load_tasks
+from webarena_live.evaluator.trace import NetworkEvent
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -142,8 +142,8 @@ def test_journal_survives_a_crash_of_the_process(tmp_path):
         sys.path.insert(0, {str(REPO / "tests")!r})
         from pathlib import Path
         from addon_helpers import make_flow
-        from addon.capture import event_from_flow
-        from addon.sessions import SessionStore
+        from webarena_live.addon.capture import event_from_flow
+        from webarena_live.addon.sessions import SessionStore
         session = SessionStore(journal_dir=Path({str(tmp_path)!r})).get_or_create("crash")
         for n in range(50):
             session.append(event_from_flow(make_flow(url=f"http://shop.test/page/{{n}}")))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.errors import SiteConfigError
-from evaluator.sites import SiteMap, placeholder, site_key
-from evaluator.trace import NetworkEvent, NetworkTrace
+from webarena_live.evaluator.errors import SiteConfigError
+from webarena_live.evaluator.sites import SiteMap, placeholder, site_key
+from webarena_live.evaluator.trace import NetworkEvent, NetworkTrace
 
 CONFIG = {
     "test_data_file": "ignored.json",

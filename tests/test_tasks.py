@@ -3,8 +3,13 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.errors import TaskFileError, UnknownTaskError
-from evaluator.tasks import AgentResponseEvaluatorConfig, NetworkEventEvaluatorConfig, TaskType, load_tasks
+from webarena_live.evaluator.errors import TaskFileError, UnknownTaskError
+from webarena_live.evaluator.tasks import (
+    AgentResponseEvaluatorConfig,
+    NetworkEventEvaluatorConfig,
+    TaskType,
+    load_tasks,
+)
 
 
 def test_all_official_tasks_load(official_dataset: Path) -> None:

@@ -17,11 +17,11 @@ from addon_helpers import SHOP, browser_headers, make_flow
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from addon.capture import event_from_flow, record_from_flow
-from addon.credentials import take_credentials
-from evaluator.har import _query_string_json, event_to_har_entry, event_to_har_json
-from evaluator.memo import BoundedMemo
-from evaluator.trace import RECORD_FIELDS, EventType, NetworkEvent, NetworkTrace
+from webarena_live.addon.capture import event_from_flow, record_from_flow
+from webarena_live.addon.credentials import take_credentials
+from webarena_live.evaluator.har import _query_string_json, event_to_har_entry, event_to_har_json
+from webarena_live.evaluator.memo import BoundedMemo
+from webarena_live.evaluator.trace import RECORD_FIELDS, EventType, NetworkEvent, NetworkTrace
 
 ASSET = (("Accept", "*/*"), ("Sec-Fetch-Dest", "script"), ("Sec-Fetch-Mode", "no-cors"))
 PAGE = (("Accept", "text/html"), ("Sec-Fetch-Dest", "document"), ("Sec-Fetch-Mode", "navigate"))

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from evaluator.errors import NormalizationError, WebArenaLiveError
-from evaluator.sites import SiteMap
-from evaluator.values import normalize
-from evaluator.values.url import Url, parse_query, split_base64_query
+from webarena_live.evaluator.errors import NormalizationError, WebArenaLiveError
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.values import normalize
+from webarena_live.evaluator.values.url import Url, parse_query, split_base64_query
 
 HERE = Path(__file__).resolve().parent
 CONFIG = {

@@ -16,9 +16,9 @@ from typing import Any
 from oracle_bridge import ask_oracle, report_differences
 from value_parity_cases import first_choice
 
-from evaluator.response_evaluator import evaluate_response
-from evaluator.sites import SiteMap
-from evaluator.tasks import parse_task
+from webarena_live.evaluator.response_evaluator import evaluate_response
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import parse_task
 
 SITE_CONFIG = {
     "environments": {

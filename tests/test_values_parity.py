@@ -16,12 +16,12 @@ import pytest
 from oracle_bridge import ask_oracle, report_differences
 from value_parity_cases import first_choice, response_variants, spellings
 
-from evaluator.compare import compare
-from evaluator.errors import AgentResponseError
-from evaluator.response_evaluator import evaluate_response
-from evaluator.responses import parse_response
-from evaluator.tasks import Task, parse_task
-from evaluator.values import normalize, normalize_list
+from webarena_live.evaluator.compare import compare
+from webarena_live.evaluator.errors import AgentResponseError
+from webarena_live.evaluator.response_evaluator import evaluate_response
+from webarena_live.evaluator.responses import parse_response
+from webarena_live.evaluator.tasks import Task, parse_task
+from webarena_live.evaluator.values import normalize, normalize_list
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ from functools import partial
 
 import pytest
 
-from evaluator.errors import NormalizationError, UnknownValueTypeError
-from evaluator.sites import SiteMap
-from evaluator.values import (
+from webarena_live.evaluator.errors import NormalizationError, UnknownValueTypeError
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.values import (
     Currency,
     Duration,
     Number,

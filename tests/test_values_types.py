@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from evaluator.errors import NormalizationError
-from evaluator.values import (
+from webarena_live.evaluator.errors import NormalizationError
+from webarena_live.evaluator.values import (
     Base64Text,
     Boolean,
     Coordinates,

@@ -17,15 +17,15 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from evaluator.errors import UnknownValueTypeError
-from evaluator.values.address import FullAddress
-from evaluator.values.base import DerenderUrl, Normalized, clean_text, is_regexp
-from evaluator.values.dates import Date, Duration, Month
-from evaluator.values.encoded import Base64Text, JsonText, MarkdownText, StringList
-from evaluator.values.geo import Coordinates, Distance
-from evaluator.values.numbers import Boolean, Currency, Empty, Number
-from evaluator.values.schema import Walker
-from evaluator.values.text import LocationName, Text
+from webarena_live.evaluator.errors import UnknownValueTypeError
+from webarena_live.evaluator.values.address import FullAddress
+from webarena_live.evaluator.values.base import DerenderUrl, Normalized, clean_text, is_regexp
+from webarena_live.evaluator.values.dates import Date, Duration, Month
+from webarena_live.evaluator.values.encoded import Base64Text, JsonText, MarkdownText, StringList
+from webarena_live.evaluator.values.geo import Coordinates, Distance
+from webarena_live.evaluator.values.numbers import Boolean, Currency, Empty, Number
+from webarena_live.evaluator.values.schema import Walker
+from webarena_live.evaluator.values.text import LocationName, Text
 
 VALUE_TYPES: dict[str, type[Normalized]] = {
     "string": Text,
@@ -53,7 +53,7 @@ def value_type(kind: Any) -> type[Normalized]:
     """The class serving a schema `type`/`format` name; `UnknownValueTypeError` for any other."""
     if kind == "url":
         # URLs belong to the network side of the evaluator; imported on demand.
-        from evaluator.values.url import Url
+        from webarena_live.evaluator.values.url import Url
 
         return Url
     try:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from evaluator.values.base import Normalized
-from evaluator.values.text import LocationName, Text
+from webarena_live.evaluator.values.base import Normalized
+from webarena_live.evaluator.values.text import LocationName, Text
 
 REQUIRED_PARTS = ("house_number", "street", "city", "state", "postcode")
 

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from unidecode import unidecode
 
-from evaluator.errors import NormalizationError
+from webarena_live.evaluator.errors import NormalizationError
 
 # Hyphen-like characters become spaces only next to a letter ("Buffalo-Niagara"
 # -> "buffalo niagara") so that numbers such as "555-1234" keep their shape.

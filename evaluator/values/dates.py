@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from dateutil import parser as date_parser
 
-from evaluator.values.base import Normalized
+from webarena_live.evaluator.values.base import Normalized
 
 _COMMA_WITHOUT_SPACE = re.compile(r",(?! )")
 # "1:35 hours" means 1 h 35 min; pytimeparse2 would read "1:35" as minutes:seconds.

@@ -14,7 +14,7 @@ from decimal import Decimal
 from functools import cache, lru_cache
 from typing import Any, ClassVar
 
-from evaluator.values.base import Normalized
+from webarena_live.evaluator.values.base import Normalized
 
 # "110k" is how map sites abbreviate kilometres; pint would read "k" as nothing useful.
 _KILO_SUFFIX = re.compile(r"(\d+(?:\.\d+)?)\s*k(?=\s|$)", re.IGNORECASE)

@@ -14,7 +14,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from evaluator.values.base import Normalized
+from webarena_live.evaluator.values.base import Normalized
 
 _TRUE_WORDS = frozenset({"true", "yes", "y", "1", "t", "on"})
 _FALSE_WORDS = frozenset({"false", "no", "n", "0", "f", "off"})

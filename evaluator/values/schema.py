@@ -21,8 +21,8 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any
 
-from evaluator.errors import NormalizationError, UnknownValueTypeError
-from evaluator.values.base import DerenderUrl, Normalized
+from webarena_live.evaluator.errors import NormalizationError, UnknownValueTypeError
+from webarena_live.evaluator.values.base import DerenderUrl, Normalized
 
 KindLookup = Callable[[str], type[Normalized]]
 

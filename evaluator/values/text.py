@@ -14,7 +14,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from evaluator.values.base import Normalized, is_regexp
+from webarena_live.evaluator.values.base import Normalized, is_regexp
 
 # Characters an answer often carries around the value itself: quotes and sentence punctuation.
 _WRAPPING = "'\"`.,;:!?"

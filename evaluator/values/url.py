@@ -35,8 +35,8 @@ from urllib.parse import parse_qs, unquote, urlparse, urlunparse
 
 from url_normalize import url_normalize
 
-from evaluator.errors import NormalizationError
-from evaluator.values.base import Normalized, is_regexp
+from webarena_live.evaluator.errors import NormalizationError
+from webarena_live.evaluator.values.base import Normalized, is_regexp
 
 QueryParams = Mapping[str, Any]
 """Parameter name -> tuple of values (or, after schema normalization, normalized values)."""

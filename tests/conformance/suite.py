@@ -171,9 +171,9 @@ def _prepare_locked(
 
 def judge_with_us(dataset: Path, root: Path, directories: dict[str, Path]) -> dict[str, Path]:
     """Copies of every group judged by `evaluate_directory`, in this process."""
-    from evaluator.batch import evaluate_directory
-    from evaluator.sites import SiteMap
-    from evaluator.tasks import load_tasks
+    from webarena_live.evaluator.batch import evaluate_directory
+    from webarena_live.evaluator.sites import SiteMap
+    from webarena_live.evaluator.tasks import load_tasks
 
     tasks = load_tasks(dataset)
     site_map = SiteMap.load(root / "config.json")

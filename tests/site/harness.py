@@ -25,6 +25,8 @@ import requests
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from webarena_live.addon.cli import addon_path
+
 REPO = Path(__file__).resolve().parents[2]
 TASKS_FILE = Path(__file__).resolve().parent / "tasks.json"
 RESERVED_HOST = "webarena-live.invalid"
@@ -156,7 +158,7 @@ def start_proxy(
     """Run the proxy on free ports and wait until the control port's /health answers.
 
     By default through the CLI (`webarena-live serve`); with `plain_mitmdump`
-    as plain mitmproxy loading the addon script (`mitmdump -s addon/entry.py`),
+    as plain mitmproxy loading the addon script (`mitmdump -s "$(webarena-live addon-path)"`),
     the other way the addon is meant to be loaded.
     """
     output_dir = workdir / "out"
@@ -169,7 +171,7 @@ def start_proxy(
     if plain_mitmdump:
         command = [
             str(bin_dir / "mitmdump"), "-q",
-            "-s", str(REPO / "addon" / "entry.py"),
+            "-s", addon_path(),
             "--mode", f"regular@{port}",
             "--mode", f"regular@{session_port}",
             "--set", f"webarena_session_port={session_port}",

@@ -8,7 +8,7 @@ JavaScript with fetch() (the wish list and the cart totals). Each browser gets
 its own cart and wish list, keyed by a session cookie, so tasks run in separate
 browser contexts never see each other's changes.
 
-    python scripts/demo_site.py --port 8000        # serve until Ctrl-C
+    python -m webarena_live.addon.demo_site --port 8000   # serve until Ctrl-C
     server = serve("127.0.0.1", 0); server.url     # from Python, in a thread
 """
 
@@ -28,12 +28,15 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import PurePosixPath
 from string import Template
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
-ASSETS = Path(__file__).resolve().parent / "demo_site"
+ASSETS: Traversable = resources.files(__package__ or "webarena_live.addon") / "demo_site_assets"
+"""Templates, static files and the catalog, shipped as package data."""
 SESSION_COOKIE = "shop_sid"
 MESSAGES_COOKIE = "shop-messages"
 """Flash messages travel in this cookie (URL-encoded JSON) across the POST-redirect-GET."""
@@ -62,7 +65,7 @@ class Product:
         return all(word in text for word in query.lower().split())
 
 
-def load_catalog(path: Path = ASSETS / "catalog.json") -> tuple[str, tuple[Product, ...]]:
+def load_catalog(path: Traversable = ASSETS / "catalog.json") -> tuple[str, tuple[Product, ...]]:
     """The shop's name and products, from the catalog file."""
     data = json.loads(path.read_text(encoding="utf-8"))
     products = tuple(Product(**{**item, "reviews": tuple(item["reviews"])}) for item in data["products"])
@@ -129,7 +132,7 @@ class Markup(str):
 
 @functools.cache
 def _template(name: str, suffix: str) -> Template:
-    return Template((ASSETS / "templates" / f"{name}{suffix}").read_text(encoding="utf-8"))
+    return Template((ASSETS.joinpath("templates", f"{name}{suffix}")).read_text(encoding="utf-8"))
 
 
 def render(template: str, /, *, suffix: str = ".html", **values: Any) -> str:
@@ -269,10 +272,13 @@ class ShopHandler(BaseHTTPRequestHandler):
         self._json(404, {"message": f"no such endpoint: POST {path}"}, cookies)
 
     def _static(self, name: str) -> None:
-        file = ASSETS / "static" / name
-        if "/" in name or file.suffix not in _STATIC_TYPES or not file.is_file():
+        suffix = PurePosixPath(name).suffix
+        if "/" in name or name.startswith(".") or suffix not in _STATIC_TYPES:
             return self._send(404, b"not found", "text/plain")
-        self._send(200, file.read_bytes(), _STATIC_TYPES[file.suffix], [("Cache-Control", "max-age=3600")])
+        file = ASSETS.joinpath("static", name)
+        if not file.is_file():
+            return self._send(404, b"not found", "text/plain")
+        self._send(200, file.read_bytes(), _STATIC_TYPES[suffix], [("Cache-Control", "max-age=3600")])
 
     def _image(self, ident: str) -> None:
         product = self.server.by_id.get(int(ident)) if ident.isdigit() else None
