@@ -2,7 +2,7 @@
 # Set up everything webarena-live needs on a fresh Debian/Ubuntu machine, then
 # run one thing:  scripts/bootstrap.sh demo | test | setup
 #   demo   run the embedded demo (webarena-live demo)
-#   test   lint, type-check and run the whole test suite
+#   test   lint, type-check, check the built wheel installed in a fresh venv, run the whole test suite
 #   setup  only install
 # It creates .venv (the project) and .oracle-venv (the reference evaluator
 # webarena-verified==1.2.3, used by the parity tests), and installs Debian's
@@ -58,6 +58,8 @@ case "$what" in
         .venv/bin/ruff check .
         echo "==> mypy"
         .venv/bin/mypy
+        echo "==> the installed product: wheel in a fresh venv, used from outside the checkout"
+        bash scripts/check_wheel.sh
         echo "==> pytest"
         export WEBARENA_ORACLE="$PWD/.oracle-venv/bin/python"
         exec .venv/bin/pytest "${@:2}"
