@@ -13,8 +13,8 @@ cd "$(dirname "$0")/.."
 what="${1:-setup}"
 python="${PYTHON:-python3.11}"
 command -v "$python" >/dev/null 2>&1 || python=python3
-if ! "$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
-    echo "webarena-live needs Python 3.11 (found $("$python" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2
+if ! "$python" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))'; then
+    echo "webarena-live needs Python 3.11 or newer (found $("$python" --version 2>&1)); set PYTHON=/path/to/python3" >&2
     exit 1
 fi
 
