@@ -127,3 +127,13 @@ def test_public_api_is_re_exported() -> None:
     assert evaluator.evaluate_task is evaluate_task
     with pytest.raises(AttributeError):
         _ = evaluator.no_such_thing
+
+
+def test_public_api_is_re_exported_from_the_package() -> None:
+    import webarena_live
+
+    assert webarena_live.__all__ == evaluator.__all__
+    for name in webarena_live.__all__:
+        assert getattr(webarena_live, name) is getattr(evaluator, name), name
+    with pytest.raises(AttributeError):
+        _ = webarena_live.no_such_thing
