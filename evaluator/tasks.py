@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import re
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from functools import cached_property
@@ -28,11 +27,10 @@ from pydantic import (
 )
 
 from webarena_live.evaluator.errors import TaskFileError, UnknownTaskError
+from webarena_live.evaluator.sites import SiteMap, placeholder, unknown_site_problem
 
 OFFICIAL_DATASET = "webarena-verified"
 """`--tasks` value that means the dataset shipped in the installed reference package."""
-
-_SITE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 class TaskType(StrEnum):
@@ -144,8 +142,9 @@ class Task(_Frozen):
     @classmethod
     def _valid_site_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for site in value:
-            if not _SITE_NAME.match(site):
-                raise ValueError(f"site name {site!r} must be lower-case letters, digits and underscores")
+            problem = unknown_site_problem(site)
+            if problem:
+                raise ValueError(problem)
         return value
 
     @model_validator(mode="after")
@@ -216,6 +215,20 @@ class TaskSet(Mapping[int, Task]):
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._by_id)
+
+    def sites_missing_from(self, site_map: SiteMap) -> dict[str, list[int]]:
+        """The placeholders these tasks use that `site_map` has no URLs for, each with its tasks' ids."""
+        missing: dict[str, list[int]] = {}
+        for task in self._by_id.values():
+            for site in task.sites:
+                if site not in site_map:
+                    missing.setdefault(placeholder(site), []).append(task.task_id)
+        return missing
+
+    @property
+    def is_embedded_demo(self) -> bool:
+        """True for the demo tasks shipped in the package (they run without a site map)."""
+        return Path(self.source) == default_tasks_path()
 
     def __len__(self) -> int:
         return len(self._by_id)

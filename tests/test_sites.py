@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from webarena_live.evaluator.errors import SiteConfigError
-from webarena_live.evaluator.sites import SiteMap, placeholder, site_key
+from webarena_live.evaluator.sites import SiteMap, config_problems, placeholder, site_key
 from webarena_live.evaluator.trace import NetworkEvent, NetworkTrace
 
 CONFIG = {
@@ -120,7 +120,7 @@ def test_malformed_configs_name_the_file(tmp_path: Path) -> None:
         SiteMap.load(tmp_path / "missing.json")
     bad_urls = tmp_path / "urls.json"
     bad_urls.write_text(json.dumps({"environments": {"__GITLAB__": {"urls": "http://x"}}}))
-    with pytest.raises(SiteConfigError, match=r"urls\.json.*gitlab\.urls"):
+    with pytest.raises(SiteConfigError, match=r"urls\.json: environments\.__GITLAB__: \"urls\" must be"):
         SiteMap.load(bad_urls)
 
 
@@ -151,3 +151,59 @@ def test_complete_from_trace_keeps_a_complete_map(site_map: SiteMap) -> None:
 def test_complete_from_trace_without_events_fails() -> None:
     with pytest.raises(SiteConfigError, match="no events"):
         SiteMap().complete_from_trace(["gitlab"], NetworkTrace([_event("http://h/app.css")]))
+
+
+@pytest.mark.parametrize(
+    ("config", "problem"),
+    [
+        (
+            {"environments": {"__SHOPPING__": {"url": ["http://h"]}}},
+            "unknown key 'url' (did you mean 'urls'?)",
+        ),
+        (
+            {"environments": {"__SHOPING__": {"urls": ["http://h"]}}},
+            "not a WebArena site (did you mean 'shopping'?)",
+        ),
+        ({"__SHOPPING__": {"urls": ["http://h"]}}, "unknown key '__SHOPPING__'"),
+        ({"__SHOPPING__": {"urls": ["http://h"]}}, '"environments" must be an object of sites (none given)'),
+        ({"environments": {"__SHOPPING__": {"urls": ["127.0.0.1:18000"]}}}, "(write http://127.0.0.1:18000)"),
+        ({"environments": {"__SHOPPING__": {"urls": ["ftp://h"]}}}, "is not an http(s) URL with a host"),
+        ({"environments": {"__SHOPPING__": {"urls": []}}}, '"urls" must be a non-empty list'),
+        ({"environment": {}}, "unknown key 'environment' (did you mean 'environments'?)"),
+        ([], "the config must be a JSON object, got list"),
+    ],
+)
+def test_config_mistakes_are_named_one_line_each(config: object, problem: str) -> None:
+    problems = config_problems(config)
+    assert any(problem in line for line in problems), problems
+    assert all("\n" not in line for line in problems)
+
+
+def test_reference_config_keys_are_accepted() -> None:
+    config = {
+        "test_data_file": "tasks.json",
+        "trace_file_name": "network.har",
+        "environments": {
+            "__SHOPPING_ADMIN__": {
+                "urls": ["http://127.0.0.1:7780/admin", "https://admin.example.com"],
+                "active_url_idx": 1,
+                "use_header_login": True,
+                "credentials": {"username": "admin", "password": "admin1234"},
+                "extra": {"container_name": "shopping_admin"},
+            }
+        },
+    }
+    assert config_problems(config) == []
+
+
+def test_a_config_file_with_several_mistakes_fails_with_one_line_each(tmp_path: Path) -> None:
+    file = tmp_path / "config.json"
+    file.write_text(json.dumps({"environments": {"__SHOPING__": {"url": ["127.0.0.1:1"]}}}))
+    with pytest.raises(SiteConfigError) as caught:
+        SiteMap.load(file)
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 3 and all(line.startswith(f"{file}: environments.__SHOPING__") for line in lines)
+
+
+def test_map_lists_each_site_and_its_urls(site_map: SiteMap) -> None:
+    assert all(name.startswith("__") and urls for name, urls in site_map.urls.items())

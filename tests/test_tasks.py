@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from webarena_live.evaluator.errors import TaskFileError, UnknownTaskError
+from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import (
     AgentResponseEvaluatorConfig,
     NetworkEventEvaluatorConfig,
@@ -52,3 +53,24 @@ def test_unreadable_and_non_json_files(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("{nope")
     with pytest.raises(TaskFileError, match="not valid JSON"):
         load_tasks(tmp_path / "x.json")
+
+
+def test_a_misspelled_site_is_refused_with_task_and_field(official_dataset: Path, tmp_path: Path) -> None:
+    data = json.loads(official_dataset.read_text())[:2]
+    data[1]["sites"] = ["shoping"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(TaskFileError) as caught:
+        load_tasks(bad)
+    message = str(caught.value)
+    assert f"task {data[1]['task_id']}" in message and "sites" in message
+    assert "'shoping' is not a WebArena site (did you mean 'shopping'?)" in message
+
+
+def test_sites_missing_from_a_map(official_dataset: Path) -> None:
+    tasks = load_tasks(official_dataset)
+    missing = tasks.sites_missing_from(SiteMap.from_urls({"shopping": "http://127.0.0.1:7770"}))
+    assert "__SHOPPING__" not in missing
+    assert set(missing) >= {"__GITLAB__", "__REDDIT__", "__SHOPPING_ADMIN__"}
+    assert sum(len(ids) for ids in missing.values()) > 500
+    assert load_tasks().is_embedded_demo and not tasks.is_embedded_demo
