@@ -2,16 +2,21 @@
 
 Same contract as the reference's `eval-tasks`: every `DIR/<task_id>/` holding
 `agent_response.json` and `network.har` gets a `DIR/<task_id>/eval_result.json`,
-and a per-site summary is printed. The exit status is 0 whenever the batch
-ran, whatever the verdicts; it is 2 when the dataset, the site map or the
-directory cannot be used at all.
+and a per-site summary is printed. The dataset is chosen as the reference
+chooses it: `--tasks`, else the config's `test_data_file`, else the official
+dataset when the reference package is installed. The exit status is 0 whenever
+the batch ran, whatever the verdicts; it is 2, with nothing written, when the
+dataset, the site map or the directory cannot be used, or when a run's task is
+not in the dataset (judging it would only overwrite its verdict with an error).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -21,7 +26,7 @@ from webarena_live.evaluator.batch import SUMMARY_FILE, BatchReport, discover_ru
 from webarena_live.evaluator.errors import WebArenaLiveError
 from webarena_live.evaluator.results import TaskResult
 from webarena_live.evaluator.sites import SiteMap
-from webarena_live.evaluator.tasks import load_tasks
+from webarena_live.evaluator.tasks import OFFICIAL_DATASET, TaskSet, load_tasks, official_dataset_installed
 
 PROGRESS_THRESHOLD = 20
 """Batches with at least this many runs show a progress bar."""
@@ -49,6 +54,9 @@ def summary_table(report: BatchReport) -> Table:
 
 
 def _print_problems(console: Console, report: BatchReport) -> None:
+    failed = [str(r.task_id) for r in report.results if r.status == "failure"]
+    if failed:
+        console.print(f"[bold]failed:[/] {', '.join(failed)}")
     errors = [r for r in report.results if r.status == "error"]
     if errors:
         console.print(f"[bold red]{len(errors)} task(s) could not be evaluated:[/]")
@@ -70,22 +78,82 @@ def _error_text(result: TaskResult) -> str:
     return "; ".join(r.error_msg or "" for r in result.evaluators_results if r.error_msg) or "error"
 
 
+def dataset_source(tasks: str | None, config: str | None) -> str | Path:
+    """What `load_tasks` should read: `--tasks`, else the config's `test_data_file`, else the official set.
+
+    A relative `test_data_file` is taken from the current directory, as the
+    reference does, else from the config file's directory. A missing one is an
+    error here (the reference falls back to its official dataset with a warning,
+    which judges a custom run against the wrong tasks).
+    """
+    if tasks:
+        return tasks
+    if config:
+        data = _read_json_object(Path(config))
+        named = data.get("test_data_file")
+        if named:
+            candidates = (
+                [Path(named)] if Path(named).is_absolute() else [Path(named), Path(config).parent / named]
+            )
+            found = next((path for path in candidates if path.is_file()), None)
+            if found is None:
+                raise WebArenaLiveError(f"{config}: test_data_file {named} does not exist")
+            return found
+    if official_dataset_installed():
+        return OFFICIAL_DATASET
+    raise WebArenaLiveError(
+        "which tasks? give --tasks PATH (a dataset file, or 'webarena-verified'), or a --config whose "
+        "test_data_file names one; the official dataset needs: pip install 'webarena-live[official]'"
+    )
+
+
+def _read_json_object(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise WebArenaLiveError(f"{path}: cannot read site config: {error.strerror or error}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise WebArenaLiveError(f"{path}: site config is not valid JSON: {error}") from None
+    return data if isinstance(data, dict) else {}
+
+
+def selection_problems(output_dir: Path, tasks: TaskSet, selected: list[int], *, named: bool) -> list[str]:
+    """Why the batch must not run: named run folders that do not exist, tasks the dataset lacks."""
+    problems = []
+    if named:
+        absent = [i for i in selected if not (output_dir / str(i)).is_dir()]
+        problems += [f"no run folder {output_dir / str(i)}" for i in absent]
+        selected = [i for i in selected if i not in absent]
+    unknown = [i for i in selected if i not in tasks]
+    if unknown:
+        ids = ", ".join(str(i) for i in unknown)
+        problems.append(
+            f"task(s) {ids} not in the dataset {tasks.source} (choose it with --tasks or --config)"
+        )
+    return problems
+
+
 def run(args: argparse.Namespace) -> int:
     console = Console()
     errors = Console(stderr=True)
     output_dir = Path(args.output_dir)
     try:
-        tasks = load_tasks(args.tasks)
-        site_map = SiteMap.load(args.config) if args.config else SiteMap()
         if not output_dir.is_dir():
             raise WebArenaLiveError(f"{output_dir}: output directory does not exist")
+        site_map = SiteMap.load(args.config) if args.config else SiteMap()
+        tasks = load_tasks(dataset_source(args.tasks, args.config))
         skipped: list[int] = []
         if args.task_ids:
             selected = list(dict.fromkeys(args.task_ids))
         else:
             selected, skipped = discover_runs(output_dir)
+        problems = selection_problems(output_dir, tasks, selected, named=bool(args.task_ids))
     except WebArenaLiveError as error:
-        errors.print(f"webarena-live evaluate: {error}", markup=False, highlight=False, soft_wrap=True)
+        problems = str(error).splitlines()
+    if problems:
+        for problem in problems:
+            errors.print(f"webarena-live evaluate: {problem}", markup=False, highlight=False, soft_wrap=True)
+        errors.print("webarena-live evaluate: nothing was written", markup=False, highlight=False)
         return 2
 
     show_progress = len(selected) >= PROGRESS_THRESHOLD
@@ -111,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
             write_summary=not args.task_ids,
         )
     report = report.model_copy(update={"skipped_task_ids": tuple(skipped)})
+    console.print(f"dataset: {tasks.source}", markup=False, highlight=False, soft_wrap=True)
     console.print(summary_table(report))
     _print_problems(console, report)
     written = f"verdicts: {output_dir}/<task_id>/eval_result.json"
@@ -120,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-if __name__ == "__main__":  # pragma: no cover - convenience for `python -m addon.offline`
+if __name__ == "__main__":  # pragma: no cover - convenience for `python -m webarena_live.addon.offline`
     from webarena_live.addon.cli import main
 
     sys.exit(main(["evaluate", *sys.argv[1:]]))

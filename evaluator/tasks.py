@@ -241,6 +241,11 @@ class TaskSet(Mapping[int, Task]):
         return hashlib.sha256(self._raw).hexdigest()
 
 
+def official_dataset_installed() -> bool:
+    """Whether the reference package (and so its official dataset) is installed."""
+    return importlib.util.find_spec("webarena_verified") is not None
+
+
 def official_dataset_path() -> Path:
     """The dataset file inside the installed `webarena-verified` package."""
     # find_spec locates the package without importing it: the reference pins its own dependencies and

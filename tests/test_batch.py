@@ -183,7 +183,7 @@ def test_cli_reads_the_official_dataset_from_its_package(run_dir: Path, oracle_p
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     command = [sys.executable, "-c", "import sys; sys.path.append(sys.argv.pop(1)); "
-               "from addon.cli import main; sys.exit(main(sys.argv[1:]))", site_packages,
+               "from webarena_live.addon.cli import main; sys.exit(main(sys.argv[1:]))", site_packages,
                "evaluate", "--output-dir", str(run_dir), "--tasks", "webarena-verified",
                "--config", str(run_dir.parent / "config.json")]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120)
@@ -192,3 +192,47 @@ def test_cli_reads_the_official_dataset_from_its_package(run_dir: Path, oracle_p
     assert set(statuses.values()) == {"success"}
     without = _cli("--output-dir", str(run_dir), "--tasks", "webarena-verified")
     assert without.returncode == 2 and "webarena-live[official]" in without.stderr
+
+
+def _verdict_files(run_dir: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in sorted(run_dir.rglob(RESULT_FILE))}
+
+
+def test_cli_takes_the_dataset_from_the_config_and_lists_failures(run_dir: Path, dataset: Path) -> None:
+    config = run_dir.parent / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "test_data_file": str(dataset)}))
+    (run_dir / "44" / "agent_response.json").write_text(
+        json.dumps({"task_type": "RETRIEVE", "status": "UNKNOWN_ERROR", "retrieved_data": ["x"]})
+    )
+    done = _cli("--output-dir", str(run_dir), "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    assert f"dataset: {dataset}" in done.stdout.replace("\n", "")
+    assert "failed: 44" in done.stdout
+
+
+def test_cli_without_a_dataset_or_with_a_missing_one_writes_nothing(run_dir: Path) -> None:
+    before = _verdict_files(run_dir)
+    done = _cli("--output-dir", str(run_dir), "--config", str(run_dir.parent / "config.json"))
+    assert done.returncode == 2 and "which tasks?" in done.stderr and "nothing was written" in done.stderr
+    config = run_dir.parent / "named.json"
+    config.write_text(json.dumps({"test_data_file": "no-such.json", "environments": {}}))
+    done = _cli("--output-dir", str(run_dir), "--config", str(config))
+    assert done.returncode == 2 and "test_data_file no-such.json does not exist" in done.stderr
+    assert _verdict_files(run_dir) == before
+
+
+def test_cli_refuses_runs_of_tasks_the_dataset_lacks(run_dir: Path, dataset: Path) -> None:
+    """Judging them would overwrite good verdicts with errors: nothing is written, exit 2, one line."""
+    config = str(run_dir.parent / "config.json")
+    assert _cli("--output-dir", str(run_dir), "--tasks", str(dataset), "--config", config).returncode == 0
+    before = _verdict_files(run_dir)
+    assert len(before) == len(TASK_IDS)
+    demo = _cli("--output-dir", str(run_dir), "--tasks", str(REPO / "tasks" / "demo.json"))
+    assert demo.returncode == 2
+    assert "task(s) 0, 44, 267, 492 not in the dataset" in demo.stderr and "demo.json" in demo.stderr
+    absent = _cli(
+        "--output-dir", str(run_dir), "--tasks", str(dataset), "--config", config, "--task-ids", "9999"
+    )
+    assert absent.returncode == 2 and f"no run folder {run_dir / '9999'}" in absent.stderr
+    assert "not in the dataset" not in absent.stderr
+    assert _verdict_files(run_dir) == before
