@@ -107,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(off by default: some official tasks check cookies, and a redacted HAR cannot prove them)",
     )
     serve.add_argument(
+        "--no-gc-tuning",
+        dest="gc_tuning",
+        action="store_false",
+        help="leave Python's garbage collector at its defaults (no start-up heap freeze, no collection "
+        "after large bodies, collections during a finish); for benchmarks",
+    )
+    serve.add_argument(
         "--set",
         dest="mitmproxy_options",
         action="append",

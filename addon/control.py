@@ -12,7 +12,8 @@ import json
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,6 @@ from webarena_live.addon.control_input import ControlError, parse_final_response
 from webarena_live.addon.guard import PUBLIC_PATHS, page_request_problem, token_problem
 from webarena_live.addon.openapi import openapi_document
 from webarena_live.addon.outputs import write_outputs
-from webarena_live.addon.process_memory import gc_paused
 from webarena_live.addon.recovery import JournalNotFoundError, find_journal, read_journal
 from webarena_live.addon.sessions import (
     DEFAULT_SESSION,
@@ -75,6 +75,8 @@ class ControlContext:
     redact: bool = False
     """Leave cookies, credentials and passwords out of the written network.har (addon.redact)."""
     extra_health: dict[str, Any] = field(default_factory=dict)
+    finish_guard: Callable[[], AbstractContextManager[object]] = nullcontext
+    """Wraps every finish; `webarena-live serve` keeps garbage collections out of it (`gc_paused`)."""
     refused_page_requests: int = 0
     """Control requests refused because a web page sent them (shown by /health)."""
 
@@ -324,7 +326,7 @@ def route(
         name, action = unquote(match.group(1)), match.group(2)
         if action == "finish":
             _allow(method, "POST")
-            with gc_paused():  # the agent waits on this; a full collection can run right after
+            with ctx.finish_guard():
                 return finish_session(ctx, _session(ctx, name), body)
         _allow(method, "GET")
         session = _session(ctx, name)

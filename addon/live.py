@@ -1,11 +1,12 @@
 """The mitmproxy addon: sessions from proxy credentials, one event per flow, the control API.
 
-Loaded by `webarena-live serve` and by `mitmdump -s addon/entry.py`. Options
-carry a `webarena_` prefix. Traffic is assigned to a session by the username
-of its proxy credentials (DESIGN §5). Like mitmproxy's own `proxyauth`, the
-name is remembered per client connection, so requests inside an HTTPS tunnel
-(HTTP/1 or HTTP/2), which never repeat the credentials, land in the session
-named on the CONNECT.
+Loaded by `webarena-live serve` and by `mitmdump -s "$(webarena-live addon-path)"`;
+it changes no process-wide setting (garbage-collector tuning is `serve`'s, see
+addon/process_memory.py). Options carry a `webarena_` prefix. Traffic is
+assigned to a session by the username of its proxy credentials (DESIGN §5).
+Like mitmproxy's own `proxyauth`, the name is remembered per client
+connection, so requests inside an HTTPS tunnel (HTTP/1 or HTTP/2), which never
+repeat the credentials, land in the session named on the CONNECT.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from mitmproxy import connection, ctx, exceptions, http
@@ -30,7 +34,6 @@ from webarena_live.addon.control import (
 )
 from webarena_live.addon.control_server import CALLER_HEADER, SAFETY_HEADERS, SERVER_HEADER, ControlServer
 from webarena_live.addon.credentials import challenge, take_credentials
-from webarena_live.addon.process_memory import LargeBodyCollector, freeze_startup_heap
 from webarena_live.addon.redact import redact_har_entry
 from webarena_live.addon.sessions import DEFAULT_SESSION, SessionStore
 from webarena_live.evaluator.errors import WebArenaLiveError
@@ -59,7 +62,6 @@ _OPTIONS = (
     "webarena_body_cap",
     "webarena_control_token",
     "webarena_redact",
-    "webarena_gc_tuning",
 )
 
 
@@ -96,9 +98,10 @@ class WebArenaLive:
         self._connections: dict[str, str] = {}
         """Session name by client connection id, for connections that sent credentials (CONNECT or
         first request); forgotten when the client disconnects."""
-        self.collector = LargeBodyCollector()
-        """Collects the garbage large bodies leave, with `webarena_gc_tuning` on."""
-        self.gc_tuning = True
+        self.finish_guard: Callable[[], AbstractContextManager[object]] = nullcontext
+        """Wraps every finish (`ControlContext.finish_guard`); set by the host, before configuring."""
+        self.extra_health: dict[str, Any] = {}
+        """More of `/health`'s answer: the control port, and what the host adds."""
 
     # --- options -------------------------------------------------------------------------------
 
@@ -127,8 +130,6 @@ class WebArenaLive:
             "network.har and the journal (off by default: some official tasks check cookies, which a "
             "redacted HAR cannot prove to the reference evaluator).")  # fmt: skip
         add("webarena_body_cap", int, BODY_CAP, "Largest request/response body kept in an event, in bytes.")
-        add("webarena_gc_tuning", bool, True, "Freeze the start-up heap out of Python's garbage collection, "
-            "and collect after every 32 MB of large bodies (see addon/process_memory.py).")  # fmt: skip
 
     def configure(self, updated: set[str]) -> None:
         if self.context is not None and not updated.intersection(_OPTIONS):
@@ -161,21 +162,16 @@ class WebArenaLive:
             output_dir=output_dir,
             token=options.webarena_control_token or None,
             redact=options.webarena_redact,
-            extra_health=self.context.extra_health if self.context else {"memory": self.collector.stats},
+            extra_health=self.extra_health,
+            finish_guard=self.finish_guard,
         )
         if self.server is not None:  # options changed while running: the control port serves the new state
             self.server.ctx = self.context
         self.body_cap = options.webarena_body_cap
         self.session_port = options.webarena_session_port
-        self.gc_tuning = options.webarena_gc_tuning
         logger.info("webarena-live: %d tasks from %s; journal in %s", len(tasks), tasks.source, journal_dir)
 
     async def running(self) -> None:
-        await self._start_control_port()
-        if ctx.options.webarena_gc_tuning and not self.collector.stats["frozen_objects"]:
-            self.collector.stats["frozen_objects"] = freeze_startup_heap()
-
-    async def _start_control_port(self) -> None:
         options = ctx.options
         if self.context is None or not options.webarena_control_port or self.server is not None:
             return
@@ -188,7 +184,7 @@ class WebArenaLive:
             logger.error("webarena-live: cannot open the control port %s: %s", port, error)
             return
         self.server = server
-        self.context.extra_health["control_port"] = server.port
+        self.extra_health["control_port"] = server.port
         logger.info("webarena-live: control API on http://%s:%d/", server.host, server.port)
 
     async def done(self) -> None:
@@ -320,7 +316,3 @@ class WebArenaLive:
         flow.metadata[CAPTURED_KEY] = True
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
         self.context.sessions.get_or_create(name).append(record_from_flow(flow, body_cap=self.body_cap))
-        if self.gc_tuning:
-            response = flow.response
-            size = len(flow.request.data.content or b"")
-            self.collector.note(size + len(response.data.content or b"") if response is not None else size)

@@ -1,4 +1,9 @@
-"""Garbage collection in the proxy process, tuned for a long run with many flows (issue 5).
+"""Garbage collection in `webarena-live serve`'s process, tuned for a long run with many flows (issue 5).
+
+Process-wide policy: only a host that owns its process applies it. `serve`
+adds `ProcessMemory` to its mitmproxy and wraps every finish in `gc_paused`;
+the webarena-live addon itself, loaded into someone else's mitmdump or
+mitmweb, never touches the collector (DESIGN §4).
 
 Two things plain mitmproxy leaves to Python's defaults, which cost a proxy
 that keeps every session's trace:
@@ -8,9 +13,8 @@ that keeps every session's trace:
   process, which every full collection walks again. `freeze_startup_heap`
   collects once and moves them to the permanent generation (`gc.freeze`), so
   collections only look at what was made since: events and flows. This is
-  Python's documented remedy; measured here it saves about 5% of mitmproxy's
-  CPU per request (`scripts/bench_proxy.py` reports the proxy with and
-  without it).
+  Python's documented remedy (`scripts/bench_proxy.py` reports `serve` with
+  and without it).
 - *Large bodies.* mitmproxy's flows die in reference cycles, so a finished
   flow — with its buffered body — is freed only when the cycle collector
   runs, and the collector is scheduled by counting objects, not bytes. With
@@ -37,6 +41,8 @@ import gc
 import time
 from collections.abc import Callable, Iterator
 
+from mitmproxy import http
+
 LARGE_BODY = 64 * 1024
 """Bodies from this size on count towards the next collection."""
 
@@ -47,9 +53,8 @@ COLLECT_AFTER = 32 * 1024 * 1024
 def freeze_startup_heap() -> int:
     """Collect, then exempt everything alive now from future collections (`gc.freeze`); how many.
 
-    Once per process: a script reloaded by mitmproxy, or a host that froze its
-    own start-up heap already, finds objects frozen and leaves it at that (a
-    later freeze would catch connections in flight).
+    Once per process: a process whose start-up heap is frozen already is left
+    at that (a later freeze would catch connections in flight).
     """
     if not gc.get_freeze_count():
         gc.collect()
@@ -117,6 +122,35 @@ class LargeBodyCollector:
         stats = self.stats
         stats["large_body_collections"] += 1
         stats["collect_ms"] = round(stats["collect_ms"] + (time.perf_counter() - started) * 1000, 3)
+
+
+class ProcessMemory:
+    """The mitmproxy addon `webarena-live serve` adds for the policy above: freezes the start-up heap
+    once everything listens, and counts the bodies of every flow for `LargeBodyCollector`."""
+
+    def __init__(self) -> None:
+        self.collector = LargeBodyCollector()
+
+    @property
+    def stats(self) -> dict[str, float]:
+        """What the tuning did (`LargeBodyCollector.stats`), for `/health`."""
+        return self.collector.stats
+
+    def running(self) -> None:
+        if not self.stats["frozen_objects"]:
+            self.stats["frozen_objects"] = freeze_startup_heap()
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        self.collector.note(_buffered(flow.request) + _buffered(flow.response))
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        if flow.response is None:  # with a response, `response` counted the flow already
+            self.collector.note(_buffered(flow.request))
+
+
+def _buffered(message: http.Message | None) -> int:
+    """Bytes of a message's buffered body (none when streamed)."""
+    return len(message.data.content or b"") if message is not None else 0
 
 
 @contextlib.contextmanager

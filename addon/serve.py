@@ -5,6 +5,10 @@ The proxy port never asks for credentials; the session port always does
 the port a client connected to. mitmproxy's own per-flow console output is
 off (the dumper is not loaded) and its log shows warnings only; the addon
 prints one banner once everything listens.
+
+The process is `serve`'s own, so it also applies the process-wide
+garbage-collection policy of addon/process_memory.py (`--no-gc-tuning` leaves
+Python's defaults), which the addon never does itself.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from mitmproxy.tools.dump import DumpMaster
 
 from webarena_live.addon.control import RESERVED_HOST
 from webarena_live.addon.live import WebArenaLive
+from webarena_live.addon.process_memory import ProcessMemory, gc_paused
 from webarena_live.evaluator import __version__
 
 
@@ -83,6 +88,11 @@ async def serve(args: argparse.Namespace) -> int:
     master = DumpMaster(opts, with_termlog=True, with_dumper=False)
     live = WebArenaLive()
     master.addons.add(live)
+    if args.gc_tuning:
+        memory = ProcessMemory()
+        master.addons.add(memory)
+        live.finish_guard = gc_paused  # the agent waits on a finish; a collection can run right after
+        live.extra_health["memory"] = memory.stats
     try:
         opts.update(
             listen_host=args.listen_host,

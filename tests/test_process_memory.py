@@ -5,25 +5,34 @@ wait for Python's cycle collector. The collector here counts the bytes of
 large bodies and collects once per `collect_after` of them: the tests build
 exactly that kind of garbage (a cycle holding a large body) and watch it go,
 then send 1 MB responses through a real proxy and read its `/health`.
+
+The tuning is process-wide policy, so only `webarena-live serve` applies it:
+the addon loaded into plain mitmdump leaves the collector as the host set it.
+`tests/gc_probe.py`, loaded next to the addon, reports what the collector's
+settings were after a response and inside a finish.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import threading
 import weakref
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 
+from tests.site.agents import NAVIGATE_DONE
 from tests.site.harness import TASKS_FILE, start_proxy, write_config
 from webarena_live.addon.process_memory import LARGE_BODY, LargeBodyCollector, freeze_startup_heap, gc_paused
 
 MEGABYTE = 1024 * 1024
+PROBE = Path(__file__).with_name("gc_probe.py")
 
 
 class DeadFlow:
@@ -104,10 +113,16 @@ class _LargeAnswers(BaseHTTPRequestHandler):
         pass
 
 
-def test_a_real_proxy_collects_after_large_bodies_and_keeps_none_of_them(tmp_path: Path) -> None:
+@pytest.fixture
+def origin() -> Iterator[str]:
+    """An upstream answering every GET with 1 MB of JSON."""
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), _LargeAnswers)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
-    origin = f"http://127.0.0.1:{upstream.server_address[1]}"
+    yield f"http://127.0.0.1:{upstream.server_address[1]}"
+    upstream.shutdown()
+
+
+def test_a_real_proxy_collects_after_large_bodies_and_keeps_none_of_them(tmp_path: Path, origin: str) -> None:
     config = write_config(tmp_path / "sites.json", {"__SHOPPING__": {"urls": [origin]}})
     proxy = start_proxy(tmp_path / "proxy", tasks=TASKS_FILE, config=config)
     try:
@@ -126,16 +141,58 @@ def test_a_real_proxy_collects_after_large_bodies_and_keeps_none_of_them(tmp_pat
         assert not any(entry["response"]["content"].get("text") for entry in har["log"]["entries"])
     finally:
         proxy.stop()
-        upstream.shutdown()
 
 
-def test_tuning_off_freezes_and_collects_nothing(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "sites.json", {"__SHOPPING__": {"urls": ["http://127.0.0.1:9"]}})
-    proxy = start_proxy(
-        tmp_path / "proxy", tasks=TASKS_FILE, config=config, extra_options=("webarena_gc_tuning=false",)
-    )
+def _probed_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, origin: str, **proxy_args: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A proxy with `tests/gc_probe.py` loaded: one request through a session, then its finish.
+    (`/health`'s answer, the collector's settings the probe saw after the response and inside the finish.)"""
+    report = tmp_path / "gc-probe.json"
+    monkeypatch.setenv("GC_PROBE_REPORT", str(report))
+    config = write_config(tmp_path / "sites.json", {"__SHOPPING__": {"urls": [origin]}})
+    proxy = start_proxy(tmp_path / "proxy", tasks=TASKS_FILE, config=config, **proxy_args)
     try:
-        memory = proxy.control.get("/health").json()["memory"]
-        assert memory == {"frozen_objects": 0, "large_body_collections": 0, "collect_ms": 0.0}
+        proxy.control.start(9001, "probed")
+        proxies = {"http": f"http://probed:x@127.0.0.1:{proxy.port}"}
+        assert requests.get(f"{origin}/api/report/1", proxies=proxies, timeout=30).status_code == 200
+        proxy.control.finish("probed", NAVIGATE_DONE)
+        health: dict[str, Any] = proxy.control.get("/health").json()
     finally:
         proxy.stop()
+    return health, json.loads(report.read_text())
+
+
+def _untouched() -> dict[str, Any]:
+    """The collector's settings as Python starts: on, nothing frozen, default thresholds."""
+    return {"enabled": True, "frozen": 0, "threshold": list(gc.get_threshold())}
+
+
+def test_the_addon_in_plain_mitmdump_changes_no_process_wide_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, origin: str
+) -> None:
+    """`mitmdump -s "$(webarena-live addon-path)"`: the host's process, the host's collector."""
+    health, seen = _probed_run(
+        tmp_path, monkeypatch, origin, plain_mitmdump=True, extra_args=("-s", str(PROBE))
+    )
+    assert seen == {"response": _untouched(), "finish": _untouched()}
+    assert "memory" not in health
+
+
+def test_serve_freezes_the_start_up_heap_and_keeps_collections_out_of_a_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, origin: str
+) -> None:
+    health, seen = _probed_run(tmp_path, monkeypatch, origin, extra_options=(f"scripts={PROBE}",))
+    assert seen["response"]["enabled"] and seen["response"]["frozen"] > 10_000
+    assert seen["finish"]["enabled"] is False
+    assert health["memory"]["frozen_objects"] > 10_000
+
+
+def test_serve_with_no_gc_tuning_leaves_the_collector_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, origin: str
+) -> None:
+    health, seen = _probed_run(
+        tmp_path, monkeypatch, origin, extra_options=(f"scripts={PROBE}",), extra_args=("--no-gc-tuning",)
+    )
+    assert seen == {"response": _untouched(), "finish": _untouched()}
+    assert "memory" not in health

@@ -152,6 +152,7 @@ def start_proxy(
     tasks: Path,
     config: Path,
     extra_options: Sequence[str] = (),
+    extra_args: Sequence[str] = (),
     plain_mitmdump: bool = False,
     timeout: float = 30,
 ) -> ProxyProcess:
@@ -159,7 +160,8 @@ def start_proxy(
 
     By default through the CLI (`webarena-live serve`); with `plain_mitmdump`
     as plain mitmproxy loading the addon script (`mitmdump -s "$(webarena-live addon-path)"`),
-    the other way the addon is meant to be loaded.
+    the other way the addon is meant to be loaded. `extra_options` are `--set` pairs,
+    `extra_args` more arguments of the command line.
     """
     output_dir = workdir / "out"
     confdir = workdir / "mitmproxy"  # keeps mitmproxy's CA out of the user's home
@@ -192,6 +194,7 @@ def start_proxy(
         ]  # fmt: skip
     for option in options:
         command += ["--set", option]
+    command += extra_args
     log = log_file.open("wb")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, env=env)
