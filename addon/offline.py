@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from webarena_live.evaluator.batch import SUMMARY_FILE, BatchReport, discover_runs, evaluate_directory
+from webarena_live.evaluator.batch import BatchReport, evaluate_directory
 from webarena_live.evaluator.errors import WebArenaLiveError
 from webarena_live.evaluator.results import TaskResult
+from webarena_live.evaluator.run_dir import SUMMARY_FILE, discover_runs, named_runs
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import OFFICIAL_DATASET, TaskSet, load_tasks, official_dataset_installed
 
@@ -117,14 +119,40 @@ def _read_json_object(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def selection_problems(output_dir: Path, tasks: TaskSet, selected: list[int], *, named: bool) -> list[str]:
-    """Why the batch must not run: named run folders that do not exist, tasks the dataset lacks."""
+@dataclass(frozen=True)
+class Batch:
+    """One run directory to evaluate, and which of its task folders."""
+
+    root: Path
+    selected: list[int]
+    skipped: list[int]
+
+
+def plan_batches(output_dir: Path, task_ids: list[int] | None) -> list[Batch]:
+    """Run directories under `output_dir`: itself (`OUT/<task_id>/`), its named runs (`OUT/<run>/<task_id>/`).
+
+    With `task_ids`, each directory evaluates those of them it holds a folder for.
+    """
+    runs = named_runs(output_dir)
+    roots = [output_dir, *runs] if discover_runs(output_dir) != ([], []) or not runs else runs
+    batches = []
+    for root in roots:
+        if task_ids:
+            batches.append(Batch(root, [i for i in task_ids if (root / str(i)).is_dir()], []))
+        else:
+            complete, incomplete = discover_runs(root)
+            batches.append(Batch(root, complete, incomplete))
+    return batches
+
+
+def selection_problems(batches: list[Batch], tasks: TaskSet, task_ids: list[int] | None) -> list[str]:
+    """Why nothing may run: named task folders that exist nowhere, runs of tasks the dataset lacks."""
     problems = []
-    if named:
-        absent = [i for i in selected if not (output_dir / str(i)).is_dir()]
-        problems += [f"no run folder {output_dir / str(i)}" for i in absent]
-        selected = [i for i in selected if i not in absent]
-    unknown = [i for i in selected if i not in tasks]
+    found = {i for batch in batches for i in batch.selected}
+    for i in task_ids or []:
+        if i not in found:
+            problems.append(f"no run folder {' or '.join(str(b.root / str(i)) for b in batches)}")
+    unknown = sorted({i for i in found if i not in tasks})
     if unknown:
         ids = ", ".join(str(i) for i in unknown)
         problems.append(
@@ -137,17 +165,14 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     errors = Console(stderr=True)
     output_dir = Path(args.output_dir)
+    task_ids = list(dict.fromkeys(args.task_ids)) if args.task_ids else None
     try:
         if not output_dir.is_dir():
             raise WebArenaLiveError(f"{output_dir}: output directory does not exist")
         site_map = SiteMap.load(args.config) if args.config else SiteMap()
         tasks = load_tasks(dataset_source(args.tasks, args.config))
-        skipped: list[int] = []
-        if args.task_ids:
-            selected = list(dict.fromkeys(args.task_ids))
-        else:
-            selected, skipped = discover_runs(output_dir)
-        problems = selection_problems(output_dir, tasks, selected, named=bool(args.task_ids))
+        batches = plan_batches(output_dir, task_ids)
+        problems = selection_problems(batches, tasks, task_ids)
     except WebArenaLiveError as error:
         problems = str(error).splitlines()
     if problems:
@@ -155,8 +180,23 @@ def run(args: argparse.Namespace) -> int:
             errors.print(f"webarena-live evaluate: {problem}", markup=False, highlight=False, soft_wrap=True)
         errors.print("webarena-live evaluate: nothing was written", markup=False, highlight=False)
         return 2
+    console.print(f"dataset: {tasks.source}", markup=False, highlight=False, soft_wrap=True)
+    for batch in batches:
+        report = _evaluate(
+            batch, tasks, site_map, errors, use_run_configs=not args.config, whole=not task_ids
+        )
+        console.print(summary_table(report))
+        _print_problems(console, report)
+        written = f"verdicts: {batch.root}/<task_id>/eval_result.json"
+        if not task_ids:
+            written += f"; summary: {batch.root / SUMMARY_FILE}"
+        console.print(written, markup=False, highlight=False, soft_wrap=True)
+    return 0
 
-    show_progress = len(selected) >= PROGRESS_THRESHOLD
+
+def _evaluate(
+    batch: Batch, tasks: TaskSet, site_map: SiteMap, errors: Console, *, use_run_configs: bool, whole: bool
+) -> BatchReport:
     progress = Progress(
         TextColumn("evaluating"),
         BarColumn(),
@@ -164,29 +204,21 @@ def run(args: argparse.Namespace) -> int:
         TimeElapsedColumn(),
         console=errors,
         transient=True,
-        disable=not show_progress,
+        disable=len(batch.selected) < PROGRESS_THRESHOLD,
     )
     with progress:
-        bar = progress.add_task("evaluate", total=len(selected))
+        bar = progress.add_task("evaluate", total=len(batch.selected))
         report = evaluate_directory(
-            output_dir,
+            batch.root,
             tasks,
             site_map,
-            task_ids=selected,
+            task_ids=batch.selected,
             on_result=lambda _result: progress.advance(bar),
             # Without --config each run may carry the site map it was recorded with, as the reference allows.
-            use_run_configs=not args.config,
-            write_summary=not args.task_ids,
+            use_run_configs=use_run_configs,
+            write_summary=whole,
         )
-    report = report.model_copy(update={"skipped_task_ids": tuple(skipped)})
-    console.print(f"dataset: {tasks.source}", markup=False, highlight=False, soft_wrap=True)
-    console.print(summary_table(report))
-    _print_problems(console, report)
-    written = f"verdicts: {output_dir}/<task_id>/eval_result.json"
-    if not args.task_ids:
-        written += f"; summary: {output_dir / SUMMARY_FILE}"
-    console.print(written, markup=False, highlight=False, soft_wrap=True)
-    return 0
+    return report.model_copy(update={"skipped_task_ids": tuple(batch.skipped)})
 
 
 if __name__ == "__main__":  # pragma: no cover - convenience for `python -m webarena_live.addon.offline`

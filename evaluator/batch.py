@@ -11,9 +11,6 @@ the problem; the batch always goes on.
 from __future__ import annotations
 
 import datetime
-import json
-import os
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -24,15 +21,17 @@ from webarena_live.evaluator.errors import RunInputError, WebArenaLiveError
 from webarena_live.evaluator.evaluate import evaluate_task, task_fields
 from webarena_live.evaluator.har import load_trace
 from webarena_live.evaluator.results import REFERENCE_VERSION, EvalStatus, TaskResult
+from webarena_live.evaluator.run_dir import (
+    RESPONSE_FILE,
+    RESULT_FILE,
+    RUN_CONFIG_FILE,
+    SUMMARY_FILE,
+    TRACE_FILE,
+    discover_runs,
+    write_json_atomically,
+)
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import TaskSet
-
-RESPONSE_FILE = "agent_response.json"
-TRACE_FILE = "network.har"
-RESULT_FILE = "eval_result.json"
-SUMMARY_FILE = "eval_results.json"
-RUN_CONFIG_FILE = "run_config.json"
-"""A per-run site map the reference uses when no `--config` is given (runs may come from different hosts)."""
 
 
 class _Frozen(BaseModel):
@@ -108,22 +107,6 @@ def summarize(results: Iterable[TaskResult]) -> BatchSummary:
     return BatchSummary(overall=build(merged), per_site={key: build(b) for key, b in sorted(buckets.items())})
 
 
-def discover_runs(output_dir: Path) -> tuple[list[int], list[int]]:
-    """Task ids of the complete runs under `output_dir`, and of the incomplete ones.
-
-    Like the reference, a run is a directory named by an integer holding both
-    the response and the trace file; other entries are ignored.
-    """
-    complete: list[int] = []
-    incomplete: list[int] = []
-    for entry in output_dir.iterdir():
-        if not (entry.name.isdigit() and entry.is_dir()):
-            continue
-        has_files = (entry / RESPONSE_FILE).is_file() and (entry / TRACE_FILE).exists()
-        (complete if has_files else incomplete).append(int(entry.name))
-    return sorted(complete), sorted(incomplete)
-
-
 def read_response(path: Path) -> str:
     """The agent's final answer as text (the response evaluator parses it, as the reference does)."""
     try:
@@ -144,7 +127,7 @@ def _site_map_for_run(run_dir: Path, site_map: SiteMap, use_run_configs: bool) -
     if not use_run_configs or not run_config.is_file():
         return site_map
     try:
-        return SiteMap.load(run_config)
+        return SiteMap.load(run_config, strict=False)  # read as leniently as the reference reads it
     except WebArenaLiveError as error:
         raise RunInputError(_naming(run_config, error)) from None
 
@@ -187,21 +170,6 @@ def evaluate_run(
             message=str(error), webarena_verified_data_checksum=data_checksum, **task_fields(task)
         )
     return evaluate_task(task, response, trace, site_map=run_site_map, data_checksum=data_checksum)
-
-
-def write_json_atomically(path: Path, document: object) -> None:
-    """Write JSON so that readers never see a half-written file."""
-    text = json.dumps(document, indent=2, ensure_ascii=False)
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.write("\n")
-        os.chmod(temp_name, 0o644)  # mkstemp creates 0600; results are meant to be shared like the runs
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
 
 
 def summary_document(report: BatchReport, timestamp: str) -> dict[str, object]:

@@ -188,8 +188,11 @@ class SiteMap(BaseModel):
             raise SiteConfigError(f"{source}: {problems}") from None
 
     @classmethod
-    def load(cls, path: str | Path) -> SiteMap:
-        """Read a config file in the reference format; every problem in it is one line of the error."""
+    def load(cls, path: str | Path, *, strict: bool = True) -> SiteMap:
+        """Read a config file in the reference format; every problem in it is one line of the error.
+
+        `strict=False` skips the typo checks, for configs a tool wrote (a run's own `run_config.json`).
+        """
         file = Path(path)
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
@@ -197,7 +200,7 @@ class SiteMap(BaseModel):
             raise SiteConfigError(f"{file}: cannot read site config: {error.strerror or error}") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise SiteConfigError(f"{file}: site config is not valid JSON: {error}") from None
-        problems = config_problems(data)
+        problems = config_problems(data) if strict else []
         if problems:
             raise SiteConfigError("\n".join(f"{file}: {problem}" for problem in problems))
         return cls.from_dict(data, source=str(file))

@@ -7,6 +7,7 @@ golden answer and a Chromium-shaped HAR), then broken on purpose.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -236,3 +237,16 @@ def test_cli_refuses_runs_of_tasks_the_dataset_lacks(run_dir: Path, dataset: Pat
     assert absent.returncode == 2 and f"no run folder {run_dir / '9999'}" in absent.stderr
     assert "not in the dataset" not in absent.stderr
     assert _verdict_files(run_dir) == before
+
+
+def test_cli_evaluates_named_runs_beside_task_folders(run_dir: Path, dataset: Path) -> None:
+    """`OUT/<task_id>/` and `OUT/<run>/<task_id>/` (sessions started with a run name) in one call."""
+    shutil.copytree(run_dir / "44", run_dir / "attempt-2" / "44")
+    shutil.copytree(run_dir / "267", run_dir / "attempt-2" / "267")
+    config = str(run_dir.parent / "config.json")
+    done = _cli("--output-dir", str(run_dir), "--tasks", str(dataset), "--config", config)
+    assert done.returncode == 0, done.stderr
+    assert len(_verdict_files(run_dir)) == len(TASK_IDS) + 2
+    assert (run_dir / "attempt-2" / SUMMARY_FILE).is_file() and (run_dir / SUMMARY_FILE).is_file()
+    only = _cli("--output-dir", str(run_dir / "attempt-2"), "--tasks", str(dataset), "--config", config)
+    assert only.returncode == 0 and "2 " in only.stdout

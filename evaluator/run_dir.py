@@ -1,0 +1,140 @@
+"""A run directory's files: one owner for what the live finish and the offline batch write (DESIGN §7).
+
+The layout is the reference tooling's: `OUT/<task_id>/agent_response.json`,
+`network.har` and `eval_result.json`. A session started with a run name writes
+`OUT/<run>/<task_id>/…` instead, each run directory in that same layout, so
+`webarena-verified eval-tasks --output-dir OUT/<run>` reads it unchanged.
+
+Nothing is overwritten silently: a finish for a task whose folder already holds
+an attempt moves that attempt to `OUT/.attempts/<task_id>/<n>/` first (a dot
+folder, which the reference's tooling skips, like the journal). Every file is
+written to a temporary name in its directory and renamed into place, so a
+reader or a crash never sees half a file, with the same permissions (0644)
+whoever writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from webarena_live.evaluator.errors import AgentResponseError
+from webarena_live.evaluator.responses import parse_response
+
+RESPONSE_FILE = "agent_response.json"
+TRACE_FILE = "network.har"
+RESULT_FILE = "eval_result.json"
+SUMMARY_FILE = "eval_results.json"
+RUN_CONFIG_FILE = "run_config.json"
+"""A per-run site map the reference uses when no `--config` is given (runs may come from different hosts)."""
+ATTEMPTS_DIR = ".attempts"
+"""Earlier attempts of a task, moved aside by a later finish: `OUT/.attempts/<task_id>/<n>/`."""
+
+RUN_NAME = re.compile(r"^(?!\d+$)[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+"""A run name is one path segment that cannot be mistaken for a task id or a hidden folder."""
+
+FILE_MODE = 0o644
+
+
+def run_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a run directory, or None."""
+    if RUN_NAME.match(name):
+        return None
+    return (
+        f"run name {name!r} must be 1-100 letters, digits, '.', '_' or '-', start with a letter or digit, "
+        "and not be a number (numbers are task folders)"
+    )
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same directory and a rename."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+        os.chmod(temporary, FILE_MODE)  # mkstemp creates 0600; run files are shared like any output
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomically(path: Path, document: object) -> None:
+    """Write a JSON document (indented, UTF-8) atomically."""
+    # ASCII escapes: a captured value may hold lone surrogates (undecodable bytes), which UTF-8 cannot.
+    write_text_atomically(path, json.dumps(document, indent=2) + "\n")
+
+
+def agent_response_text(raw_response: Any) -> str:
+    """The agent's answer as the reference should read it.
+
+    A response we can parse is written with the official field names, whatever
+    names the agent used; one we cannot parse is written exactly as received,
+    so the reference reaches the same (error) verdict on it.
+    """
+    try:
+        official = parse_response(raw_response).to_official_dict()
+    except AgentResponseError:
+        if isinstance(raw_response, str):
+            return raw_response
+        return json.dumps(raw_response, indent=2, ensure_ascii=False)
+    return json.dumps(official, indent=2, ensure_ascii=False)
+
+
+def task_dir(out_dir: Path, task_id: int, run: str | None = None) -> Path:
+    """Where a task's files go: `OUT/<task_id>`, or `OUT/<run>/<task_id>` for a named run."""
+    return (out_dir / run if run else out_dir) / str(task_id)
+
+
+def keep_earlier_attempt(directory: Path) -> Path | None:
+    """Move an earlier attempt in `directory` to `.attempts/<task_id>/<n>/` beside it; where it went.
+
+    Returns None when the directory holds no attempt (no file of the three).
+    """
+    names = (RESPONSE_FILE, TRACE_FILE, RESULT_FILE)
+    if not directory.is_dir() or not any((directory / name).exists() for name in names):
+        return None
+    kept = directory.parent / ATTEMPTS_DIR / directory.name
+    kept.mkdir(parents=True, exist_ok=True)
+    number = 1 + max((int(p.name) for p in kept.iterdir() if p.name.isdigit()), default=0)
+    while True:  # another writer may take a number between the scan and the rename
+        target = kept / str(number)
+        try:
+            directory.rename(target)
+        except OSError:
+            if not target.exists():
+                raise
+            number += 1
+            continue
+        return target
+
+
+def discover_runs(output_dir: Path) -> tuple[list[int], list[int]]:
+    """Task ids of the complete runs under `output_dir`, and of the incomplete ones.
+
+    Like the reference, a run is a directory named by an integer holding both
+    the response and the trace file; other entries are ignored.
+    """
+    complete: list[int] = []
+    incomplete: list[int] = []
+    for entry in output_dir.iterdir():
+        if not (entry.name.isdigit() and entry.is_dir()):
+            continue
+        has_files = (entry / RESPONSE_FILE).is_file() and (entry / TRACE_FILE).exists()
+        (complete if has_files else incomplete).append(int(entry.name))
+    return sorted(complete), sorted(incomplete)
+
+
+def named_runs(output_dir: Path) -> list[Path]:
+    """The named run directories under `output_dir`: `OUT/<run>/` folders that hold task folders."""
+    return sorted(
+        entry
+        for entry in output_dir.iterdir()
+        if entry.is_dir()
+        and run_name_problem(entry.name) is None
+        and any(child.name.isdigit() and child.is_dir() for child in entry.iterdir())
+    )

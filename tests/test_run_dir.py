@@ -1,0 +1,82 @@
+"""The run directory's files (`evaluator/run_dir.py`): layout, atomic writes, earlier attempts kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from webarena_live.evaluator.run_dir import (
+    ATTEMPTS_DIR,
+    RESPONSE_FILE,
+    RESULT_FILE,
+    TRACE_FILE,
+    agent_response_text,
+    discover_runs,
+    keep_earlier_attempt,
+    named_runs,
+    run_name_problem,
+    task_dir,
+    write_json_atomically,
+)
+
+
+def _attempt(directory: Path, marker: str) -> None:
+    directory.mkdir(parents=True)
+    for name in (RESPONSE_FILE, TRACE_FILE, RESULT_FILE):
+        (directory / name).write_text(marker)
+
+
+def test_task_folders_with_and_without_a_run(tmp_path: Path) -> None:
+    assert task_dir(tmp_path, 3) == tmp_path / "3"
+    assert task_dir(tmp_path, 3, "attempt-2") == tmp_path / "attempt-2" / "3"
+
+
+@pytest.mark.parametrize("name", ["a", "run-1", "2026-11-23_gpt.5", "A" * 100])
+def test_good_run_names(name: str) -> None:
+    assert run_name_problem(name) is None
+
+
+@pytest.mark.parametrize("name", ["", "3", ".journal", "../x", "a/b", "-a", "A" * 101, "a b"])
+def test_run_names_that_could_escape_or_collide_are_refused(name: str) -> None:
+    problem = run_name_problem(name)
+    assert problem and repr(name) in problem
+
+
+def test_earlier_attempts_are_moved_aside_and_numbered(tmp_path: Path) -> None:
+    assert keep_earlier_attempt(tmp_path / "3") is None  # nothing there yet
+    _attempt(tmp_path / "3", "first")
+    first = keep_earlier_attempt(tmp_path / "3")
+    assert first == tmp_path / ATTEMPTS_DIR / "3" / "1" and not (tmp_path / "3").exists()
+    _attempt(tmp_path / "3", "second")
+    second = keep_earlier_attempt(tmp_path / "3")
+    assert second == tmp_path / ATTEMPTS_DIR / "3" / "2"
+    assert (first / RESULT_FILE).read_text() == "first" and (second / RESULT_FILE).read_text() == "second"
+    assert discover_runs(tmp_path) == ([], [])  # the reference's tooling skips the dot folder
+
+
+def test_writes_are_atomic_and_shared_readable(tmp_path: Path) -> None:
+    path = tmp_path / RESULT_FILE
+    write_json_atomically(path, {"status": "success", "actual": "caf\udce9"})
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert json.loads(path.read_text()) == {"status": "success", "actual": "caf\udce9"}
+    assert [p.name for p in tmp_path.iterdir()] == [RESULT_FILE]
+
+
+def test_agent_response_is_written_with_official_names() -> None:
+    text = agent_response_text({"action": "retrieve", "status": "success", "results": [1]})
+    assert json.loads(text) == {
+        "task_type": "RETRIEVE",
+        "status": "SUCCESS",
+        "retrieved_data": [1],
+    }
+    assert agent_response_text("not json") == "not json"
+
+
+def test_named_runs_hold_task_folders(tmp_path: Path) -> None:
+    _attempt(tmp_path / "run-a" / "3", "x")
+    _attempt(tmp_path / "7", "x")
+    (tmp_path / "empty-run").mkdir()
+    (tmp_path / ".journal").mkdir()
+    assert named_runs(tmp_path) == [tmp_path / "run-a"]
