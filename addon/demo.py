@@ -39,6 +39,8 @@ from webarena_live.addon.demo_stack import (
     running_site,
     write_site_config,
 )
+from webarena_live.evaluator.errors import WebArenaLiveError
+from webarena_live.evaluator.run_dir import prepare_output_dir
 from webarena_live.evaluator.tasks import TaskSet, default_tasks_path, load_tasks
 
 SUMMARY_FILE = "demo_summary.json"
@@ -235,9 +237,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    chosen = args.output_dir or tempfile.mkdtemp(prefix="webarena-live-demo-")
-    output_dir = Path(chosen).resolve()
-    output_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        output_dir = prepare_output_dir(args.output_dir or tempfile.mkdtemp(prefix="webarena-live-demo-"))
+    except WebArenaLiveError as error:
+        print(f"webarena-live demo: {error}", file=sys.stderr)
+        return 2
     tasks_file = default_tasks_path()
     previous = {
         signum: signal.signal(signum, _Interruption.handle) for signum in (signal.SIGINT, signal.SIGTERM)

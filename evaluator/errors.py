@@ -45,3 +45,7 @@ class UnknownValueTypeError(NormalizationError):
 
 class ComparisonError(WebArenaLiveError):
     """Two values could not be compared at all (a self-referencing structure, an empty expected object)."""
+
+
+class OutputDirError(WebArenaLiveError):
+    """The output directory cannot be created or written."""

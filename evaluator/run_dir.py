@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from webarena_live.evaluator.errors import AgentResponseError
+from webarena_live.evaluator.errors import AgentResponseError, OutputDirError
 from webarena_live.evaluator.responses import parse_response
 
 RESPONSE_FILE = "agent_response.json"
@@ -83,6 +83,21 @@ def agent_response_text(raw_response: Any) -> str:
             return raw_response
         return json.dumps(raw_response, indent=2, ensure_ascii=False)
     return json.dumps(official, indent=2, ensure_ascii=False)
+
+
+def prepare_output_dir(path: str | Path) -> Path:
+    """`path` as a writable directory, created if missing; OutputDirError (one line) when it cannot be."""
+    directory = Path(path).expanduser()
+    if directory.exists() and not directory.is_dir():
+        raise OutputDirError(f"output directory {directory} is not a directory")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise OutputDirError(f"output directory {directory} cannot be used: {reason}") from None
+    return directory.resolve()
 
 
 def task_dir(out_dir: Path, task_id: int, run: str | None = None) -> Path:

@@ -1,5 +1,6 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,3 +36,21 @@ def test_every_option_of_every_command_is_explained() -> None:
         for action in sub._actions:
             for option in action.option_strings:
                 assert option in text
+
+
+def test_demo_refuses_an_unusable_output_dir_in_one_line(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    for target, needle in ((afile, "is not a directory"), (Path("/proc/forbidden"), "cannot be used")):
+        done = subprocess.run([*CLI, "demo", "--output-dir", str(target)], capture_output=True, text=True)
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"webarena-live demo: output directory {target}")
+        assert needle in lines[0]
+    assert afile.read_text() == "keep me"
+
+
+def test_addon_path_names_the_entry_script_of_the_package() -> None:
+    done = subprocess.run([*CLI, "addon-path"], capture_output=True, text=True, timeout=60)
+    path = Path(done.stdout.strip())
+    assert done.returncode == 0 and path.name == "entry.py" and path.parent.name == "addon" and path.is_file()

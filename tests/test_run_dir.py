@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from webarena_live.evaluator.errors import OutputDirError
 from webarena_live.evaluator.run_dir import (
     ATTEMPTS_DIR,
     RESPONSE_FILE,
@@ -16,6 +17,7 @@ from webarena_live.evaluator.run_dir import (
     discover_runs,
     keep_earlier_attempt,
     named_runs,
+    prepare_output_dir,
     run_name_problem,
     task_dir,
     write_json_atomically,
@@ -80,3 +82,12 @@ def test_named_runs_hold_task_folders(tmp_path: Path) -> None:
     (tmp_path / "empty-run").mkdir()
     (tmp_path / ".journal").mkdir()
     assert named_runs(tmp_path) == [tmp_path / "run-a"]
+
+
+def test_output_dir_is_created_or_refused_in_one_line(tmp_path: Path) -> None:
+    assert prepare_output_dir(tmp_path / "new" / "out") == (tmp_path / "new" / "out").resolve()
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(OutputDirError, match=r"afile is not a directory$"):
+        prepare_output_dir(tmp_path / "afile")
+    with pytest.raises(OutputDirError, match="cannot be used"):
+        prepare_output_dir(tmp_path / "afile" / "below")
