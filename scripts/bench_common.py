@@ -1,11 +1,11 @@
-"""Shared parts of the proxy benchmarks: `mitmdump` runs, the traffic processes, small statistics.
+"""Shared parts of the proxy benchmarks: proxy runs, the traffic processes, small statistics.
 
 Everything runs on 127.0.0.1 in separate processes, so the proxy under test
 competes only with what the machine is already doing:
 
-- `Proxy`: a `mitmdump` process, with or without the webarena-live addon,
-  started on free ports and pinned to the first CPU; its RSS and CPU time
-  are read from /proc;
+- `Proxy`: `webarena-live serve` (what users run), or plain `mitmdump -q`
+  as the baseline, started on free ports and pinned to the first CPU; its
+  RSS and CPU time are read from /proc;
 - `upstream`, `run_load`, `run_replay`: the local upstream server, the load
   generator and the HAR replayer of `bench_traffic`, each in its own
   process on the other CPU(s).
@@ -32,15 +32,13 @@ from typing import Any
 
 from bench_traffic import percentile, proxy_authorization, replay_request
 
-from webarena_live.addon.cli import addon_path
-
 __all__ = ["percentile", "proxy_authorization"]
 
 REPO = Path(__file__).resolve().parent.parent
 TRAFFIC = Path(__file__).resolve().with_name("bench_traffic.py")
 """The helper processes' entry point."""
 MITMDUMP = Path(sys.executable).parent / "mitmdump"
-ENTRY = Path(addon_path())
+WEBARENA_LIVE = Path(sys.executable).parent / "webarena-live"
 
 CPUS = sorted(os.sched_getaffinity(0))
 PROXY_CPU = CPUS[0]
@@ -121,18 +119,21 @@ def pin(cpus: Sequence[int]) -> Any:
     return apply
 
 
-# --- mitmdump, with or without the addon ---------------------------------------------------------
+# --- webarena-live serve, or plain mitmdump -----------------------------------------------------
 
 
 @dataclass
 class Proxy:
-    """One `mitmdump` process on free ports; `addon=False` is the baseline (plain mitmproxy)."""
+    """One proxy process on free ports: `webarena-live serve` with `serve=True`, else the baseline,
+    plain `mitmdump -q` (mitmproxy's DumpMaster, like `serve`, with its quiet per-flow output)."""
 
-    addon: bool
+    serve: bool
     options: Sequence[str] = ()
     """Extra `--set name=value` pairs (for both runs, e.g. `stream_large_bodies=64k`)."""
-    addon_options: Sequence[str] = ()
-    """Extra `--set` pairs for the addon run only (tasks, config, output dir)."""
+    serve_options: Sequence[str] = ()
+    """Extra `--set` pairs for `serve` only (tasks, config, output dir)."""
+    serve_args: Sequence[str] = ()
+    """More `serve` arguments (`--no-gc-tuning`)."""
     port: int = field(default_factory=free_port)
     control_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
@@ -140,28 +141,27 @@ class Proxy:
 
     def command(self) -> list[str]:
         assert self.workdir is not None
-        confdir = self.workdir / "mitmproxy"
-        command = [str(MITMDUMP), "-q", "--listen-host", "127.0.0.1", "--mode", f"regular@{self.port}",
-                   "--set", f"confdir={confdir}"]  # fmt: skip
-        for option in self.options:
+        options = [f"confdir={self.workdir / 'mitmproxy'}", *self.options]
+        if self.serve:
+            command = [str(WEBARENA_LIVE), "serve", "--listen-host", "127.0.0.1", "--port", str(self.port),
+                       "--session-port", "0", "--control-port", str(self.control_port),
+                       *self.serve_args]  # fmt: skip
+            options += [f"webarena_journal_dir={self.workdir / 'journal'}", *self.serve_options]
+        else:
+            command = [str(MITMDUMP), "-q", "--listen-host", "127.0.0.1", "--mode", f"regular@{self.port}"]
+        for option in options:
             command += ["--set", option]
-        if self.addon:
-            command += ["-s", str(ENTRY), "--set", f"webarena_control_port={self.control_port}",
-                        "--set", "webarena_session_port=0",
-                        "--set", f"webarena_journal_dir={self.workdir / 'journal'}"]  # fmt: skip
-            for option in self.addon_options:
-                command += ["--set", option]
         return command
 
     def start(self) -> Proxy:
         self.workdir = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
-        log = (self.workdir / "mitmdump.log").open("wb")
+        log = (self.workdir / "proxy.log").open("wb")
         self.process = subprocess.Popen(
             self.command(), stdout=log, stderr=subprocess.STDOUT, preexec_fn=pin([PROXY_CPU]),
             cwd=self.workdir,
         )  # fmt: skip
         wait_for_port(self.port, process=self.process)
-        if self.addon:
+        if self.serve:
             wait_for_port(self.control_port, process=self.process)
         return self
 
@@ -210,7 +210,7 @@ def upstream(*, size: int = 256) -> Iterator[int]:
 
 
 def harness_options(origin: str, work: Path) -> list[str]:
-    """The addon's `--set` pairs as a benchmark harness deploys it: a site map naming `origin` (written
+    """`serve`'s `--set` pairs as a benchmark harness deploys it: a site map naming `origin` (written
     into `work`), an output directory in `work`."""
     config = work / "config.json"
     config.write_text(json.dumps({"environments": {"__SHOPPING__": {"urls": [origin]}}}))
@@ -274,7 +274,7 @@ def run_latency(proxy_ports: Sequence[int], url: str, *, seconds: float, session
 
 
 def control(port: int, method: str, path: str, body: Any = None, *, timeout: float = 120) -> Any:
-    """One request to the addon's control port; the decoded JSON answer."""
+    """One request to the control port; the decoded JSON answer."""
     import http.client
 
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Time from the agent's final response to the verdict, live vs the HAR workflow of the reference.
 
-A real `mitmdump` with the webarena-live addon (official dataset, `--output-dir`
-set, as a benchmark harness runs it) captures sessions of 100, 1,000 and
+A real `webarena-live serve` (official dataset, `--output-dir` set, as a
+benchmark harness runs it) captures sessions of 100, 1,000 and
 10,000 events: browsing noise (pages, assets, XHRs, form posts) replayed
 through the proxy against a local upstream, then the golden requests of an
 official task. Each session is then finished with `POST /sessions/{s}/finish`
@@ -151,7 +151,7 @@ def main() -> int:
             options = [f"webarena_tasks={dataset}", f"webarena_config={config}"]
             if not args.no_outputs:
                 options.append(f"webarena_output_dir={out}")
-            with bench.Proxy(addon=True, addon_options=options) as proxy:
+            with bench.Proxy(serve=True, serve_options=options) as proxy:
                 for events in sizes:
                     noise_entries, golden = session_entries(task, events)
                     for index in range(rounds):

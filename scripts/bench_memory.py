@@ -1,10 +1,10 @@
 #!/usr/bin/env python
 """Proxy memory over a long session: RSS growth per 10,000 captured events.
 
-For each scenario a fresh `mitmdump` with the webarena-live addon, deployed
-as a benchmark harness runs it (site map, output directory), runs one session
-of a task: every flow is captured into its trace and kept until the finish,
-journaled and spooled. A fresh plain `mitmdump` gets the same traffic, as the
+For each scenario a fresh `webarena-live serve`, deployed as a benchmark
+harness runs it (site map, output directory), runs one session of a task:
+every flow is captured into its trace and kept until the finish, journaled
+and spooled. A fresh plain `mitmdump -q` gets the same traffic, as the
 reference for what mitmproxy itself does with it.
 
 After start-up and a warm-up (first connections, lazily loaded code, the
@@ -12,7 +12,7 @@ high-water mark of the buffers the bodies in flight need), the traffic runs
 in `--samples` equal steps and the RSS is read from /proc after each. The
 figure is the least-squares slope of RSS over events, scaled to 10,000 events:
 growth — what a long session pays — rather than the level. With 1 MB bodies
-the RSS is a sawtooth (the addon collects the garbage of dead flows once per
+the RSS is a sawtooth (`serve` collects the garbage of dead flows once per
 32 MB of bodies, see `addon/process_memory.py`), so those runs are long
 enough, by default, for its teeth not to tilt the slope.
 
@@ -56,7 +56,7 @@ def grow(
     proxy: bench.Proxy, url: str, *, events: int, warm_up: int, samples: int, headers: list[str]
 ) -> tuple[int, list[int], list[int]]:
     """(RSS after start-up, events sent so far at each sample, RSS at each sample)."""
-    if proxy.addon:
+    if proxy.serve:
         bench.control(proxy.control_port, "POST", "/sessions", {"task_id": TASK_ID, "session": SESSION})
     started = proxy.rss()
     bench.run_load(proxy.port, url, connections=CONNECTIONS, seconds=3600, session=SESSION, limit=warm_up,
@@ -70,7 +70,7 @@ def grow(
         time.sleep(0.3)  # the last flows finish, the evaluation warm-up runs
         sent.append(sent[-1] + step)
         rss.append(proxy.rss())
-    if proxy.addon:
+    if proxy.serve:
         total = bench.control(proxy.control_port, "GET", f"/sessions/{SESSION}")["counts"]["total"]
         expected = warm_up + sent[-1]
         assert total >= expected, f"the session holds {total} events, {expected} were sent"
@@ -101,13 +101,13 @@ def main() -> int:
     with bench.upstream(size=512) as upstream_port, tempfile.TemporaryDirectory() as work:
         origin = f"http://127.0.0.1:{upstream_port}"
         url = f"{origin}/api/items?page=1"
-        addon_options = bench.harness_options(origin, Path(work))
+        serve_options = bench.harness_options(origin, Path(work))
         for name, events, warm_up, headers, options in scenarios:
             figures = {}
-            for with_addon in (False, True):
-                proxy = bench.Proxy(addon=with_addon, options=options, addon_options=addon_options)
+            for serve in (False, True):
+                proxy = bench.Proxy(serve=serve, options=options, serve_options=serve_options)
                 with proxy:
-                    figures[with_addon] = grow(proxy, url, events=events, warm_up=warm_up,
+                    figures[serve] = grow(proxy, url, events=events, warm_up=warm_up,
                                                samples=samples, headers=headers)  # fmt: skip
             started, sent, rss = figures[True]
             _, base_sent, base_rss = figures[False]
@@ -115,7 +115,7 @@ def main() -> int:
             base_per_10k = slope(base_sent, base_rss) * 10_000 / MEGABYTE
             readings = " ".join(f"{r / MEGABYTE:.0f}" for r in rss)
             base_readings = " ".join(f"{r / MEGABYTE:.0f}" for r in base_rss)
-            print(f"  {name}: {warm_up + sent[-1]:,} events; addon RSS {started / MEGABYTE:.0f} MB at "
+            print(f"  {name}: {warm_up + sent[-1]:,} events; serve RSS {started / MEGABYTE:.0f} MB at "
                   f"start-up, then {readings} MB; plain mitmdump {base_readings} MB", flush=True)  # fmt: skip
             rows.append([
                 name,

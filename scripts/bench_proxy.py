@@ -1,16 +1,17 @@
 #!/usr/bin/env python
-"""Throughput and added latency of `mitmdump` with the webarena-live addon vs the same `mitmdump` without.
+"""Throughput and added latency of `webarena-live serve` vs plain `mitmdump`.
 
-Two `mitmdump` processes run side by side, pinned to the same CPU: the
-baseline (plain mitmproxy) and the same command with `-s addon/entry.py`,
-deployed as a benchmark harness runs it — a site map naming the upstream, an
-output directory — whose traffic lands in a running session of a task (so
+Two proxies run side by side, pinned to the same CPU: the baseline, plain
+`mitmdump -q` (mitmproxy's DumpMaster without any addon of ours), and
+`webarena-live serve` — what users run, the same DumpMaster with the addon —
+deployed as a benchmark harness runs it (a site map naming the upstream, an
+output directory), its traffic landing in a running session of a task (so
 every flow is captured, journaled, spooled and offered to evaluation). A
 local asyncio upstream answers small responses; the load generators run in
-their own processes on the other CPU. A second, shorter comparison runs the
-addon with its garbage-collector tuning off (`webarena_gc_tuning=false`,
-see `addon/process_memory.py`): what the addon's own work costs when nothing
-of it is paid back.
+their own processes on the other CPU. A second, shorter comparison runs
+`serve --no-gc-tuning` (Python's garbage-collector defaults, see
+`addon/process_memory.py`): what the addon's own work costs when nothing of
+it is paid back.
 
 Both proxies are loaded *at the same time*: on a shared, noisy machine the
 load drifts from second to second, and only figures taken in the same
@@ -46,7 +47,7 @@ SESSION = "bench"
 TASK_ID = 1005
 """The demo task the session runs: a mutate task whose network evaluator looks at POST events."""
 
-BASELINE, ADDON = "baseline", "addon"
+BASELINE, SERVE = "baseline", "serve"
 
 
 def measure(proxies: dict[str, bench.Proxy], url: str, *, connections: int, seconds: float) -> dict[str, Any]:
@@ -69,13 +70,24 @@ def measure(proxies: dict[str, bench.Proxy], url: str, *, connections: int, seco
 
 
 def compare(
-    url: str, options: list[str], *, task: int, rounds: int, seconds: float, connections: int, label: str
+    url: str,
+    options: list[str],
+    *,
+    serve_args: Sequence[str] = (),
+    task: int,
+    rounds: int,
+    seconds: float,
+    connections: int,
+    label: str,
 ) -> tuple[list[list[Any]], int]:
-    """`rounds` rounds of a plain mitmdump against one with the addon (`options` its settings)."""
-    results: dict[str, list[dict[str, float]]] = {BASELINE: [], ADDON: []}
-    proxies = {BASELINE: bench.Proxy(addon=False), ADDON: bench.Proxy(addon=True, addon_options=options)}
-    with proxies[BASELINE], proxies[ADDON]:
-        bench.control(proxies[ADDON].control_port, "POST", "/sessions", {"task_id": task, "session": SESSION})
+    """`rounds` rounds of plain mitmdump against `webarena-live serve` (`options` its `--set` pairs)."""
+    results: dict[str, list[dict[str, float]]] = {BASELINE: [], SERVE: []}
+    proxies = {
+        BASELINE: bench.Proxy(serve=False),
+        SERVE: bench.Proxy(serve=True, serve_options=options, serve_args=serve_args),
+    }
+    with proxies[BASELINE], proxies[SERVE]:
+        bench.control(proxies[SERVE].control_port, "POST", "/sessions", {"task_id": task, "session": SESSION})
         # Warm both up (imports, first connections) before anything counts.
         for proxy in proxies.values():
             bench.run_load(proxy.port, url, connections=4, seconds=1.0, session=SESSION)
@@ -86,8 +98,8 @@ def compare(
                 print(f"  {label} round {index + 1} {name:8}: {figures['rps']:8.1f} req/s, "
                       f"{figures['cpu_us']:7.0f} us CPU/req, p50 {figures['p50']:6.2f} ms, "
                       f"p99 {figures['p99']:7.2f} ms", flush=True)  # fmt: skip
-        session = bench.control(proxies[ADDON].control_port, "GET", f"/sessions/{SESSION}")
-    return _rows(results[BASELINE], results[ADDON], label), session["counts"]["total"]
+        session = bench.control(proxies[SERVE].control_port, "GET", f"/sessions/{SESSION}")
+    return _rows(results[BASELINE], results[SERVE], label), session["counts"]["total"]
 
 
 def main() -> int:
@@ -120,16 +132,16 @@ def main() -> int:
         options = bench.harness_options(origin, Path(work))
         common = {"task": args.task, "seconds": seconds, "connections": args.connections}
         rows, captured = compare(url, options, rounds=rounds, label="", **common)
-        own_rows, _ = compare(url, [*options, "webarena_gc_tuning=false"], rounds=max(2, rounds // 2),
-                              label=" (addon, gc tuning off)", **common)  # fmt: skip
+        own_rows, _ = compare(url, options, serve_args=["--no-gc-tuning"], rounds=max(2, rounds // 2),
+                              label=" (--no-gc-tuning)", **common)  # fmt: skip
 
     print(
         f"\n{rounds} rounds (gc tuning off: {max(2, rounds // 2)}), {seconds:g} s throughput runs with "
-        f"{args.connections} connections; {captured:,} events captured by the addon; medians, per-round "
+        f"{args.connections} connections; {captured:,} events captured by serve; medians, per-round "
         "min..max in brackets\n"
     )
     bench.print_table(
-        ["figure", "baseline mitmdump", "mitmdump + addon", "addon vs baseline", "target"],
+        ["figure", "plain mitmdump -q", "webarena-live serve", "serve vs baseline", "target"],
         [*rows, *[[*row[:4], "(the addon's own work)"] for row in own_rows]],
     )
     return 0
@@ -137,7 +149,7 @@ def main() -> int:
 
 def _rows(
     baseline: Sequence[dict[str, float]],
-    addon: Sequence[dict[str, float]],
+    serve: Sequence[dict[str, float]],
     label: str,
     *,
     targets: bool = True,
@@ -146,10 +158,10 @@ def _rows(
         return [f[key] for f in figures]
 
     def paired(key: str) -> list[float]:
-        return [a[key] / b[key] for a, b in zip(addon, baseline, strict=True)]
+        return [a[key] / b[key] for a, b in zip(serve, baseline, strict=True)]
 
     def deltas(key: str) -> list[float]:
-        return [a[key] - b[key] for a, b in zip(addon, baseline, strict=True)]
+        return [a[key] - b[key] for a, b in zip(serve, baseline, strict=True)]
 
     def row(name: str, key: str, compared: list[float], suffix: str, target: str, *, unit: str = "",
             signed: bool = False) -> list[Any]:  # fmt: skip
@@ -158,7 +170,7 @@ def _rows(
         return [
             name + label,
             f"{bench.median(column(baseline, key)):.1f}{unit}",
-            f"{bench.median(column(addon, key)):.1f}{unit}",
+            f"{bench.median(column(serve, key)):.1f}{unit}",
             f"{shown} [{bench.spread(compared)}]",
             target,
         ]
