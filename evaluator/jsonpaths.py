@@ -8,7 +8,9 @@ Extraction follows the reference: exactly one match gives the value; several
 matches (or a filter expression `?(`) give a tuple; none gives None, or an
 error when `strict` (expected values must address something). When a JSONPath
 finds nothing, string fields holding JSON text are decoded and searched again
-(bodies that carry a JSON document inside a form field).
+(bodies that carry a JSON document inside a form field). An index into a string field does find
+something under jsonpath-ng 1.7.0, the reference's pin: `$.a[2]` is the string's third character, so
+JSON text in `a` is not decoded for it (see evaluator/dependencies.py).
 """
 
 from __future__ import annotations

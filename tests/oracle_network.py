@@ -7,8 +7,9 @@ Modes:
   base URL / query of the oracle's URL type for each case (or "ERROR").
 - `url_pairs`: {"config", "sites", "pairs": [{"expected", "actual", "options", "expected_query"}]}
   -> [compare_path, equal] per pair, as the network evaluator uses them.
-- `evaluate`: {"config": ..., "runs": [{"task_id", "response", "har"}]} -> for each run the
-  statuses of the oracle's evaluators, in task order.
+- `evaluate`: {"config": ..., "runs": [{"task_id", "response", "har", "task"?}]} -> for each run the
+  statuses of the oracle's evaluators, in task order. A run with a `task` (a task document of its
+  own, outside the official dataset) is judged against that task.
 
 Never imported by the test process: the oracle pins its own dependencies.
 """
@@ -90,6 +91,21 @@ def mode_url_pairs(request: dict) -> list:
     return out
 
 
+def _evaluate_own_task(wav, run: dict):
+    """A task outside the official dataset, handed to the evaluator in a context (as its batch does)."""
+    from webarena_verified.types.eval import TaskEvalContext
+    from webarena_verified.types.task import WebArenaVerifiedTask
+    from webarena_verified.types.tracing import NetworkTrace
+
+    context = TaskEvalContext(
+        task=WebArenaVerifiedTask.model_validate(run["task"]),
+        agent_response_raw=run["response"],
+        network_trace=NetworkTrace.from_content(Path(run["har"])),
+        config=wav.config,
+    )
+    return wav._evaluator.evaluate_task(context=context)
+
+
 def mode_evaluate(request: dict) -> list:
     from webarena_verified.api.webarena_verified import WebArenaVerified
 
@@ -97,9 +113,12 @@ def mode_evaluate(request: dict) -> list:
     wav = WebArenaVerified(config=config)
     out = []
     for run in request["runs"]:
-        result = wav.evaluate_task(
-            task_id=run["task_id"], agent_response=run["response"], network_trace=Path(run["har"])
-        )
+        if "task" in run:
+            result = _evaluate_own_task(wav, run)
+        else:
+            result = wav.evaluate_task(
+                task_id=run["task_id"], agent_response=run["response"], network_trace=Path(run["har"])
+            )
         out.append(
             {
                 "status": str(result.status.value if hasattr(result.status, "value") else result.status),

@@ -23,7 +23,7 @@ import network_cases as cases
 
 from webarena_live.evaluator.har import load_trace, trace_to_har
 from webarena_live.evaluator.network_evaluator import evaluate_network
-from webarena_live.evaluator.tasks import load_tasks
+from webarena_live.evaluator.tasks import load_tasks, parse_task
 
 HERE = Path(__file__).resolve().parent
 MUTATION_NAMES = [name for name in cases.MUTATIONS if name != "golden"]
@@ -59,11 +59,7 @@ def _build_runs(official_dataset: Path, tmp_path: Path) -> tuple[Any, list[dict[
     return tasks, runs
 
 
-def test_network_verdicts_match_the_oracle(
-    oracle_python: Path, official_dataset: Path, tmp_path: Path
-) -> None:
-    tasks, runs = _build_runs(official_dataset, tmp_path)
-    assert len({run["task_id"] for run in runs}) > 400  # every official task with a network evaluator
+def _ask_oracle(oracle_python: Path, runs: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]]:
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"config": cases.CONFIG, "runs": runs}))
     out = subprocess.run(
@@ -72,8 +68,17 @@ def test_network_verdicts_match_the_oracle(
         capture_output=True,
         text=True,
     )
-    verdicts = json.loads(out.stdout)
+    verdicts: list[dict[str, Any]] = json.loads(out.stdout)
     assert len(verdicts) == len(runs)
+    return verdicts
+
+
+def test_network_verdicts_match_the_oracle(
+    oracle_python: Path, official_dataset: Path, tmp_path: Path
+) -> None:
+    tasks, runs = _build_runs(official_dataset, tmp_path)
+    assert len({run["task_id"] for run in runs}) > 400  # every official task with a network evaluator
+    verdicts = _ask_oracle(oracle_python, runs, tmp_path)
 
     disagreements = []
     golden_passing = golden_total = 0
@@ -104,3 +109,38 @@ def test_network_verdicts_match_the_oracle(
     # The cases must exercise both verdicts broadly, or agreement would mean little.
     assert statuses.get("success", 0) > 300 and statuses.get("failure", 0) > 300
     assert golden_passing / golden_total > 0.8
+
+
+def test_hand_written_network_cases_match_the_oracle(oracle_python: Path, tmp_path: Path) -> None:
+    """Tasks of their own (`network_cases.HAND_WRITTEN`), judged by both like the official ones."""
+    runs: list[dict[str, Any]] = []
+    for name, (document, entries) in cases.HAND_WRITTEN.items():
+        original = tmp_path / f"{name}.har"
+        original.write_text(json.dumps(cases.har(entries)))
+        exported = tmp_path / f"{name}.exported.har"
+        exported.write_text(json.dumps(trace_to_har(load_trace(original))))
+        response = {"task_type": "mutate", "status": "SUCCESS", "retrieved_data": None}
+        runs.append(
+            {
+                "name": name,
+                "task": document,
+                "response": response,
+                "har": str(exported),
+                "original": str(original),
+            }
+        )
+    verdicts = _ask_oracle(oracle_python, runs, tmp_path)
+    judged = {}
+    for run, theirs_run in zip(runs, verdicts, strict=True):
+        task = parse_task(run["task"])
+        trace = load_trace(run["original"])
+        ours = [
+            evaluate_network(config, trace, task=task, site_map=cases.SITE_MAP).status.value
+            for config in task.network_configs
+        ]
+        theirs = [e["status"] for e in theirs_run["evaluators"] if e["name"] == "NetworkEventEvaluator"]
+        judged[run["name"]] = (ours, theirs)
+    print(f"\nhand-written network cases (ours, oracle's): {judged}")
+    assert all(ours == theirs for ours, theirs in judged.values()), judged
+    # The issue's example: JSON text in a string field, indexed by JSONPath, fails under the reference.
+    assert judged["json_text_index"] == (["failure"], ["failure"])
