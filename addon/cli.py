@@ -114,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
         "after large bodies, collections during a finish); for benchmarks",
     )
     serve.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print only the banner, warnings and errors (not a line per session start, finish and refusal)",
+    )
+    serve.add_argument(
         "--set",
         dest="mitmproxy_options",
         action="append",

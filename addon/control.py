@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, Va
 from webarena_live.addon.control_input import ControlError, parse_final_response, parse_json_body
 from webarena_live.addon.guard import PUBLIC_PATHS, page_request_problem, token_problem
 from webarena_live.addon.openapi import openapi_document
-from webarena_live.addon.outputs import write_outputs
+from webarena_live.addon.outputs import EARLIER_ATTEMPT, write_outputs
 from webarena_live.addon.recovery import JournalNotFoundError, find_journal, read_journal
 from webarena_live.addon.sessions import (
     DEFAULT_SESSION,
@@ -38,6 +38,7 @@ from webarena_live.evaluator.errors import UnknownTaskError, WebArenaLiveError
 from webarena_live.evaluator.evaluate import evaluate_task
 from webarena_live.evaluator.har import trace_to_har
 from webarena_live.evaluator.results import REFERENCE_VERSION
+from webarena_live.evaluator.run_dir import run_name_problem
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import Task, TaskSet
 
@@ -88,6 +89,10 @@ class StartSession(BaseModel):
 
     task_id: StrictInt
     session: StrictStr | None = None
+    run: StrictStr | None = None
+    """The run directory the outputs go to: `OUT/<run>/<task_id>/` (default `OUT/<task_id>/`)."""
+    restart: StrictBool = False
+    """Discard the events of a session that is running, instead of answering 409."""
     resume_journal: StrictBool = False
     """Start with the events of the session's newest journal for this task (after a proxy restart)."""
 
@@ -172,6 +177,7 @@ def health(ctx: ControlContext) -> Reply:
             "refused_page_requests": ctx.refused_page_requests,
             "control_token": bool(ctx.token),
             "redact": ctx.redact,
+            "sites": {name: list(urls) for name, urls in ctx.site_map.urls.items()},
             **ctx.extra_health,
         },
     )
@@ -193,6 +199,8 @@ def start_session(ctx: ControlContext, body: bytes, *, caller: str | None) -> Re
     problem = session_name_problem(name)
     if problem:
         raise ControlError(400, "bad_session_name", problem)
+    if request.run is not None and (problem := run_name_problem(request.run)):
+        raise ControlError(400, "bad_run_name", problem)
     task = _task(ctx, request.task_id)
     resumed = None
     if request.resume_journal:
@@ -202,7 +210,18 @@ def start_session(ctx: ControlContext, body: bytes, *, caller: str | None) -> Re
             raise ControlError(404, "no_journal", str(error)) from None
         except WebArenaLiveError as error:
             raise ControlError(409, "bad_journal", str(error)) from None
-    session = ctx.sessions.start(name, task)
+    current = ctx.sessions.get(name)
+    busy = current is not None and current.state is SessionState.RUNNING and len(current.trace) > 0
+    if current is not None and busy and not request.restart:
+        running = current.task.task_id if current.task else None
+        message = (
+            f"session {name!r} is running task {running} and has {len(current.trace)} events; finish it, "
+            'start another session name, or send "restart": true to discard its events'
+        )
+        raise ControlError(409, "session_running", message)
+    session = ctx.sessions.start(name, task, run=request.run)
+    run = f" (run {request.run})" if request.run else ""
+    logger.info("session %s started: task %d%s: %s", name, task.task_id, run, task.intent)
     if resumed is not None:
         for event in resumed:  # also journals them again, so the new run's journal is complete
             session.append(event)
@@ -262,6 +281,7 @@ def finish_session(ctx: ControlContext, session: Session, body: bytes) -> Reply:
             outputs = write_outputs(
                 ctx.output_dir,
                 task_id=task.task_id,
+                run=session.run,
                 raw_response=response,
                 trace=trace,
                 result=result,
@@ -276,9 +296,26 @@ def finish_session(ctx: ControlContext, session: Session, body: bytes) -> Reply:
     session.finish(result, outputs=outputs)
     # Where the agent's wait went (standard Server-Timing, milliseconds); the benchmarks read it.
     total = time.perf_counter() - started
+    logger.info(
+        "session %s finished: task %d %s, score %g, %d events, %.1f s%s",
+        session.name,
+        task.task_id,
+        result.status.value,
+        result.score,
+        len(trace),
+        time.time() - session.started,
+        f"; earlier attempt kept in {outputs[EARLIER_ATTEMPT]}"
+        if outputs and EARLIER_ATTEMPT in outputs
+        else "",
+    )
     timing = f"evaluate;dur={(evaluated - started) * 1000:.3f}, total;dur={total * 1000:.3f}"
     # Percent-encoded: a session name may hold characters a header value cannot.
-    headers = (("X-WebArena-Live-Session", quote(session.name)), ("Server-Timing", timing))
+    headers: tuple[tuple[str, str], ...] = (
+        ("X-WebArena-Live-Session", quote(session.name)),
+        ("Server-Timing", timing),
+    )
+    if outputs and EARLIER_ATTEMPT in outputs:  # the body stays eval_result.json, byte for byte
+        headers += (("X-WebArena-Live-Earlier-Attempt", quote(outputs[EARLIER_ATTEMPT])),)
     return json_reply(200, result.to_dict(), headers=headers)
 
 
@@ -384,6 +421,8 @@ def handle_request(
         query = parse_qs(parts.query)
         return route(ctx, method, path, query, body, caller=caller, last_event_id=last_event_id)
     except ControlError as error:
+        if error.status != 404 or method.upper() != "GET":  # polling for a session is not news
+            logger.info("refused %s %s: %d %s: %s", method, path, error.status, error.error, error.detail)
         return error_reply(error)
     except Exception as error:  # a bug must answer as JSON, not kill the proxy's handler
         logger.exception("control request %s %s failed", method, target)

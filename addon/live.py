@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from mitmproxy import connection, ctx, exceptions, http
@@ -37,10 +36,13 @@ from webarena_live.addon.credentials import challenge, take_credentials
 from webarena_live.addon.redact import redact_har_entry
 from webarena_live.addon.sessions import DEFAULT_SESSION, SessionStore
 from webarena_live.evaluator.errors import WebArenaLiveError
+from webarena_live.evaluator.run_dir import prepare_output_dir
 from webarena_live.evaluator.sites import SiteMap
-from webarena_live.evaluator.tasks import load_tasks
+from webarena_live.evaluator.tasks import TaskSet, load_tasks
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 JOURNAL_SUBDIR = ".journal"
 """Journal directory inside the output dir; not a task id, so the reference tooling skips it."""
@@ -66,9 +68,36 @@ _OPTIONS = (
 
 
 def default_journal_dir(output_dir: str) -> Path:
+    """`OUT/.journal`, else a stable per-user state directory, so a restarted proxy finds its journals."""
     if output_dir:
         return Path(output_dir) / JOURNAL_SUBDIR
-    return Path(tempfile.gettempdir()) / f"webarena-live-journal-{os.getpid()}"
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "webarena-live" / "journal"
+
+
+def _checked(problems: list[str], load: Callable[[Any], T], argument: Any) -> T | None:
+    """`load(argument)`, or None with the error's lines added to `problems` (so all are told at once)."""
+    try:
+        return load(argument)
+    except WebArenaLiveError as error:
+        problems.extend(str(error).splitlines())
+        return None
+
+
+def site_map_problems(tasks: TaskSet, site_map: SiteMap, *, config: str) -> list[str]:
+    """Sites the loaded tasks use that the site map cannot render, one line each (empty: fine).
+
+    The embedded demo tasks run without a map (their start URLs stay placeholders
+    until `webarena-live demo` or a user's config names the demo shop).
+    """
+    if not site_map.environments and tasks.is_embedded_demo:
+        return []
+    where = config or "no --config given"
+    problems = []
+    for name, ids in sorted(tasks.sites_missing_from(site_map).items()):
+        shown = ", ".join(str(i) for i in ids[:5]) + (", …" if len(ids) > 5 else "")
+        problems.append(f"{where}: no URLs for {name}, which {len(ids)} task(s) use ({shown})")
+    return problems
 
 
 def _declared_length(request: http.Request) -> int:
@@ -137,12 +166,16 @@ class WebArenaLive:
         options = ctx.options
         if options.webarena_body_cap < 0:
             raise exceptions.OptionsError("webarena_body_cap must not be negative")
-        try:
-            tasks = load_tasks(options.webarena_tasks or None)
-            site_map = SiteMap.load(options.webarena_config) if options.webarena_config else SiteMap()
-        except WebArenaLiveError as error:
-            raise exceptions.OptionsError(str(error)) from None
-        output_dir = Path(options.webarena_output_dir) if options.webarena_output_dir else None
+        problems: list[str] = []
+        tasks = _checked(problems, load_tasks, options.webarena_tasks or None)
+        config, out = options.webarena_config, options.webarena_output_dir
+        site_map = _checked(problems, SiteMap.load, config) if config else None
+        output_dir = _checked(problems, prepare_output_dir, out) if out else None
+        if tasks is not None:
+            problems += site_map_problems(tasks, site_map or SiteMap(), config=options.webarena_config)
+        if problems or tasks is None:
+            raise exceptions.OptionsError("\n".join(problems))
+        site_map = site_map or SiteMap()
         journal_dir = Path(options.webarena_journal_dir or default_journal_dir(options.webarena_output_dir))
         if self.context is None:
             sessions = SessionStore(journal_dir=journal_dir)

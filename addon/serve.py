@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import signal
 import sys
 from pathlib import Path
@@ -78,12 +79,20 @@ class Banner:
         if context.output_dir is not None:
             lines.append(f"  outputs       {context.output_dir}")
         lines.append(f"  journal       {context.sessions.journal_dir}")
+        if context.site_map.environments:
+            for name, urls in context.site_map.urls.items():
+                lines.append(f"  site          {name} = {', '.join(urls)}")
+        else:
+            lines.append("  sites         none mapped (--config); task URLs keep their placeholders")
         confdir = Path(ctx.options.confdir).expanduser()
         lines.append(f"  HTTPS CA      {confdir / 'mitmproxy-ca-cert.pem'}")
         print("\n".join(lines), flush=True)
 
 
 async def serve(args: argparse.Namespace) -> int:
+    # mitmdump lowers the root logger to DEBUG; this process keeps Python's WARNING for everyone else
+    # and lets webarena-live's own lines (session start, finish, refusal) through to the terminal log.
+    logging.getLogger("webarena_live").setLevel(logging.INFO)
     opts = options.Options()
     master = DumpMaster(opts, with_termlog=True, with_dumper=False)
     live = WebArenaLive()
@@ -97,7 +106,8 @@ async def serve(args: argparse.Namespace) -> int:
         opts.update(
             listen_host=args.listen_host,
             mode=proxy_modes(port=args.port, session_port=args.session_port),
-            termlog_verbosity="warn",
+            # One line per session start, finish and refused request (info); --quiet keeps warnings only.
+            termlog_verbosity="warn" if args.quiet else "info",
             **addon_options(args),
         )
         if args.mitmproxy_options:
@@ -105,7 +115,8 @@ async def serve(args: argparse.Namespace) -> int:
         if live.context is None:  # nothing differed from the defaults, so configure never ran
             live.configure(set(opts.keys()))
     except exceptions.OptionsError as error:
-        print(f"webarena-live serve: {error}", file=sys.stderr)
+        for line in str(error).splitlines():
+            print(f"webarena-live serve: {line}", file=sys.stderr)
         return 2
     master.addons.add(Banner(live, args))
 

@@ -156,6 +156,7 @@ class Session:
         self._prepare_timer: asyncio.TimerHandle | None = None
         self.listeners: list[Listener] = []
         self.task: Task | None = None
+        self.run: str | None = None
         self.state = SessionState.IDLE
         self.result: TaskResult | None = None
         self.outputs: dict[str, str] | None = None
@@ -197,10 +198,14 @@ class Session:
             self._prepare_timer.cancel()
             self._prepare_timer = None
 
-    def start(self, task: Task) -> None:
-        """Begin (or begin again) an attempt at `task`, forgetting every event so far."""
+    def start(self, task: Task, *, run: str | None = None) -> None:
+        """Begin (or begin again) an attempt at `task`, forgetting every event so far.
+
+        `run` names the run directory the outputs go to (`OUT/<run>/<task_id>/`).
+        """
         if self.journal is not None:
             self.journal.close()
+        self.run = run
         self._reset(task=task)
         self._notify("reset", self.describe())
 
@@ -298,6 +303,7 @@ class Session:
             "task_id": task.task_id if task else None,
             "intent": task.intent if task else None,
             "sites": list(task.sites) if task else None,
+            "run": self.run,
             "counts": self.trace.counts(),
             "started": self.started,
             "finished": self.finished,
@@ -358,9 +364,9 @@ class SessionStore:
         for session in self._sessions.values():
             session.journal_dir = journal_dir
 
-    def start(self, name: str, task: Task) -> Session:
+    def start(self, name: str, task: Task, *, run: str | None = None) -> Session:
         session = self.get_or_create(name)
-        session.start(task)
+        session.start(task, run=run)
         return session
 
     def __iter__(self) -> Iterator[Session]:

@@ -62,10 +62,12 @@ def unknown_site_problem(name: str) -> str | None:
     key = site_key(name)
     if key in KNOWN_SITES:
         return None
-    return (
-        f"{name!r} is not a WebArena site{_did_you_mean(key, KNOWN_SITES)}; "
-        f"the sites are {', '.join(placeholder(s) for s in KNOWN_SITES)}"
+    close = difflib.get_close_matches(key, KNOWN_SITES, n=1, cutoff=0.6)
+    # Suggested as the name was written: a placeholder for a placeholder.
+    hint = (
+        f" (did you mean {placeholder(close[0]) if name.startswith('_') else close[0]!r}?)" if close else ""
     )
+    return f"{name!r} is not a WebArena site{hint}; the sites are {', '.join(map(placeholder, KNOWN_SITES))}"
 
 
 def url_problem(url: object) -> str | None:

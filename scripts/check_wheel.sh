@@ -75,7 +75,9 @@ read -r site_port proxy_port session_port control_port <<<"$(free_ports 4)"
 step "the demo shop from the installed package on :$site_port"
 "$venv/python" -m webarena_live.addon.demo_site --port "$site_port" >"$work/site.log" 2>&1 &
 pids+=($!)
-printf '{"environments": {"__SHOPPING__": {"urls": ["http://127.0.0.1:%s"]}}}\n' "$site_port" >"$work/config.json"
+demo_tasks="$("$venv/python" -c 'from webarena_live.evaluator.tasks import default_tasks_path; print(default_tasks_path())')"
+printf '{"test_data_file": "%s", "environments": {"__SHOPPING__": {"urls": ["http://127.0.0.1:%s"]}}}\n' \
+    "$demo_tasks" "$site_port" >"$work/config.json"
 
 step "webarena-live serve: health, a curl session through the proxy, finish, outputs"
 "$venv/webarena-live" serve --config "$work/config.json" --output-dir "$work/out" --port "$proxy_port" \

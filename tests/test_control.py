@@ -236,3 +236,60 @@ def test_any_session_name_survives_the_reply_headers(context):
     assert reply.status == 200
     assert dict(reply.headers)["X-WebArena-Live-Session"] == "zo%C3%AB%201"
     assert all(value.isascii() for _, value in reply.headers)
+
+
+def _attempt(ctx: ControlContext, session: str, answer: object, **start: object) -> tuple[int, object]:
+    """A successful navigate attempt."""
+    status, _ = call(ctx, "POST", "/sessions", {"task_id": NAVIGATE_TASK, "session": session, **start})
+    assert status == 200
+    visit(ctx, session, "/products/7")
+    return call(ctx, "POST", f"/sessions/{session}/finish", answer)
+
+
+def test_a_later_attempt_keeps_the_earlier_one(context, tmp_path):
+    """No finish replaces another attempt's files: the earlier one moves to OUT/.attempts/<task>/<n>/."""
+    out = tmp_path / "out"
+    assert _attempt(context, "a", NAVIGATE_DONE)[1]["status"] == "success"
+    first = (out / str(NAVIGATE_TASK) / "eval_result.json").read_text()
+    reply = handle_request(
+        context, "POST", "/sessions", json.dumps({"task_id": NAVIGATE_TASK, "session": "b"}).encode()
+    )
+    assert reply.status == 200
+    visit(context, "b", "/")
+    finish = handle_request(context, "POST", "/sessions/b/finish", json.dumps(NAVIGATE_DONE).encode())
+    assert json.loads(finish.body)["status"] == "failure"
+    kept = out / ".attempts" / str(NAVIGATE_TASK) / "1"
+    assert (kept / "eval_result.json").read_text() == first
+    assert ("X-WebArena-Live-Earlier-Attempt", str(kept).replace(":", "%3A")) in finish.headers
+    assert json.loads((out / str(NAVIGATE_TASK) / "eval_result.json").read_text())["status"] == "failure"
+    assert call(context, "GET", "/sessions/b")[1]["outputs"]["earlier_attempt"] == str(kept)
+
+
+def test_a_named_run_writes_its_own_run_directory(context, tmp_path):
+    status, result = _attempt(context, "a", NAVIGATE_DONE, run="attempt-2")
+    assert status == 200 and result["status"] == "success"
+    run_dir = tmp_path / "out" / "attempt-2" / str(NAVIGATE_TASK)
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "agent_response.json",
+        "eval_result.json",
+        "network.har",
+    ]
+    assert not (tmp_path / "out" / str(NAVIGATE_TASK)).exists()
+    assert call(context, "GET", "/sessions/a")[1]["run"] == "attempt-2"
+    for bad in ("../x", "123", ""):
+        status, body = call(context, "POST", "/sessions", {"task_id": NAVIGATE_TASK, "run": bad})
+        assert (status, body["error"]) == (400, "bad_run_name")
+
+
+def test_starting_a_running_session_with_events_needs_restart(context):
+    call(context, "POST", "/sessions", {"task_id": NAVIGATE_TASK, "session": "a"})
+    visit(context, "a", "/")
+    status, body = call(context, "POST", "/sessions", {"task_id": MUTATE_TASK, "session": "a"})
+    assert (status, body["error"]) == (409, "session_running") and '"restart": true' in body["detail"]
+    assert len(context.sessions.get_or_create("a").trace) == 1  # the refusal changed nothing
+    status, body = call(
+        context, "POST", "/sessions", {"task_id": MUTATE_TASK, "session": "a", "restart": True}
+    )
+    assert status == 200 and len(context.sessions.get_or_create("a").trace) == 0
+    # Without events (or once finished) a new start needs no restart flag.
+    assert call(context, "POST", "/sessions", {"task_id": NAVIGATE_TASK, "session": "a"})[0] == 200

@@ -325,7 +325,10 @@ def test_restarting_a_session_clears_its_trace_and_a_finished_one_stays_finished
         page.wait_for_load_state("networkidle")
         api = live_site.shop_http + "/api/products/2"
         wait_for(lambda: api in [e["url"] for e in control.trace("again")], what="the stock API call")
-        control.start(9001, "again")  # restart: a fresh attempt
+        refused = control.post("/sessions", {"task_id": 9001, "session": "again"})
+        assert refused.status_code == 409 and refused.json()["error"] == "session_running", refused.text
+        assert len(control.trace("again")) > 0  # the refusal changed nothing
+        control.start(9001, "again", restart=True)  # a fresh attempt
         assert control.trace("again") == []
         page.goto(live_site.shop_http + "/category/gear")  # the second attempt stops short
     finally:

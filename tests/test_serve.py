@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import signal
 import socket
 import ssl
@@ -260,6 +261,9 @@ def test_journal_and_clean_shutdown(proxy):
     assert proxy.process.wait(timeout=20) == 0
     out = proxy.process.stdout.read() if proxy.process.stdout else ""
     assert "control API" in out and "session port" in out
+    # One log line per session start, finish and refused request (mitmproxy's log, info level).
+    assert f"session alice started: task {MUTATE_TASK}" in out
+    assert re.search(rf"session alice finished: task {MUTATE_TASK} success, score 1, \d+ events", out), out
 
 
 def test_loads_into_plain_mitmdump(tmp_path, shop):
@@ -321,7 +325,8 @@ def test_busy_control_port_fails_startup_with_a_message(tmp_path):
         taken.listen()
         busy = taken.getsockname()[1]
         done = subprocess.run(
-            [str(CLI), "serve", "--tasks", str(write_tasks(tmp_path)), "--port", str(free_port()),
+            [str(CLI), "serve", "--tasks", str(write_tasks(tmp_path)), "--config",
+             str(write_config(tmp_path, "http://127.0.0.1:9")), "--port", str(free_port()),
              "--session-port", str(free_port()), "--control-port", str(busy), "--set", f"confdir={tmp_path}"],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
@@ -334,3 +339,26 @@ def test_unreadable_task_file_is_reported(tmp_path):
     done = subprocess.run([str(CLI), "serve", "--tasks", str(tmp_path / "missing.json")],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2 and "missing.json: cannot read task file" in done.stderr
+
+
+def test_startup_mistakes_are_one_line_each_and_nothing_starts(tmp_path, official_dataset):
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"environments": {"__SHOPPING__": {"url": ["127.0.0.1:18000"]}}}))
+    done = subprocess.run(
+        [str(CLI), "serve", "--tasks", str(official_dataset), "--config", str(config),
+         "--output-dir", str(afile), "--port", str(free_port()), "--session-port", str(free_port()),
+         "--control-port", str(free_port())],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and all(line.startswith("webarena-live serve: ") for line in lines), lines
+    text = done.stderr
+    assert "unknown key 'url' (did you mean 'urls'?)" in text and f"{afile} is not a directory" in text
+    assert afile.read_text() == "keep"
+    bare = subprocess.run([str(CLI), "serve", "--tasks", str(official_dataset), "--port", str(free_port())],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert bare.returncode == 2
+    assert "no --config given: no URLs for __GITLAB__, which 204 task(s) use" in bare.stderr
+    assert len(bare.stderr.splitlines()) == 6  # one per site the official tasks use

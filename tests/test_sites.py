@@ -162,7 +162,7 @@ def test_complete_from_trace_without_events_fails() -> None:
         ),
         (
             {"environments": {"__SHOPING__": {"urls": ["http://h"]}}},
-            "not a WebArena site (did you mean 'shopping'?)",
+            "not a WebArena site (did you mean '__SHOPPING__'?)",
         ),
         ({"__SHOPPING__": {"urls": ["http://h"]}}, "unknown key '__SHOPPING__'"),
         ({"__SHOPPING__": {"urls": ["http://h"]}}, '"environments" must be an object of sites (none given)'),

@@ -78,10 +78,12 @@ class ControlClient:
     def post(self, path: str, body: Any = None, *, timeout: float = 30) -> requests.Response:
         return self.http.post(self.base + path, json=body, timeout=timeout)
 
-    def start(self, task_id: int, session: str | None = None) -> dict[str, Any]:
+    def start(self, task_id: int, session: str | None = None, *, restart: bool = False) -> dict[str, Any]:
         body: dict[str, Any] = {"task_id": task_id}
         if session is not None:
             body["session"] = session
+        if restart:
+            body["restart"] = True
         reply = self.post("/sessions", body)
         assert reply.status_code in (200, 201), f"POST /sessions {body}: {reply.status_code} {reply.text}"
         started: dict[str, Any] = reply.json()
