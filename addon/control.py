@@ -244,6 +244,10 @@ def session_trace(session: Session, query: dict[str, list[str]]) -> Reply:
 def session_events(session: Session, query: dict[str, list[str]], *, last_event_id: str | None) -> Reply:
     """The stream's opening: every event so far (from `since`, or after `Last-Event-ID`)."""
     since = _int_param(query, "since")
+    if last_event_id is not None and session.result is not None:
+        # A browser's EventSource reconnects whenever a stream ends; after the finish it already has
+        # everything, and a 204 is what makes it stop (the HTML standard's "fail the connection").
+        return Reply(204, b"", content_type=EVENT_STREAM_TYPE)
     if last_event_id and last_event_id.strip().isdigit():
         since = max(since, int(last_event_id) + 1)
     chunks = [b"retry: 1000\n\n", sse_message(session.describe(), event="session")]

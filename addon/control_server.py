@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
 
@@ -51,6 +52,11 @@ CALLER_HEADER = "X-WebArena-Live-Caller"
 """Set by the addon when it hands a control request from the proxy to this port: the caller's session
 (percent-encoded). Only picks the session `POST /sessions` starts when its body names none, which any
 client of this port can do anyway, so it needs no protection."""
+
+
+DISCARD_LIMIT = 256 * 1024 * 1024
+"""Bytes of an oversized body read and dropped before the 413 is sent: a client that is still writing
+when the server closes gets a connection reset instead of the answer. Past this it is cut off."""
 
 
 class RequestTooLarge(Exception):
@@ -207,14 +213,22 @@ async def _next_event(conn: h11.Connection, reader: asyncio.StreamReader) -> Any
 
 
 async def _read_body(conn: h11.Connection, reader: asyncio.StreamReader) -> bytes:
+    """The request body; RequestTooLarge once it is read (and dropped) past `MAX_BODY`."""
     body = bytearray()
+    size = 0
     while True:
         event = await _next_event(conn, reader)
         if isinstance(event, h11.Data):
-            body += event.data
-            if len(body) > MAX_BODY:
+            size += len(event.data)
+            if size <= MAX_BODY:
+                body += event.data
+            elif size > DISCARD_LIMIT:
                 raise RequestTooLarge()
+            else:
+                body.clear()  # keep reading so the client gets to read the 413
         elif isinstance(event, h11.EndOfMessage):
+            if size > MAX_BODY:
+                raise RequestTooLarge()
             return bytes(body)
         else:
             raise h11.RemoteProtocolError("connection closed inside a request body")
@@ -227,11 +241,11 @@ def _response_head(reply: Reply, *, keep_alive: bool) -> h11.Response:
         *SAFETY_HEADERS,
         *reply.headers,
     ]
-    if reply.stream_session is None:
+    if reply.stream_session is None and reply.status != 204:  # a 204 carries no Content-Length
         headers.append(("Content-Length", str(len(reply.body))))
     if not keep_alive:
         headers.append(("Connection", "close"))
-    return h11.Response(status_code=reply.status, headers=headers)
+    return h11.Response(status_code=reply.status, headers=headers, reason=HTTPStatus(reply.status).phrase)
 
 
 def _encode(conn: h11.Connection, event: Any) -> bytes:

@@ -93,6 +93,15 @@ _SCHEMAS: dict[str, Any] = {
         "properties": {
             "task_id": {"type": "integer"},
             "session": {"type": "string", "minLength": 1, "maxLength": 128},
+            "run": {
+                "type": "string",
+                "pattern": r"^(?!\d+$)[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
+                "description": "the run directory the outputs go to: OUT/<run>/<task_id>/",
+            },
+            "restart": {
+                "type": "boolean",
+                "description": "discard the events of a running session instead of answering 409",
+            },
             "resume_journal": {
                 "type": "boolean",
                 "description": "start with the events of this session's newest journal for the task "

@@ -140,3 +140,58 @@ def test_cors_preflight_is_refused(tmp_path):
         writer.close()
 
     serve(tmp_path, scenario)
+
+
+def test_a_20_mib_body_gets_the_json_413_not_a_reset(tmp_path):
+    """The client is still writing when the server decides: the body is drained, then answered."""
+
+    async def scenario(server: ControlServer) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        size = 20 * 1024 * 1024
+        writer.write(
+            f"POST /sessions/x/finish HTTP/1.1\r\nHost: x\r\nContent-Length: {size}\r\n\r\n".encode()
+        )
+        chunk = b"x" * (1024 * 1024)
+        for _ in range(size // len(chunk)):
+            writer.write(chunk)
+            await writer.drain()  # raises ConnectionResetError if the server hung up early
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 413 Content Too Large\r\n") or head.startswith(
+            b"HTTP/1.1 413 Request Entity Too Large\r\n"
+        ), head
+        length = int(
+            next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))[15:]
+        )
+        assert json.loads(await reader.readexactly(length))["error"] == "too_large"
+        writer.close()
+
+    serve(tmp_path, scenario)
+
+
+def test_answers_carry_a_reason_phrase(tmp_path):
+    async def scenario(server: ControlServer) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 404 Not Found\r\n"), head
+        writer.close()
+
+    serve(tmp_path, scenario)
+
+
+def test_an_event_source_reconnecting_after_the_finish_is_told_to_stop(tmp_path):
+    """A browser's EventSource reconnects whenever a stream ends; after the finish it gets a 204."""
+
+    async def scenario(server: ControlServer) -> None:
+        ctx = server.ctx
+        ctx.sessions.start("done", ctx.tasks[9001]).append(event_from_flow(make_flow(url=f"{SHOP}/x")))
+        assert (
+            handle_request(ctx, "POST", "/sessions/done/finish", b'{"task_type": "navigate"}').status == 200
+        )
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /sessions/done/events HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 0\r\n\r\n")
+        status, headers, body = await read_response(reader)
+        assert (status, body) == (204, b"") and "content-length" not in headers
+        writer.close()
+
+    serve(tmp_path, scenario)

@@ -107,7 +107,7 @@ def run_cases(strategy: Any, send: Callable[[Any], Any], seen: Counter[int], exa
 
 def known_session(proxy: ProxyProcess) -> None:
     """(Re)start the pinned session on its task, with one event (a refused upstream connection)."""
-    start = {"task_id": KNOWN_TASK, "session": KNOWN_SESSION}
+    start = {"task_id": KNOWN_TASK, "session": KNOWN_SESSION, "restart": True}
     assert (
         requests.post(f"{proxy.control.base}/sessions", json=start, headers=AUTH, timeout=10).status_code
         == 200
