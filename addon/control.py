@@ -25,7 +25,7 @@ from webarena_live.addon.control_input import ControlError, parse_final_response
 from webarena_live.addon.guard import PUBLIC_PATHS, page_request_problem, token_problem
 from webarena_live.addon.openapi import openapi_document
 from webarena_live.addon.outputs import EARLIER_ATTEMPT, write_outputs
-from webarena_live.addon.recovery import JournalNotFoundError, find_journal, read_journal
+from webarena_live.addon.recovery import JournalNotFoundError, find_journal, read_journal, resumable_runs
 from webarena_live.addon.sessions import (
     DEFAULT_SESSION,
     Session,
@@ -186,6 +186,13 @@ def health(ctx: ControlContext) -> Reply:
 def list_tasks(ctx: ControlContext) -> Reply:
     tasks = [task_view(ctx.tasks[task_id], ctx.site_map) for task_id in ctx.tasks]
     return json_reply(200, {"count": len(tasks), "tasks": tasks})
+
+
+def list_sessions(ctx: ControlContext) -> Reply:
+    """The live sessions, then unfinished runs found in the journals (resumable after a restart)."""
+    live = [session.describe() for session in ctx.sessions]
+    own = {session.journal.path for session in ctx.sessions if session.journal is not None}
+    return json_reply(200, {"sessions": live + resumable_runs(ctx.sessions.journal_dir, skip=own)})
 
 
 def start_session(ctx: ControlContext, body: bytes, *, caller: str | None) -> Reply:
@@ -360,7 +367,7 @@ def route(
         return json_reply(200, task_view(_task(ctx, int(text)), ctx.site_map))
     if path in ("/sessions", "/sessions/"):
         if method == "GET":
-            return json_reply(200, {"sessions": [s.describe() for s in ctx.sessions]})
+            return list_sessions(ctx)
         _allow(method, "POST")
         return start_session(ctx, body, caller=caller)
     if match := _SESSION_ROUTE.match(path):

@@ -11,6 +11,7 @@ repeat the credentials, land in the session named on the CONNECT.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Callable
@@ -34,7 +35,7 @@ from webarena_live.addon.control import (
 from webarena_live.addon.control_server import CALLER_HEADER, SAFETY_HEADERS, SERVER_HEADER, ControlServer
 from webarena_live.addon.credentials import challenge, take_credentials
 from webarena_live.addon.redact import redact_har_entry
-from webarena_live.addon.sessions import DEFAULT_SESSION, SessionStore
+from webarena_live.addon.sessions import DEFAULT_SESSION, SessionState, SessionStore
 from webarena_live.evaluator.errors import WebArenaLiveError
 from webarena_live.evaluator.run_dir import prepare_output_dir
 from webarena_live.evaluator.sites import SiteMap
@@ -82,6 +83,22 @@ def _checked(problems: list[str], load: Callable[[Any], T], argument: Any) -> T 
     except WebArenaLiveError as error:
         problems.extend(str(error).splitlines())
         return None
+
+
+def unfinished_lines(sessions: SessionStore) -> list[str]:
+    """What stopping now leaves unfinished, and how to pick each session up after a restart."""
+    lines = []
+    for session in sessions:
+        task = session.task
+        if session.state is not SessionState.RUNNING or task is None or not len(session.trace):
+            continue
+        where = f", journal {session.journal.path}" if session.journal is not None else ""
+        resume = json.dumps({"task_id": task.task_id, "session": session.name, "resume_journal": True})
+        lines.append(
+            f"unfinished: session {session.name}, task {task.task_id}, {len(session.trace)} events{where}; "
+            f"after a restart resume it with POST /sessions {resume}"
+        )
+    return lines
 
 
 def site_map_problems(tasks: TaskSet, site_map: SiteMap, *, config: str) -> list[str]:
@@ -225,6 +242,8 @@ class WebArenaLive:
             await self.server.stop()
             self.server = None
         if self.context is not None:
+            for line in unfinished_lines(self.context.sessions):
+                logger.warning(line)
             self.context.sessions.close()
 
     # --- session assignment --------------------------------------------------------------------

@@ -12,10 +12,11 @@ and finish. The journal is also a trace file for offline evaluation
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from pathlib import Path
 
-from webarena_live.addon.sessions import journal_filename
+from webarena_live.addon.sessions import FINISHED_INDEX, journal_filename
 from webarena_live.evaluator.errors import WebArenaLiveError
 from webarena_live.evaluator.har import load_trace
 from webarena_live.evaluator.trace import NetworkTrace
@@ -55,3 +56,47 @@ def find_journal(journal_dir: Path | None, session: str, task_id: int | None) ->
 def read_journal(path: Path) -> NetworkTrace:
     """The events of a journal (a last line cut short by a crash is left out)."""
     return load_trace(path)
+
+
+RESUMABLE_LISTED = 50
+"""At most this many resumable runs are listed (newest first): the journal directory outlives runs."""
+
+
+def resumable_runs(
+    journal_dir: Path | None, *, skip: AbstractSet[Path] = frozenset()
+) -> list[dict[str, object]]:
+    """Unfinished task runs found in `journal_dir`: the newest journal of each session and task.
+
+    Journals in `skip` (the live sessions' own) are left out. Each entry says
+    how to resume it (`POST /sessions` with `resume_journal`).
+    """
+    if journal_dir is None or not journal_dir.is_dir():
+        return []
+    index = journal_dir / FINISHED_INDEX
+    finished = set(index.read_text(encoding="utf-8").split()) if index.is_file() else set()
+    newest: dict[tuple[str, int], Path] = {}
+    for path in journal_dir.glob("*.jsonl"):
+        parts = path.name.rsplit("-", 2)
+        if len(parts) != 3 or not parts[1].isdigit() or not _TIME_AND_SUFFIX.match(parts[2]):
+            continue  # an idle run (no task to resume) or a file that is not a journal
+        key = (parts[0], int(parts[1]))
+        if key not in newest or path.name > newest[key].name:
+            newest[key] = path
+    runs = []
+    by_start = sorted(newest.items(), key=lambda item: item[1].name.rsplit("-", 1)[1], reverse=True)
+    for (session, task_id), path in by_start:
+        if path.name in finished or path in skip or not path.stat().st_size:
+            continue
+        runs.append(
+            {
+                "session": session,
+                "state": "resumable",
+                "task_id": task_id,
+                "events": path.read_bytes().count(b"\n"),
+                "journal": str(path),
+                "resume": {"task_id": task_id, "session": session, "resume_journal": True},
+            }
+        )
+        if len(runs) == RESUMABLE_LISTED:
+            break
+    return runs

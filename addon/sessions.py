@@ -94,6 +94,10 @@ def entry_json_bytes(event: NetworkEvent | EventRecord, entry_filter: EntryFilte
     return _LINE_ENCODER.encode(entry_filter(event_to_har_entry(as_event(event)))).encode("ascii")
 
 
+FINISHED_INDEX = "finished.txt"
+"""In a journal directory: the names of the journals whose run finished, one a line."""
+
+
 class Journal:
     """Append-only JSON-lines file of one session run: each line is one event as a HAR entry.
 
@@ -133,6 +137,16 @@ class Journal:
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
+
+    def mark_finished(self) -> None:
+        """Note in the directory's index that this run finished, so a restart does not offer to resume it."""
+        if not self.lines:
+            return
+        try:
+            with (self.path.parent / FINISHED_INDEX).open("a", encoding="utf-8") as index:
+                index.write(self.path.name + "\n")
+        except OSError as error:
+            logger.error("journal index %s: %s", self.path.parent / FINISHED_INDEX, error)
             self._file = None
 
 
@@ -242,6 +256,7 @@ class Session:
         self.finished = time.time()
         if self.journal is not None:
             self.journal.close()
+            self.journal.mark_finished()
         self._stop_extras()
         self._notify("finished", result.to_dict())
 

@@ -198,7 +198,10 @@ def test_reconfiguring_keeps_sessions_and_moves_the_journal(tmp_path):
     addon = WebArenaLive()
     with taddons.context(addon) as tctx:
         tasks = str(write_tasks(tmp_path))
-        tctx.configure(addon, webarena_tasks=tasks, webarena_output_dir=str(tmp_path / "a"))
+        config = str(write_config(tmp_path))
+        tctx.configure(
+            addon, webarena_tasks=tasks, webarena_config=config, webarena_output_dir=str(tmp_path / "a")
+        )
         run_flow(addon, make_flow(url=f"{SHOP}/1"))
         tctx.configure(addon, webarena_output_dir=str(tmp_path / "b"))
         assert trace_urls(addon, DEFAULT_SESSION) == [f"{SHOP}/1"]
@@ -207,3 +210,12 @@ def test_reconfiguring_keeps_sessions_and_moves_the_journal(tmp_path):
         run_flow(addon, make_flow(url=f"{SHOP}/2"))
     assert len(list((tmp_path / "a" / ".journal").glob("*.jsonl"))) == 1
     assert len(list((tmp_path / "b" / ".journal").glob("*.jsonl"))) == 1
+
+
+def test_tasks_whose_sites_the_map_lacks_are_refused_at_configure(tmp_path):
+    addon = WebArenaLive()
+    with taddons.context(addon) as tctx:
+        with pytest.raises(exceptions.OptionsError, match=r"no --config given: no URLs for __SHOPPING__"):
+            tctx.configure(addon, webarena_tasks=str(write_tasks(tmp_path)))
+        tctx.configure(addon)  # the embedded demo tasks need no site map
+        assert addon.context is not None and addon.context.tasks.is_embedded_demo

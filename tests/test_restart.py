@@ -1,0 +1,106 @@
+"""Stopping and starting `webarena-live serve` again loses track of nothing (issue 14, item 5).
+
+Without `--output-dir` the journal lives in the per-user state directory
+(`$XDG_STATE_HOME/webarena-live/journal`), the same for every run of the proxy.
+Stopping names each unfinished session and how to resume it; after a restart
+`GET /sessions` lists them as resumable, and the body it shows resumes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from webarena_live.addon import demo_site
+from webarena_live.addon.demo_stack import free_ports
+
+CLI = Path(sys.executable).parent / "webarena-live"
+
+
+@pytest.fixture(scope="module")
+def shop() -> Iterator[str]:
+    server = demo_site.serve("127.0.0.1", 0)
+    yield server.url
+    server.shutdown()
+
+
+def start_serve(tmp_path: Path, shop: str, state: Path) -> tuple[subprocess.Popen[str], str, str]:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"environments": {"__SHOPPING__": {"urls": [shop]}}}))
+    port, session_port, control_port = free_ports(3)
+    process = subprocess.Popen(
+        [str(CLI), "serve", "--config", str(config), "--port", str(port), "--session-port", str(session_port),
+         "--control-port", str(control_port), "--set", f"confdir={tmp_path / 'conf'}"],
+        env={**os.environ, "XDG_STATE_HOME": str(state), "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    control = f"http://127.0.0.1:{control_port}"
+    deadline = time.monotonic() + 30
+    while True:
+        assert process.poll() is None, process.communicate()[0]
+        try:
+            if requests.get(f"{control}/health", timeout=1).ok:
+                return process, control, f"http://127.0.0.1:{port}"
+        except requests.ConnectionError:
+            pass
+        assert time.monotonic() < deadline, "serve did not come up"
+        time.sleep(0.2)
+
+
+def browse(proxy: str, session: str, url: str) -> None:
+    proxied = proxy.replace("http://", f"http://{session}:x@")
+    assert requests.get(url, proxies={"http": proxied}, headers={"Accept": "text/html"}, timeout=10).ok
+
+
+def test_unfinished_sessions_are_named_on_stop_and_resumable_after_a_restart(
+    tmp_path: Path, shop: str
+) -> None:
+    state = tmp_path / "state"
+    process, control, proxy = start_serve(tmp_path, shop, state)
+    try:
+        requests.post(
+            f"{control}/sessions", json={"task_id": 1003, "session": "kim"}, timeout=10
+        ).raise_for_status()
+        browse(proxy, "kim", f"{shop}/enamel-camp-mug.html")
+        requests.post(
+            f"{control}/sessions", json={"task_id": 1001, "session": "lee"}, timeout=10
+        ).raise_for_status()
+        browse(proxy, "lee", f"{shop}/")
+        done = {"task_type": "retrieve", "status": "SUCCESS", "retrieved_data": [34.99]}
+        assert requests.post(f"{control}/sessions/lee/finish", json=done, timeout=10).ok
+        health = requests.get(f"{control}/health", timeout=10).json()
+        assert health["journal_dir"] == str(state / "webarena-live" / "journal")
+    finally:
+        process.send_signal(signal.SIGINT)  # what Ctrl-C sends
+        output = process.communicate(timeout=30)[0]
+    unfinished = [line for line in output.splitlines() if "unfinished:" in line]
+    assert len(unfinished) == 1, output
+    assert "session kim, task 1003, 1 events" in unfinished[0]
+    assert 'POST /sessions {"task_id": 1003, "session": "kim", "resume_journal": true}' in unfinished[0]
+
+    process, control, proxy = start_serve(tmp_path, shop, state)
+    try:
+        listed = requests.get(f"{control}/sessions", timeout=10).json()["sessions"]
+        assert [(s["session"], s["state"], s["task_id"], s["events"]) for s in listed] == [
+            ("kim", "resumable", 1003, 1)
+        ]
+        resumed = requests.post(f"{control}/sessions", json=listed[0]["resume"], timeout=10).json()
+        assert resumed["resumed_events"] == 1
+        answer = {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": None}
+        result = requests.post(f"{control}/sessions/kim/finish", json=answer, timeout=10).json()
+        assert result["status"] == "success", result
+        after = requests.get(f"{control}/sessions", timeout=10).json()["sessions"]
+        assert [(s["session"], s["state"]) for s in after] == [("kim", "finished")]
+    finally:
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=30)[0]
+    assert "unfinished:" not in output
