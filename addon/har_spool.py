@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import IO
 
 from webarena_live.evaluator import __version__
+from webarena_live.evaluator.run_dir import FILE_MODE
 
 SPOOL_SUBDIR = ".spool"
 
@@ -155,6 +156,7 @@ class HarSpool:
                     dir=self.directory, prefix=f"{self.label}-", suffix=".har.tmp"
                 )
                 self.path = Path(name)
+                os.fchmod(handle, FILE_MODE)  # it becomes network.har: shared like every run file
                 # Buffered, unlike the journal: a spool is worthless after a crash (the
                 # session cannot finish then), so it need not cost a syscall per event.
                 self._file = os.fdopen(handle, "wb", buffering=SPOOL_BUFFER)

@@ -181,6 +181,10 @@ def test_mutate_run_with_credentials_up_front_matches_the_oracle(proxy, shop, or
     ]  # fmt: skip
     task_dir = proxy.out / str(MUTATE_TASK)
     assert json.loads((task_dir / "eval_result.json").read_text()) == result
+    # Live files (the network.har from the spool included) are shared like offline ones: 0644.
+    assert {p.name: p.stat().st_mode & 0o777 for p in task_dir.iterdir()} == dict.fromkeys(
+        ("agent_response.json", "network.har", "eval_result.json"), 0o644
+    )
     verdict = oracle_verdict(oracle_python, proxy.tasks, MUTATE_TASK, task_dir, shop)
     assert verdict == {"status": "success", "score": 1.0}
 
