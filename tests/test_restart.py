@@ -33,13 +33,15 @@ def shop() -> Iterator[str]:
     server.shutdown()
 
 
-def start_serve(tmp_path: Path, shop: str, state: Path) -> tuple[subprocess.Popen[str], str, str]:
+def start_serve(
+    tmp_path: Path, shop: str, state: Path, *extra: str
+) -> tuple[subprocess.Popen[str], str, str]:
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"environments": {"__SHOPPING__": {"urls": [shop]}}}))
     port, session_port, control_port = free_ports(3)
     process = subprocess.Popen(
         [str(CLI), "serve", "--config", str(config), "--port", str(port), "--session-port", str(session_port),
-         "--control-port", str(control_port), "--set", f"confdir={tmp_path / 'conf'}"],
+         "--control-port", str(control_port), "--set", f"confdir={tmp_path / 'conf'}", *extra],
         env={**os.environ, "XDG_STATE_HOME": str(state), "PYTHONUNBUFFERED": "1"},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
@@ -104,3 +106,19 @@ def test_unfinished_sessions_are_named_on_stop_and_resumable_after_a_restart(
         process.send_signal(signal.SIGINT)
         output = process.communicate(timeout=30)[0]
     assert "unfinished:" not in output
+
+
+def test_serve_logs_a_line_per_session_and_quiet_silences_them(tmp_path: Path, shop: str) -> None:
+    for extra, expected in (((), True), (("--quiet",), False)):
+        process, control, _ = start_serve(tmp_path, shop, tmp_path / "state", *extra)
+        try:
+            body = {"task_id": 1003, "session": "kim", "restart": True}
+            requests.post(f"{control}/sessions", json=body, timeout=10).raise_for_status()
+            refused = requests.post(f"{control}/sessions", json={"task_id": 4242}, timeout=10)
+            assert refused.status_code == 404
+        finally:
+            process.send_signal(signal.SIGINT)
+            output = process.communicate(timeout=30)[0]
+        assert "control API" in output  # the banner either way
+        lines = ("session kim started: task 1003", "refused POST /sessions: 404 unknown_task")
+        assert all((line in output) is expected for line in lines), output
