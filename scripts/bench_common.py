@@ -124,8 +124,9 @@ def pin(cpus: Sequence[int]) -> Any:
 
 @dataclass
 class Proxy:
-    """One proxy process on free ports: `webarena-live serve` with `serve=True`, else the baseline,
-    plain `mitmdump -q` (mitmproxy's DumpMaster, like `serve`, with its quiet per-flow output)."""
+    """One proxy process on free ports: `webarena-live serve --quiet` with `serve=True`, else the
+    baseline, plain `mitmdump -q` (mitmproxy's DumpMaster, like `serve`; both log warnings or errors
+    only and print nothing per flow)."""
 
     serve: bool
     options: Sequence[str] = ()
@@ -143,9 +144,9 @@ class Proxy:
         assert self.workdir is not None
         options = [f"confdir={self.workdir / 'mitmproxy'}", *self.options]
         if self.serve:
-            command = [str(WEBARENA_LIVE), "serve", "--listen-host", "127.0.0.1", "--port", str(self.port),
-                       "--session-port", "0", "--control-port", str(self.control_port),
-                       *self.serve_args]  # fmt: skip
+            command = [str(WEBARENA_LIVE), "serve", "--quiet", "--listen-host", "127.0.0.1",
+                       "--port", str(self.port), "--session-port", "0",
+                       "--control-port", str(self.control_port), *self.serve_args]  # fmt: skip
             options += [f"webarena_journal_dir={self.workdir / 'journal'}", *self.serve_options]
         else:
             command = [str(MITMDUMP), "-q", "--listen-host", "127.0.0.1", "--mode", f"regular@{self.port}"]
