@@ -75,6 +75,30 @@ def candidates(plan: Plan, trace: NetworkTrace) -> list[NetworkEvent]:
     return found
 
 
+def _mismatches(plan: Plan, normalized: dict[str, Any]) -> list[Assertion]:
+    return compare(
+        normalized, plan.expected, ordered=False, value_name="network_event", ignore_extra_keys=True
+    )
+
+
+def deciding_event(
+    config: NetworkEventEvaluatorConfig, trace: NetworkTrace, *, task: Task, site_map: SiteMap
+) -> NetworkEvent | None:
+    """The event that decides the evaluator right now: the first candidate matching every expected field
+    (for `should_not_exist`, the first candidate at all: the one that violates it); None when there is none.
+
+    Reads the same memoized search and normalization `evaluate_network` does; raises on a config it
+    cannot prepare (which `evaluate_network` reports as an error).
+    """
+    plan = _plan_for(config, task, site_map)
+    events = candidates(plan, trace)
+    if config.last_event_only:
+        events = events[-1:]
+    if config.should_not_exist:
+        return events[0] if events else None
+    return next((event for event in events if not _mismatches(plan, plan.normalized_event(event))), None)
+
+
 def _assertions(plan: Plan, actual: list[dict[str, Any]]) -> list[Assertion]:
     if plan.config.should_not_exist:
         if not actual:
@@ -94,9 +118,7 @@ def _assertions(plan: Plan, actual: list[dict[str, Any]]) -> list[Assertion]:
         ]
     differences: list[str] = []
     for event in actual:
-        mismatches = compare(
-            event, plan.expected, ordered=False, value_name="network_event", ignore_extra_keys=True
-        )
+        mismatches = _mismatches(plan, event)
         if not mismatches:
             return []
         differences = [msg for item in mismatches for msg in (item.assertion_msgs or ())]
@@ -147,4 +169,4 @@ def clear_plans() -> None:
     _PLANS.clear()
 
 
-__all__ = ["EVALUATOR_NAME", "candidates", "clear_plans", "evaluate_network"]
+__all__ = ["EVALUATOR_NAME", "candidates", "clear_plans", "deciding_event", "evaluate_network"]

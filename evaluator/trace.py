@@ -274,7 +274,7 @@ class NetworkTrace:
     when first needed.
     """
 
-    __slots__ = ("_items", "_kinds", "_last_navigation", "_type_counts", "memo")
+    __slots__ = ("_found_at", "_items", "_kinds", "_last_navigation", "_type_counts", "memo")
 
     def __init__(self, events: Iterable[NetworkEvent | EventRecord] = ()) -> None:
         self._items: list[NetworkEvent | EventRecord] = list(events)
@@ -284,6 +284,8 @@ class NetworkTrace:
         self._type_counts = [0] * len(_EVENT_TYPES)
         self.memo: dict[Any, Any] = {}
         """Per-trace cache for evaluators (e.g. how far a search got); valid because traces only grow."""
+        self._found_at: dict[int, int] = {}
+        """Index of each event `find` returned, by object identity (the trace keeps the object)."""
 
     def append(self, event: NetworkEvent | EventRecord) -> None:
         self._items.append(event)
@@ -333,8 +335,16 @@ class NetworkTrace:
                 event = NetworkEvent(*item)
             if event.is_evaluation and fits(event):
                 items[index] = event
+                self._found_at[id(event)] = index
                 found.append(event)
         return found
+
+    def index_of(self, event: NetworkEvent) -> int | None:
+        """Where an event that `find` or `last_navigation` returned stands in the trace."""
+        index = self._found_at.get(id(event))
+        if index is None and self._last_navigation >= 0 and self._items[self._last_navigation] is event:
+            index = self._last_navigation
+        return index
 
     def _classify(self) -> None:
         kinds, items, counts = self._kinds, self._items, self._type_counts
