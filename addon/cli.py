@@ -43,8 +43,9 @@ def _add_dataset_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tasks",
         metavar="PATH",
-        help="dataset file in WebArena-Verified format, or 'webarena-verified' for the official "
-        "dataset of the installed reference package (default: the embedded demo tasks)",
+        help="dataset file in WebArena-Verified format, or 'webarena-verified' (the official 812 tasks) or "
+        "'webarena-verified-hard' (its 258-task hard subset) from the installed reference package "
+        "(serve's default: the embedded demo tasks)",
     )
     parser.add_argument(
         "--config",

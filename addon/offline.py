@@ -104,8 +104,9 @@ def dataset_source(tasks: str | None, config: str | None) -> str | Path:
     if official_dataset_installed():
         return OFFICIAL_DATASET
     raise WebArenaLiveError(
-        "which tasks? give --tasks PATH (a dataset file, or 'webarena-verified'), or a --config whose "
-        "test_data_file names one; the official dataset needs: pip install 'webarena-live[official]'"
+        "which tasks? give --tasks PATH (a dataset file, 'webarena-verified' or 'webarena-verified-hard'), "
+        "or a --config whose test_data_file names one; the official dataset needs: "
+        "pip install 'webarena-live[official]'"
     )
 
 

@@ -30,6 +30,8 @@ from webarena_live.evaluator.errors import TaskFileError, UnknownTaskError
 from webarena_live.evaluator.sites import SiteMap, placeholder, unknown_site_problem
 
 OFFICIAL_DATASET = "webarena-verified"
+OFFICIAL_HARD_SUBSET = "webarena-verified-hard"
+"""The reference's hard subset: 258 official tasks, listed by id in its package's `subsets/` folder."""
 """`--tasks` value that means the dataset shipped in the installed reference package."""
 
 
@@ -246,6 +248,16 @@ def official_dataset_installed() -> bool:
     return importlib.util.find_spec("webarena_verified") is not None
 
 
+def official_subset_ids(name: str) -> list[int]:
+    """The task ids of one of the reference package's own subsets (`assets/dataset/subsets/<name>.json`)."""
+    file = official_dataset_path().parent / "subsets" / f"{name}.json"
+    try:
+        ids = json.loads(file.read_text(encoding="utf-8"))["task_ids"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise TaskFileError(f"{file}: cannot read the subset {name}: {error}") from None
+    return [int(i) for i in ids]
+
+
 def official_dataset_path() -> Path:
     """The dataset file inside the installed `webarena-verified` package."""
     # find_spec locates the package without importing it: the reference pins its own dependencies and
@@ -270,12 +282,16 @@ def load_tasks(path: str | Path | None = None) -> TaskSet:
     """Load a dataset file: a JSON list of tasks (or one task object).
 
     `None` loads the embedded demo tasks; the string `webarena-verified` loads the
-    official dataset from the installed reference package.
+    official dataset from the installed reference package, `webarena-verified-hard`
+    its 258-task hard subset (the full file's checksum, as the reference reports it).
     """
+    subset: list[int] | None = None
     if path is None:
         file = default_tasks_path()
-    elif str(path) == OFFICIAL_DATASET:
+    elif str(path) in (OFFICIAL_DATASET, OFFICIAL_HARD_SUBSET):
         file = official_dataset_path()
+        if str(path) == OFFICIAL_HARD_SUBSET:
+            subset = official_subset_ids(OFFICIAL_HARD_SUBSET)
     else:
         file = Path(path)
     try:
@@ -287,5 +303,8 @@ def load_tasks(path: str | Path | None = None) -> TaskSet:
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise TaskFileError(f"{file}: not valid JSON: {error}") from None
     items = data if isinstance(data, list) else [data]
+    if subset is not None:  # the subset's tasks exactly as the full dataset has them (same checksum)
+        wanted = set(subset)
+        items = [item for item in items if isinstance(item, dict) and item.get("task_id") in wanted]
     tasks = [parse_task(item, source=str(file)) for item in items]
     return TaskSet(tasks, source=str(file), raw=raw)

@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,23 @@ def test_sites_missing_from_a_map(official_dataset: Path) -> None:
     assert set(missing) >= {"__GITLAB__", "__REDDIT__", "__SHOPPING_ADMIN__"}
     assert sum(len(ids) for ids in missing.values()) > 500
     assert load_tasks().is_embedded_demo and not tasks.is_embedded_demo
+
+
+def test_the_official_hard_subset_is_the_references_own(oracle_python: Path) -> None:
+    """`webarena-verified-hard`: the 258 ids of the reference's own subset file, tasks as in the full set."""
+    code = (
+        "import json, sys; sys.path.append(sys.argv[1]); "
+        "from webarena_live.evaluator.tasks import load_tasks; "
+        "full, hard = load_tasks('webarena-verified'), load_tasks('webarena-verified-hard'); "
+        "print(json.dumps([len(full), len(hard), all(full[i] == hard[i] for i in hard), "
+        "full.checksum == hard.checksum]))"
+    )
+    site_packages = subprocess.run(
+        [str(oracle_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    # The reference package is made findable for a child process only, never imported into this one.
+    done = subprocess.run(
+        [sys.executable, "-c", code, site_packages], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert json.loads(done.stdout) == [812, 258, True, True]
