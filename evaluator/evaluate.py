@@ -12,10 +12,11 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from webarena_live.evaluator.answer_shape import shape_warnings
 from webarena_live.evaluator.errors import WebArenaLiveError
 from webarena_live.evaluator.network_evaluator import evaluate_network
 from webarena_live.evaluator.response_evaluator import evaluate_response
-from webarena_live.evaluator.responses import response_warnings
+from webarena_live.evaluator.responses import response_document, response_warnings
 from webarena_live.evaluator.results import EvaluatorResult, TaskResult
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import AgentResponseEvaluatorConfig, NetworkEventEvaluatorConfig, Task
@@ -35,14 +36,15 @@ def task_fields(task: Task) -> dict[str, Any]:
     }
 
 
-def _warnings_for(response: Any) -> tuple[str, ...] | None:
-    # Warnings are advice about the seed's rules; a response too broken to
-    # inspect already fails the response evaluator, so it needs no warning.
+def _warnings_for(response: Any, task: Task) -> tuple[str, ...] | None:
+    # Warnings are advice about the answer's shape (the seed's rules, the response schema and the
+    # task's results_schema); they never change a verdict, and a failure to produce them is no error.
     try:
         found = response_warnings(response)
+        found += shape_warnings(response_document(response), task.response_config.results_schema)
     except Exception:
         return None
-    return tuple(found) or None
+    return tuple(dict.fromkeys(found)) or None
 
 
 def _site_map_for(task: Task, trace: NetworkTrace, site_map: SiteMap) -> SiteMap:
@@ -90,7 +92,7 @@ def evaluate_task(
     the task lists them; the task succeeds only when all of them do.
     """
     fields = {**task_fields(task), "webarena_verified_data_checksum": data_checksum}
-    warnings = _warnings_for(response)
+    warnings = _warnings_for(response, task)
     if not len(trace):
         # The reference cannot load a trace without events and scores the run as an error,
         # even for tasks that only check the response; the verdict must be the same.
