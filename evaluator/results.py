@@ -88,7 +88,10 @@ class TaskResult(_Frozen):
     evaluators_results: tuple[EvaluatorResult, ...]
     error_msg: str | None = None
     warnings: tuple[str, ...] | None = None
-    """The seed's response rules that the answer broke; they never change the verdict."""
+    """Where the answer's shape departs from the seed's rules, the response schema or the task's
+    results_schema (answer_shape.py); they never change the verdict."""
+    preview: bool | None = None
+    """True on a preview: the result a finish would give at that moment, with nothing finished or written."""
     webarena_verified_version: str = REFERENCE_VERSION
     webarena_verified_data_checksum: str | None = None
     webarena_live_version: str = __version__

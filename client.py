@@ -1,0 +1,266 @@
+"""A Python client for the control API (DESIGN §6), in a blocking and an asyncio flavour, on httpx.
+
+    from webarena_live.client import Client
+
+    with Client("http://127.0.0.1:8081") as api:
+        started = api.start(1003, session="agent-7")
+        ...                                   # the agent browses through http://agent-7:x@127.0.0.1:8082
+        print(api.progress("agent-7").network)  # which expected requests were seen, by which event
+        result = api.finish("agent-7", {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": None})
+        print(result.status, result.score)
+
+`AsyncClient` has the same methods, awaited (`async for` over `events`).
+Results come back as the evaluator's own models (`TaskResult`,
+`TaskProgress`); a refused request raises `ControlAPIError` carrying the
+API's status, error code and detail. Each method is one request: its path and
+body are built, and its answer read, by the same code in both flavours.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from httpx_sse import aconnect_sse, connect_sse
+from pydantic import BaseModel, ConfigDict
+
+from webarena_live.evaluator.errors import WebArenaLiveError
+from webarena_live.evaluator.progress import TaskProgress
+from webarena_live.evaluator.results import TaskResult
+
+DEFAULT_URL = "http://127.0.0.1:8081"
+
+
+class ControlAPIError(WebArenaLiveError):
+    """The control API refused a request: its HTTP status, error code and detail."""
+
+    def __init__(self, status: int, error: str, detail: Any) -> None:
+        super().__init__(f"{status} {error}: {detail}")
+        self.status = status
+        self.error = error
+        self.detail = detail
+
+
+class Started(BaseModel):
+    """What `POST /sessions` answers: the session, its task and where the agent starts."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    session: str
+    task_id: int
+    intent: str
+    start_urls: list[str]
+    sites: list[str]
+    state: str | None = None
+    resumed_events: int | None = None
+
+
+class Notice(BaseModel):
+    """One message of an event stream: `event` (a captured event), `session`, `reset` or `finished`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    data: dict[str, Any]
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One request of the API: method, path, JSON body, and how to read the answer."""
+
+    method: str
+    path: str
+    body: Any = None
+    params: dict[str, Any] | None = None
+
+
+def _session_path(name: str, action: str = "") -> str:
+    return f"/sessions/{quote(name, safe='')}" + (f"/{action}" if action else "")
+
+
+def _start_body(task_id: int, options: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "task_id": task_id,
+        **{key: value for key, value in options.items() if value not in (None, False)},
+    }
+
+
+def _read(response: httpx.Response) -> Any:
+    """The JSON answer, or ControlAPIError for a refusal (the API's `{"error", "detail"}`)."""
+    if response.is_success:
+        return response.json() if response.content else None
+    try:
+        body = response.json()
+        error, detail = body.get("error", "http_error"), body.get("detail")
+    except (ValueError, AttributeError):
+        error, detail = "http_error", response.text[:500]
+    raise ControlAPIError(response.status_code, error, detail)
+
+
+def _notice(kind: str, data: str, event_id: str | None) -> Notice | None:
+    """A stream message as a Notice; None for one without data (the stream's `retry:` advice).
+
+    Captured events are sent without an event name, which SSE reads as `message`.
+    """
+    if not data:
+        return None
+    return Notice(
+        kind="event" if kind in ("", "message") else kind, data=json.loads(data), id=event_id or None
+    )
+
+
+def _headers(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+class _Calls:
+    """The API's requests, shared by both clients."""
+
+    health = _Call("GET", "/health")
+    list_tasks = _Call("GET", "/tasks")
+    list_sessions = _Call("GET", "/sessions")
+
+    @staticmethod
+    def start(task_id: int, **options: Any) -> _Call:
+        return _Call("POST", "/sessions", _start_body(task_id, options))
+
+    @staticmethod
+    def session(name: str, action: str = "", body: Any = None, since: int = 0) -> _Call:
+        method = "GET" if body is None else "POST"
+        return _Call(method, _session_path(name, action), body, {"since": since} if since else None)
+
+
+class Client:
+    """The control API, one blocking request per method."""
+
+    def __init__(self, base_url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = 60) -> None:
+        self.http = httpx.Client(base_url=base_url, headers=_headers(token), timeout=timeout)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _do(self, call: _Call) -> Any:
+        return _read(self.http.request(call.method, call.path, json=call.body, params=call.params))
+
+    def health(self) -> dict[str, Any]:
+        return self._do(_Calls.health)
+
+    def tasks(self) -> list[dict[str, Any]]:
+        return self._do(_Calls.list_tasks)["tasks"]
+
+    def sessions(self) -> list[dict[str, Any]]:
+        return self._do(_Calls.list_sessions)["sessions"]
+
+    def start(self, task_id: int, *, session: str | None = None, **options: Any) -> Started:
+        """Start a session on a task; options: `run`, `restart`, `reset`, `resume_journal`."""
+        return Started.model_validate(self._do(_Calls.start(task_id, session=session, **options)))
+
+    def session(self, name: str) -> dict[str, Any]:
+        return self._do(_Calls.session(name))
+
+    def trace(self, name: str, *, since: int = 0) -> list[dict[str, Any]]:
+        return self._do(_Calls.session(name, "trace", since=since))["events"]
+
+    def progress(self, name: str) -> TaskProgress:
+        return TaskProgress.model_validate(self._do(_Calls.session(name, "progress")))
+
+    def preview(self, name: str, response: Any) -> TaskResult:
+        """The result a finish would give now, without finishing (`"preview": true` in the document)."""
+        return TaskResult.model_validate(self._do(_Calls.session(name, "preview", body=response)))
+
+    def finish(self, name: str, response: Any) -> TaskResult:
+        return TaskResult.model_validate(self._do(_Calls.session(name, "finish", body=response)))
+
+    def har(self, name: str) -> dict[str, Any]:
+        return self._do(_Calls.session(name, "har"))
+
+    def events(self, name: str | None = None, *, since: int = 0) -> Iterator[Notice]:
+        """The session's notices as they happen (every session's with no name); ends when the stream does."""
+        path = _session_path(name, "events") if name is not None else "/events"
+        params = {"since": since} if since else None
+        with connect_sse(self.http, "GET", path, params=params, timeout=None) as source:
+            if not source.response.is_success:
+                source.response.read()
+                _read(source.response)
+            for message in source.iter_sse():
+                if (notice := _notice(message.event, message.data, message.id)) is not None:
+                    yield notice
+
+
+class AsyncClient:
+    """The control API for asyncio code: the same methods as `Client`, awaited."""
+
+    def __init__(self, base_url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = 60) -> None:
+        self.http = httpx.AsyncClient(base_url=base_url, headers=_headers(token), timeout=timeout)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def _do(self, call: _Call) -> Any:
+        return _read(await self.http.request(call.method, call.path, json=call.body, params=call.params))
+
+    async def health(self) -> dict[str, Any]:
+        return await self._do(_Calls.health)
+
+    async def tasks(self) -> list[dict[str, Any]]:
+        return (await self._do(_Calls.list_tasks))["tasks"]
+
+    async def sessions(self) -> list[dict[str, Any]]:
+        return (await self._do(_Calls.list_sessions))["sessions"]
+
+    async def start(self, task_id: int, *, session: str | None = None, **options: Any) -> Started:
+        return Started.model_validate(await self._do(_Calls.start(task_id, session=session, **options)))
+
+    async def session(self, name: str) -> dict[str, Any]:
+        return await self._do(_Calls.session(name))
+
+    async def trace(self, name: str, *, since: int = 0) -> list[dict[str, Any]]:
+        return (await self._do(_Calls.session(name, "trace", since=since)))["events"]
+
+    async def progress(self, name: str) -> TaskProgress:
+        return TaskProgress.model_validate(await self._do(_Calls.session(name, "progress")))
+
+    async def preview(self, name: str, response: Any) -> TaskResult:
+        return TaskResult.model_validate(await self._do(_Calls.session(name, "preview", body=response)))
+
+    async def finish(self, name: str, response: Any) -> TaskResult:
+        return TaskResult.model_validate(await self._do(_Calls.session(name, "finish", body=response)))
+
+    async def har(self, name: str) -> dict[str, Any]:
+        return await self._do(_Calls.session(name, "har"))
+
+    async def events(self, name: str | None = None, *, since: int = 0) -> AsyncIterator[Notice]:
+        path = _session_path(name, "events") if name is not None else "/events"
+        params = {"since": since} if since else None
+        async with aconnect_sse(self.http, "GET", path, params=params, timeout=None) as source:
+            if not source.response.is_success:
+                await source.response.aread()
+                _read(source.response)
+            async for message in source.aiter_sse():
+                if (notice := _notice(message.event, message.data, message.id)) is not None:
+                    yield notice
+
+
+def proxy_url(session: str, *, host: str = "127.0.0.1", port: int = 8082) -> str:
+    """The proxy address that puts traffic into `session` (the session port asks browsers for it)."""
+    return f"http://{quote(session, safe='')}:x@{host}:{port}"
+
+
+__all__ = ["AsyncClient", "Client", "ControlAPIError", "Notice", "Started", "proxy_url"]
