@@ -1,10 +1,4 @@
-"""HAR 1.2 import and export, and `load_trace` for every trace file format.
-
-Import reads what Chrome DevTools, Playwright's `record_har` and mitmproxy's
-`savehar` write: request headers and `postData.text`, response status,
-headers, `cookies`, `content` and `redirectURL`. The reference evaluator reads
-HAR content text as it is and never decodes `encoding: base64`; such content
-is kept as no body at all, which judges the same and keeps binary out of memory.
+"""HAR 1.2 export; reading traces (`load_trace`, `event_from_har_entry`) lives in `har_import`.
 
 Export (`trace_to_har`) writes a HAR the reference loads and judges exactly as
 this project judged the trace, so a live session's `network.har` can be
@@ -15,114 +9,24 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from dateutil import parser as date_parser
-
 from webarena_live.evaluator import __version__
-from webarena_live.evaluator.errors import TraceFormatError
+from webarena_live.evaluator.har_import import (
+    event_from_har_entry,
+    events_from_entries,
+    har_from_document,
+    load_journal,
+    load_trace,
+)
 from webarena_live.evaluator.memo import BoundedMemo
-from webarena_live.evaluator.trace import EventRecord, NetworkEvent, NetworkTrace
+from webarena_live.evaluator.trace import EventRecord, NetworkEvent
 
 # The C string escaper `json` itself uses: ASCII output, lone surrogates written as \\uXXXX escapes.
 _json_string = json.encoder.encode_basestring_ascii
-
-
-class _EntryError(Exception):
-    """A HAR entry lacks something every entry must have (turned into TraceFormatError with context)."""
-
-
-def _pairs(items: Any, where: str) -> tuple[tuple[str, str], ...]:
-    if items is None:
-        return ()
-    if not isinstance(items, list):
-        raise _EntryError(f"{where} must be a list of {{name, value}} objects")
-    pairs = []
-    for item in items:
-        if not isinstance(item, Mapping) or "name" not in item:
-            raise _EntryError(f"{where} holds an item without a name: {item!r}")
-        pairs.append((str(item["name"]), str(item.get("value", ""))))
-    return tuple(pairs)
-
-
-def _started(value: Any) -> float:
-    if isinstance(value, int | float):
-        return float(value)
-    if not isinstance(value, str) or not value:
-        return 0.0
-    try:
-        moment = date_parser.isoparse(value)
-    except (ValueError, OverflowError):
-        return 0.0
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def event_from_har_entry(entry: Mapping[str, Any]) -> NetworkEvent:
-    """One HAR entry (or Playwright resource snapshot, which has the same shape) as an event.
-
-    Raises TraceFormatError when the entry lacks the request method, URL,
-    headers or the response status — fields the reference cannot do without.
-    """
-    try:
-        return _event(entry)
-    except _EntryError as error:
-        raise TraceFormatError(str(error)) from None
-
-
-def _event(entry: Mapping[str, Any]) -> NetworkEvent:
-    if not isinstance(entry, Mapping):
-        raise _EntryError(f"an entry must be an object, got {type(entry).__name__}")
-    request, response = entry.get("request"), entry.get("response")
-    if not isinstance(request, Mapping) or not isinstance(response, Mapping):
-        raise _EntryError("an entry needs 'request' and 'response' objects")
-    url, method = request.get("url"), request.get("method")
-    if not isinstance(url, str) or not isinstance(method, str):
-        raise _EntryError("request.url and request.method must be strings")
-    if "headers" not in request:
-        raise _EntryError(f"request.headers is missing for {url}")
-    status = response.get("status")
-    if isinstance(status, bool) or not isinstance(status, int | float | str):
-        raise _EntryError(f"response.status is missing for {url}")
-    try:
-        status = int(status)
-    except ValueError:
-        raise _EntryError(f"response.status {status!r} is not a number for {url}") from None
-
-    post = _mapping(request.get("postData"))
-    content = _mapping(response.get("content"))
-    body = content.get("text")
-    if not isinstance(body, str) or content.get("encoding") == "base64":
-        body = None
-    cookies = response.get("cookies") or []
-    error = entry.get("_error") or response.get("_error") or response.get("_failureText")
-    return NetworkEvent(
-        method=method,
-        url=url,
-        status=status,
-        request_headers=_pairs(request.get("headers"), "request.headers"),
-        post_data=post.get("text") if isinstance(post.get("text"), str) else None,
-        post_data_mime=post.get("mimeType") if isinstance(post.get("mimeType"), str) else None,
-        status_text=str(response.get("statusText") or ""),
-        http_version=str(request.get("httpVersion") or "HTTP/1.1"),
-        redirect_url=str(response.get("redirectURL") or ""),
-        response_headers=_pairs(response.get("headers"), "response.headers"),
-        response_cookies=_pairs(cookies, "response.cookies"),
-        response_body=body,
-        response_mime=content.get("mimeType") if isinstance(content.get("mimeType"), str) else None,
-        started=_started(entry.get("startedDateTime")),
-        duration_ms=float(entry.get("time") or 0.0) if isinstance(entry.get("time"), int | float) else 0.0,
-        error=str(error) if error else None,
-    )
 
 
 def _iso_reference(epoch: float) -> str:
@@ -293,86 +197,13 @@ def trace_to_har(trace: Iterable[NetworkEvent], *, creator: str = "webarena-live
     }
 
 
-def events_from_entries(entries: Iterable[Any], *, source: str) -> NetworkTrace:
-    """A trace from HAR entries or Playwright resource snapshots (`{"type": "resource-snapshot", ...}`)."""
-    trace = NetworkTrace()
-    for index, item in enumerate(entries):
-        entry = item
-        if isinstance(item, Mapping) and "type" in item:
-            if item.get("type") != "resource-snapshot":
-                continue
-            entry = item.get("snapshot")
-        try:
-            trace.append(_event(entry))
-        except _EntryError as error:
-            raise TraceFormatError(f"{source}: entry {index}: {error}") from None
-    return trace
-
-
-def har_from_document(document: Any, *, source: str) -> NetworkTrace:
-    """A trace from a parsed HAR document (or a bare list of entries)."""
-    if isinstance(document, list):
-        if not document:
-            raise TraceFormatError(f"{source}: the trace holds no events")
-        return events_from_entries(document, source=source)
-    if not isinstance(document, Mapping) or not isinstance(document.get("log"), Mapping):
-        raise TraceFormatError(f"{source}: not a HAR file (no 'log' object)")
-    entries = document["log"].get("entries")
-    if not isinstance(entries, list):
-        raise TraceFormatError(f"{source}: not a HAR file (no 'log.entries' list)")
-    if not entries:
-        # The reference refuses such a file, so a verdict on it would not be comparable.
-        raise TraceFormatError(f"{source}: the HAR file contains no entries")
-    return events_from_entries(entries, source=source)
-
-
-def load_journal(path: Path) -> NetworkTrace:
-    """A `.jsonl` journal: one HAR entry (or resource snapshot) per line; blank lines skipped.
-
-    A last line cut short by a crash is ignored; a broken line elsewhere is an error.
-    """
-    lines = path.read_text(encoding="utf-8").splitlines()
-    items = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            items.append(json.loads(line))
-        except ValueError as error:
-            if number == len(lines):
-                break
-            raise TraceFormatError(f"{path}: line {number} is not JSON: {error}") from None
-    return events_from_entries(items, source=str(path))
-
-
-def load_trace(path: str | Path) -> NetworkTrace:
-    """Read a trace file, whatever its format.
-
-    - `.har` / `.json`: a HAR document (or a JSON list of entries);
-    - `.zip`, a directory, or `trace.network`: a Playwright trace;
-    - `.jsonl`: a journal of HAR entries, one per line.
-    Raises TraceFormatError naming the file and the problem.
-    """
-    from webarena_live.evaluator.playwright_trace import load_playwright_trace
-
-    file = Path(path)
-    if not file.exists():
-        raise TraceFormatError(f"{file}: trace file not found")
-    try:
-        if file.is_dir() or file.suffix == ".zip" or file.suffix == ".network":
-            return load_playwright_trace(file)
-        if file.suffix == ".jsonl":
-            return load_journal(file)
-        text = file.read_text(encoding="utf-8")
-    except OSError as error:
-        raise TraceFormatError(f"{file}: cannot read trace: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise TraceFormatError(f"{file}: trace is not UTF-8 text: {error}") from None
-    try:
-        document = json.loads(text)
-    except ValueError:
-        # Not one JSON document: maybe Playwright's line-per-event network log under another name.
-        return load_playwright_trace(file)
-    if isinstance(document, dict) and "log" not in document and "type" in document:
-        return load_playwright_trace(file)  # a one-line Playwright network log
-    return har_from_document(document, source=str(file))
+__all__ = [
+    "event_from_har_entry",
+    "event_to_har_entry",
+    "event_to_har_json",
+    "events_from_entries",
+    "har_from_document",
+    "load_journal",
+    "load_trace",
+    "trace_to_har",
+]

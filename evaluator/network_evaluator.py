@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webarena_live.evaluator import values
+from webarena_live.evaluator import trace_defects, values
 from webarena_live.evaluator.compare import compare
 from webarena_live.evaluator.network_plan import Plan
 from webarena_live.evaluator.results import Assertion, EvaluatorResult
@@ -63,6 +63,8 @@ def candidates(plan: Plan, trace: NetworkTrace) -> list[NetworkEvent]:
     The search resumes where the previous evaluation of this trace stopped
     (traces only grow), keeping what it found so far.
     """
+    if trace_defects.has_defects(trace):
+        return trace_defects.candidates(plan, trace)  # a flawed file: read as the reference reads it
     if plan.navigate_only:
         last = trace.last_navigation()
         return [last] if last is not None else []

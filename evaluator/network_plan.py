@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from webarena_live.evaluator import bodies, jsonpaths, values
+from webarena_live.evaluator import bodies, jsonpaths, trace_defects, values
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import NetworkEventEvaluatorConfig, Task, TaskType
 from webarena_live.evaluator.trace import NetworkEvent
@@ -183,6 +183,8 @@ class Plan:
     def raw_event(self, event: NetworkEvent) -> dict[str, Any]:
         """What the evaluator reads from an event, before normalization."""
         raw: dict[str, Any] = {"url": event.url, "response_status": event.status, "http_method": event.method}
+        if event.defects:
+            raw["http_method"] = trace_defects.check_picked(self, event)
         if self.header_names:
             found = {
                 name: event.headers[low] for name, low in self.header_names.items() if low in event.headers

@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 from webarena_live.evaluator.errors import TraceFormatError
-from webarena_live.evaluator.har import events_from_entries
+from webarena_live.evaluator.har_import import events_from_entries
 from webarena_live.evaluator.trace import NetworkTrace
 
 NETWORK_FILE = "trace.network"

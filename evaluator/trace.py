@@ -161,6 +161,11 @@ class NetworkEvent:
     _derived: Derived | None = field(init=False, repr=False, default=None)
     _headers: dict[str, str] | None = field(init=False, repr=False, default=None)
     _memo: dict[Any, Any] | None = field(init=False, repr=False, default=None)
+    defects: dict[str, Any] | None = field(init=False, repr=False, default=None)
+    """What the trace file got wrong about this exchange, if anything (`evaluator/trace_defects.py`).
+
+    Set by the trace readers only: the reference reads each field when an
+    evaluator needs it, so a defect is an error only when that field is read."""
 
     def __post_init__(self) -> None:
         self.method = self.method.upper()
