@@ -34,6 +34,7 @@ from webarena_live.addon.control import (
 )
 from webarena_live.addon.control_server import CALLER_HEADER, SAFETY_HEADERS, SERVER_HEADER, ControlServer
 from webarena_live.addon.credentials import challenge, take_credentials
+from webarena_live.addon.header_login import HeaderLogin
 from webarena_live.addon.redact import redact_har_entry
 from webarena_live.addon.sessions import DEFAULT_SESSION, SessionState, SessionStore
 from webarena_live.evaluator.errors import WebArenaLiveError
@@ -149,6 +150,8 @@ class WebArenaLive:
         """Wraps every finish (`ControlContext.finish_guard`); set by the host, before configuring."""
         self.extra_health: dict[str, Any] = {}
         """More of `/health`'s answer: the control port, and what the host adds."""
+        self.header_login = HeaderLogin()
+        self.addons = [self.header_login]  # mitmproxy loads an addon's `addons` with it
 
     # --- options -------------------------------------------------------------------------------
 
@@ -204,6 +207,7 @@ class WebArenaLive:
         sessions.journal_filter = journal_filter
         sessions.output_dir = output_dir  # task runs spool their network.har there (issue 5)
         sessions.site_map = site_map  # running sessions prepare their evaluation with it
+        self.header_login.use(site_map)
         for session in sessions:  # runs started from now on journal with the new setting
             session.journal_filter = journal_filter
         self.context = ControlContext(

@@ -77,7 +77,8 @@ def event_to_har_entry(event: NetworkEvent) -> dict[str, Any]:
         "headers": _named(event.request_headers),
         "queryString": _named(parse_qsl(urlsplit(event.url).query, keep_blank_values=True)),
         "headersSize": -1,
-        "bodySize": len(event.post_data.encode()) if event.post_data is not None else 0,
+        # Undecodable request bytes are kept as lone surrogates (capture.decode_post_data).
+        "bodySize": 0 if event.post_data is None else len(event.post_data.encode("utf-8", "surrogateescape")),
     }
     if event.post_data is not None:
         request["postData"] = {"mimeType": event.post_data_mime or "", "text": event.post_data}
@@ -169,7 +170,7 @@ def event_to_har_json(event: NetworkEvent | EventRecord) -> str:
         f'"request":{{"method":{_json_string(method)},"url":{_json_string(url)},'
         f'"httpVersion":{_json_string(http_version)},"cookies":[],'
         f'"headers":{_named_json(request_headers)},"queryString":{_query_string_json(url)},"headersSize":-1,'
-        f'"bodySize":{len(post.encode()) if post is not None else 0}{post_json}}},'
+        f'"bodySize":{len(post.encode("utf-8", "surrogateescape")) if post is not None else 0}{post_json}}},'
         f'"response":{{"status":{int(status)},"statusText":{_json_string(status_text)},'
         f'"httpVersion":{_json_string(http_version)},"cookies":{_named_json(response_cookies)},'
         f'"headers":{_named_json(response_headers)},"content":{content},'

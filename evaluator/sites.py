@@ -48,7 +48,15 @@ CONFIG_KEYS = (
 )
 """Top-level keys of the reference's config file."""
 
-ENVIRONMENT_KEYS = ("active_url_idx", "container", "credentials", "extra", "urls", "use_header_login")
+ENVIRONMENT_KEYS = (
+    "active_url_idx",
+    "container",
+    "credentials",
+    "extra",
+    "reset_url",
+    "urls",
+    "use_header_login",
+)
 """Keys of one site's entry in the reference's config file."""
 
 
@@ -106,11 +114,28 @@ def config_problems(data: object) -> list[str]:
             for key in env
             if key not in ENVIRONMENT_KEYS
         ]
+        problems += _login_and_reset_problems(where, site_key(str(name)), env)
         urls = env.get("urls")
         if not isinstance(urls, list) or not urls:
             problems.append(f'{where}: "urls" must be a non-empty list of base URLs')
             continue
         problems += [f"{where}.urls[{i}]: {p}" for i, url in enumerate(urls) if (p := url_problem(url))]
+    return problems
+
+
+def _login_and_reset_problems(where: str, site: str, env: dict[str, Any]) -> list[str]:
+    problems = []
+    if env.get("use_header_login"):
+        credentials = env.get("credentials")
+        if site not in AUTO_LOGIN_HEADERS:
+            sites = ", ".join(placeholder(s) for s in AUTO_LOGIN_HEADERS)
+            problems.append(f"{where}: use_header_login: only {sites} has an auto-login header")
+        if not (isinstance(credentials, dict) and credentials.get("username") and "password" in credentials):
+            problems.append(
+                f'{where}: use_header_login needs "credentials": {{"username": …, "password": …}}'
+            )
+    if "reset_url" in env and (problem := url_problem(env["reset_url"])):
+        problems.append(f"{where}.reset_url: {problem}")
     return problems
 
 
@@ -124,6 +149,10 @@ def placeholder(site: str) -> str:
     return f"__{site.upper()}__"
 
 
+AUTO_LOGIN_HEADERS = {"shopping_admin": "X-M2-Admin-Auto-Login"}
+"""Sites the official harness logs into with a request header (`use_header_login`), and the header."""
+
+
 class SiteEnvironment(BaseModel):
     """The URLs one site is reachable at, and which of them new requests go to."""
 
@@ -131,6 +160,12 @@ class SiteEnvironment(BaseModel):
 
     urls: tuple[str, ...] = ()
     active_url_idx: int | None = None
+    use_header_login: bool = False
+    """Log in with the site's auto-login header (`AUTO_LOGIN_HEADERS`), built from `credentials`."""
+    credentials: dict[str, str] | None = None
+    reset_url: str | None = None
+    """This project's own key: a URL to POST to before a session that asks for a reset (e.g. the
+    environment-control server's restart endpoint); the reference ignores it."""
 
     @model_validator(mode="after")
     def _default_active(self) -> SiteEnvironment:
@@ -206,6 +241,20 @@ class SiteMap(BaseModel):
         if problems:
             raise SiteConfigError("\n".join(f"{file}: {problem}" for problem in problems))
         return cls.from_dict(data, source=str(file))
+
+    @property
+    def login_headers(self) -> tuple[tuple[str, str, str], ...]:
+        """(origin, header, value) for each URL of each site that logs in by header (`use_header_login`)."""
+        found = []
+        for name, env in sorted(self.environments.items()):
+            header = AUTO_LOGIN_HEADERS.get(name)
+            if not (env.use_header_login and header and env.credentials):
+                continue
+            value = f"{env.credentials.get('username', '')}:{env.credentials.get('password', '')}"
+            for url in env.urls:
+                parts = urlsplit(url)
+                found.append((f"{parts.scheme}://{parts.netloc}".lower(), header, value))
+        return tuple(found)
 
     @property
     def urls(self) -> dict[str, tuple[str, ...]]:
