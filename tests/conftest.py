@@ -11,13 +11,41 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conformance import progress
 from conformance.oracle_env import official_dataset as dataset_in_oracle
 
 REPO = Path(__file__).resolve().parent.parent
 ORACLE_VERSION = "1.2.3"
+HEARTBEAT_SECONDS = 30
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Taken while pytest's output capture is suspended, so this is the real stderr: progress lines
+    # written to it reach the log while a test runs (see conformance/progress.py).
+    progress.use(os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """A line every 30 s while one test (setup and teardown included) runs, so a CI log never goes quiet."""
+    done = threading.Event()
+
+    def beat() -> None:
+        started = time.monotonic()
+        while not done.wait(HEARTBEAT_SECONDS):
+            progress.say(f"{item.nodeid} still running after {time.monotonic() - started:.0f}s", "pytest")
+
+    threading.Thread(target=beat, name="heartbeat", daemon=True).start()
+    try:
+        return (yield)
+    finally:
+        done.set()
 
 
 def _ensure_oracle() -> Path:

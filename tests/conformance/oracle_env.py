@@ -22,6 +22,13 @@ def default_oracle_python() -> Path:
     return local if local.exists() else Path("/opt/oracle/bin/python")
 
 
+def oracle_version(oracle_python: Path) -> str:
+    """The installed version of webarena-verified, as its own interpreter reports it."""
+    code = "import importlib.metadata as m; print(m.version('webarena-verified'))"
+    out = subprocess.run([str(oracle_python), "-c", code], check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
 def official_dataset(oracle_python: Path) -> Path:
     """The 812-task dataset file shipped inside the oracle's package."""
     code = "import webarena_verified, os; print(os.path.dirname(webarena_verified.__file__))"

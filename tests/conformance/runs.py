@@ -78,8 +78,9 @@ def run_oracle(
     """Start the oracle's `eval-tasks` on a run directory; the caller waits."""
     command = [str(oracle_python.parent / "webarena-verified"), "eval-tasks", "--output-dir", str(directory)]
     command += ["--config", str(config)]
-    log = (directory / "oracle.log").open("w")
-    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    # The child keeps its own copy of the log's descriptor; ours is closed at once.
+    with (directory / "oracle.log").open("w") as log:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
 
 def copy_runs(source: Path, destination: Path) -> None:

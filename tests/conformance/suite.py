@@ -1,23 +1,19 @@
 """The conformance suite: generate every group, let the oracle and us judge, compare.
 
-Generated runs and the oracle's verdicts are cached under a directory keyed by
-a hash of the generator's sources, the dataset and the oracle's location, so a
-re-run only re-evaluates our side. Set WEBARENA_CONFORMANCE_FRESH=1 to ignore
-the cache (CI starts from an empty machine anyway).
+The oracle's verdicts on every case are stored in oracle_verdicts.json (see
+stored_verdicts.py); `prepare` generates the cases and refuses a stale file.
+tests/test_conformance.py compares our verdicts with the stored ones on every
+case and re-asks the live oracle about a random sample.
 
-Run outside pytest for a full report:
+Run outside pytest for a full report against the stored verdicts:
     WEBARENA_ORACLE=/path/to/oracle/python python -m conformance.suite   (from tests/)
 """
 
 from __future__ import annotations
 
 import dataclasses
-import fcntl
-import hashlib
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from conformance import golden as g
-from conformance import mutations
+from conformance import mutations, stored_verdicts
 from conformance.oracle_env import default_oracle_python, official_dataset
-from conformance.runs import RunCase, Verdict, copy_runs, read_cases, read_verdicts, run_oracle, write_group
+from conformance.progress import say
+from conformance.runs import RunCase, Verdict, copy_runs, read_cases, read_verdicts, write_group
 
 HERE = Path(__file__).resolve().parent
 DIVERGENCES_FILE = HERE / "divergences.json"
@@ -75,25 +72,6 @@ class SuiteReport:
         return out
 
 
-def source_hash(dataset: Path, oracle_python: Path) -> str:
-    digest = hashlib.sha256()
-    for source in sorted(HERE.glob("*.py")):
-        if source.name != "suite.py":
-            digest.update(source.read_bytes())
-    digest.update(dataset.read_bytes())
-    digest.update(str(oracle_python).encode())
-    return digest.hexdigest()[:16]
-
-
-def cache_root(key: str) -> Path:
-    base = Path(
-        os.environ.get(
-            "WEBARENA_CONFORMANCE_CACHE", Path(tempfile.gettempdir()) / "webarena-live-conformance"
-        )
-    )
-    return base / key
-
-
 def generate(dataset: Path, root: Path) -> dict[str, Path]:
     """Write every group as a run directory under `root`; returns group -> directory."""
     tasks = json.loads(dataset.read_text(encoding="utf-8"))
@@ -108,6 +86,7 @@ def generate(dataset: Path, root: Path) -> dict[str, Path]:
             chosen = mutations.pick(task["task_id"], make(task, targets, response))
             if chosen is not None:
                 by_group[name].append(chosen)
+    root.mkdir(parents=True, exist_ok=True)
     (root / "config.json").write_text(json.dumps(g.site_config(), indent=2), encoding="utf-8")
     directories = {}
     for name, cases in by_group.items():
@@ -116,84 +95,80 @@ def generate(dataset: Path, root: Path) -> dict[str, Path]:
     return directories
 
 
-def judge_with_oracle(oracle_python: Path, directories: dict[str, Path], config: Path) -> None:
-    """Run the oracle's batch command on every group, as many at a time as there are CPUs."""
-    pending = list(directories.values())
-    running: list[subprocess.Popen[bytes]] = []
-    slots = max(1, os.cpu_count() or 1)
-    while pending or running:
-        while pending and len(running) < slots:
-            running.append(run_oracle(oracle_python, pending.pop(0), config))
-        time.sleep(0.2)
-        still = []
-        for process in running:
-            if process.poll() is None:
-                still.append(process)
-            elif process.returncode != 0:
-                raise RuntimeError(f"oracle eval-tasks failed (exit {process.returncode}): {process.args!r}")
-        running = still
+def generated_runs(directories: dict[str, Path]) -> dict[str, tuple[str, Path]]:
+    """Case id (`group/task_id`) -> (kind of case, run directory), for every generated case."""
+    return {
+        f"{name}/{task_id}": (case, directory / str(task_id))
+        for name, directory in directories.items()
+        for task_id, case in read_cases(directory).items()
+    }
 
 
-def prepare(dataset: Path, oracle_python: Path) -> tuple[Path, dict[str, Path], dict[str, float]]:
-    """Generated groups with the oracle's verdicts, from the cache when it is complete.
-
-    An exclusive lock serializes concurrent test sessions sharing the cache:
-    the second one waits and then reuses what the first one built.
-    """
-    root = cache_root(source_hash(dataset, oracle_python))
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with (root.parent / f"{root.name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return _prepare_locked(root, dataset, oracle_python)
+class StaleVerdicts(Exception):
+    """The stored verdicts were made from other inputs; the message names the refresh command."""
 
 
-def _prepare_locked(
-    root: Path, dataset: Path, oracle_python: Path
-) -> tuple[Path, dict[str, Path], dict[str, float]]:
-    timings: dict[str, float] = {}
-    done = root / "oracle-done"
-    if os.environ.get("WEBARENA_CONFORMANCE_FRESH") and root.exists():
-        shutil.rmtree(root)
-    if done.exists():
-        return root, {name: root / name for name in mutations.GROUPS}, timings
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
-    started = time.perf_counter()
+@dataclasses.dataclass
+class Generated:
+    root: Path
+    directories: dict[str, Path]
+    runs: dict[str, Path]
+    """Case id -> run directory."""
+    kinds: dict[str, str]
+    """Case id -> kind of case within its group."""
+    stored: dict[str, Verdict | None]
+    """Case id -> the oracle's stored verdict."""
+
+
+def prepare(dataset: Path, oracle_python: Path, root: Path) -> Generated:
+    """Every case generated under `root`, with the stored verdicts (StaleVerdicts when they are stale)."""
+    fingerprint, stored = stored_verdicts.load()
+    reasons = fingerprint.differences(stored_verdicts.current_fingerprint(dataset, oracle_python))
+    if reasons:  # before generating: a new generator or oracle needs no digest to tell
+        raise StaleVerdicts(stored_verdicts.stale_message(reasons))
+    say(f"generating the conformance cases under {root}")
     directories = generate(dataset, root)
-    timings["generate"] = time.perf_counter() - started
-    started = time.perf_counter()
-    judge_with_oracle(oracle_python, directories, root / "config.json")
-    timings["oracle"] = time.perf_counter() - started
-    done.write_text("ok\n")
-    return root, directories, timings
+    runs = generated_runs(directories)
+    current = {case_id: (kind, stored_verdicts.run_digest(run)) for case_id, (kind, run) in runs.items()}
+    reasons = stored_verdicts.staleness(stored, current)
+    if reasons:
+        raise StaleVerdicts(stored_verdicts.stale_message(reasons))
+    return Generated(
+        root=root,
+        directories=directories,
+        runs={case_id: run for case_id, (_, run) in runs.items()},
+        kinds={case_id: kind for case_id, (kind, _) in runs.items()},
+        stored={case_id: case.verdict for case_id, case in stored.items()},
+    )
 
 
-def judge_with_us(dataset: Path, root: Path, directories: dict[str, Path]) -> dict[str, Path]:
-    """Copies of every group judged by `evaluate_directory`, in this process."""
+def judge_with_us(dataset: Path, root: Path, directories: dict[str, Path]) -> dict[str, Verdict | None]:
+    """Our `evaluate_directory` on copies of every group, in this process; case id -> verdict."""
     from webarena_live.evaluator.batch import evaluate_directory
     from webarena_live.evaluator.sites import SiteMap
     from webarena_live.evaluator.tasks import load_tasks
 
     tasks = load_tasks(dataset)
     site_map = SiteMap.load(root / "config.json")
-    workspace = Path(tempfile.mkdtemp(prefix="ours-", dir=root))  # private to this session
-    ours = {}
-    for name, directory in directories.items():
-        copy = workspace / name
-        copy_runs(directory, copy)
-        evaluate_directory(copy, tasks, site_map)
-        ours[name] = copy
-    return ours
+    workspace = Path(tempfile.mkdtemp(prefix="ours-", dir=root))
+    verdicts: dict[str, Verdict | None] = {}
+    try:
+        for name, directory in directories.items():
+            copy = workspace / name
+            copy_runs(directory, copy)
+            evaluate_directory(copy, tasks, site_map)
+            found = read_verdicts(copy)
+            verdicts.update({f"{name}/{task_id}": found.get(task_id) for task_id in read_cases(directory)})
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+    return verdicts
 
 
 def load_divergences() -> list[dict[str, Any]]:
     return json.loads(DIVERGENCES_FILE.read_text(encoding="utf-8"))["divergences"]
 
 
-def _is_known(
-    d: Disagreement, known: list[dict[str, Any]], oracle_by_group: dict[str, dict[int, Verdict]]
-) -> bool:
+def _is_known(d: Disagreement, known: list[dict[str, Any]], oracle: dict[str, Verdict | None]) -> bool:
     for entry in known:
         if entry["case"] != d.case or entry.get("group", d.group) != d.group:
             continue
@@ -206,54 +181,49 @@ def _is_known(
         # "Ours must equal what the oracle says about the same run in another group" (e.g. the seed's
         # field names must be judged exactly like the official ones).
         reference_group = entry.get("ours_equals_oracle_in")
-        if reference_group and oracle_by_group[reference_group].get(d.task_id) != d.ours:
+        if reference_group and oracle.get(f"{reference_group}/{d.task_id}") != d.ours:
             continue
         return True
     return False
 
 
-def compare(directories: dict[str, Path], ours: dict[str, Path]) -> SuiteReport:
+def compare(
+    kinds: dict[str, str], oracle: dict[str, Verdict | None], ours: dict[str, Verdict | None]
+) -> SuiteReport:
+    """Every case (case id -> kind of case): the oracle's verdict against ours."""
     report = SuiteReport()
     known = load_divergences()
-    oracle_by_group = {name: read_verdicts(directory) for name, directory in directories.items()}
-    for name, directory in directories.items():
-        cases = read_cases(directory)
-        oracle_verdicts = oracle_by_group[name]
-        our_verdicts = read_verdicts(ours[name])
-        for task_id, case in sorted(cases.items()):
-            kind = f"{name}:{case}"
-            report.cases_by_kind[kind] = report.cases_by_kind.get(kind, 0) + 1
-            theirs, mine = oracle_verdicts.get(task_id), our_verdicts.get(task_id)
-            if name == "golden":
-                report.golden_total += 1
-                report.golden_oracle_pass += bool(theirs and theirs.status == "success")
-            report.compared += 1
-            if theirs == mine:
-                report.agreed += 1
-                continue
-            disagreement = Disagreement(name, case, task_id, theirs, mine)
-            is_known = _is_known(disagreement, known, oracle_by_group)
-            (report.known if is_known else report.unknown).append(disagreement)
-    return report
-
-
-def run_suite(dataset: Path, oracle_python: Path) -> SuiteReport:
-    root, directories, timings = prepare(dataset, oracle_python)
-    started = time.perf_counter()
-    ours = judge_with_us(dataset, root, directories)
-    timings["ours"] = time.perf_counter() - started
-    try:
-        report = compare(directories, ours)
-    finally:
-        shutil.rmtree(next(iter(ours.values())).parent, ignore_errors=True)
-    report.timings = timings
+    for case_id, case in sorted(kinds.items()):
+        name, task_id = case_id.split("/")
+        kind = f"{name}:{case}"
+        report.cases_by_kind[kind] = report.cases_by_kind.get(kind, 0) + 1
+        theirs, mine = oracle.get(case_id), ours.get(case_id)
+        if name == "golden":
+            report.golden_total += 1
+            report.golden_oracle_pass += bool(theirs and theirs.status == "success")
+        report.compared += 1
+        if theirs == mine:
+            report.agreed += 1
+            continue
+        disagreement = Disagreement(name, case, int(task_id), theirs, mine)
+        (report.known if _is_known(disagreement, known, oracle) else report.unknown).append(disagreement)
     return report
 
 
 def main() -> int:
+    """Our verdicts against the stored ones on every case, with a per-kind count."""
     oracle_python = default_oracle_python()
     dataset = official_dataset(oracle_python)
-    report = run_suite(dataset, oracle_python)
+    with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
+        try:
+            generated = prepare(dataset, oracle_python, Path(tmp))
+        except StaleVerdicts as stale:
+            print(stale)
+            return 1
+        started = time.perf_counter()
+        ours = judge_with_us(dataset, generated.root, generated.directories)
+    report = compare(generated.kinds, generated.stored, ours)
+    report.timings["ours"] = time.perf_counter() - started
     print("\n".join(report.lines()))
     for kind, count in sorted(report.cases_by_kind.items()):
         print(f"  {kind}: {count}")
