@@ -20,17 +20,30 @@ fi
 
 pip_quiet=(--quiet --disable-pip-version-check)
 
+# Each step says what it starts and, when the next one starts (or the script ends), how long it took.
+step_name=""
+step_started=$SECONDS
+step() {
+    if [ -n "$step_name" ]; then
+        echo "    ($step_name: $((SECONDS - step_started))s)"
+    fi
+    step_name="$1"
+    step_started=$SECONDS
+    [ -z "$1" ] || echo "==> $1"
+}
+trap 'status=$?; step ""; echo "==> $what finished with exit status $status after ${SECONDS}s"' EXIT
+
 if [ ! -x .venv/bin/python ]; then
-    echo "==> creating .venv"
+    step "creating .venv"
     "$python" -m venv .venv
 fi
-echo "==> installing webarena-live into .venv"
+step "installing webarena-live into .venv"
 # Strict editable mode: a tree of links that mypy can read (the default finder is invisible to it).
 .venv/bin/pip install "${pip_quiet[@]}" --config-settings editable_mode=strict -e '.[test]'
 
 if [ "$what" = test ] || [ "$what" = setup ]; then
     if [ ! -x .oracle-venv/bin/webarena-verified ]; then
-        echo "==> creating .oracle-venv with the reference evaluator webarena-verified==1.2.3"
+        step "creating .oracle-venv with the reference evaluator webarena-verified==1.2.3"
         # A half-made venv or a dangling link from elsewhere would make `venv` fail: start clean.
         rm -rf .oracle-venv
         "$python" -m venv .oracle-venv
@@ -40,7 +53,7 @@ fi
 
 if [ ! -x /usr/bin/chromium ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "==> installing Debian's chromium with apt-get"
+        step "installing Debian's chromium with apt-get"
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
     else
@@ -54,15 +67,15 @@ case "$what" in
         exec .venv/bin/webarena-live demo
         ;;
     test)
-        echo "==> ruff"
+        step ruff
         .venv/bin/ruff check .
-        echo "==> mypy"
+        step mypy
         .venv/bin/mypy
-        echo "==> the installed product: wheel in a fresh venv, used from outside the checkout"
+        step "the installed product: wheel in a fresh venv, used from outside the checkout"
         bash scripts/check_wheel.sh
-        echo "==> pytest"
+        step pytest
         export WEBARENA_ORACLE="$PWD/.oracle-venv/bin/python"
-        exec .venv/bin/pytest "${@:2}"
+        .venv/bin/pytest "${@:2}"
         ;;
     setup)
         echo "==> ready: .venv/bin/webarena-live --help"
