@@ -208,6 +208,10 @@ class WebArenaLive:
         sessions.output_dir = output_dir  # task runs spool their network.har there (issue 5)
         sessions.site_map = site_map  # running sessions prepare their evaluation with it
         self.header_login.use(site_map)
+        for name in site_map.header_login_without_credentials:
+            logger.warning(
+                "webarena-live: %s has use_header_login but no credentials: no header is added", name
+            )
         for session in sessions:  # runs started from now on journal with the new setting
             session.journal_filter = journal_filter
         self.context = ControlContext(

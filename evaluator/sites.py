@@ -125,15 +125,9 @@ def config_problems(data: object) -> list[str]:
 
 def _login_and_reset_problems(where: str, site: str, env: dict[str, Any]) -> list[str]:
     problems = []
-    if env.get("use_header_login"):
-        credentials = env.get("credentials")
-        if site not in AUTO_LOGIN_HEADERS:
-            sites = ", ".join(placeholder(s) for s in AUTO_LOGIN_HEADERS)
-            problems.append(f"{where}: use_header_login: only {sites} has an auto-login header")
-        if not (isinstance(credentials, dict) and credentials.get("username") and "password" in credentials):
-            problems.append(
-                f'{where}: use_header_login needs "credentials": {{"username": …, "password": …}}'
-            )
+    if env.get("use_header_login") and site not in AUTO_LOGIN_HEADERS:
+        sites = ", ".join(placeholder(s) for s in AUTO_LOGIN_HEADERS)
+        problems.append(f"{where}: use_header_login: only {sites} has an auto-login header")
     if "reset_url" in env and (problem := url_problem(env["reset_url"])):
         problems.append(f"{where}.reset_url: {problem}")
     return problems
@@ -243,14 +237,25 @@ class SiteMap(BaseModel):
         return cls.from_dict(data, source=str(file))
 
     @property
+    def header_login_without_credentials(self) -> list[str]:
+        """Sites asking for header login without credentials to build the header from (the reference's
+        config accepts that; the proxy then adds no header, and says so at start)."""
+        return [
+            placeholder(name)
+            for name, env in sorted(self.environments.items())
+            if env.use_header_login and not (env.credentials or {}).get("username")
+        ]
+
+    @property
     def login_headers(self) -> tuple[tuple[str, str, str], ...]:
         """(origin, header, value) for each URL of each site that logs in by header (`use_header_login`)."""
         found = []
         for name, env in sorted(self.environments.items()):
             header = AUTO_LOGIN_HEADERS.get(name)
-            if not (env.use_header_login and header and env.credentials):
+            if not (env.use_header_login and header and (env.credentials or {}).get("username")):
                 continue
-            value = f"{env.credentials.get('username', '')}:{env.credentials.get('password', '')}"
+            credentials = env.credentials or {}
+            value = f"{credentials.get('username', '')}:{credentials.get('password', '')}"
             for url in env.urls:
                 parts = urlsplit(url)
                 found.append((f"{parts.scheme}://{parts.netloc}".lower(), header, value))

@@ -72,8 +72,13 @@ def test_misconfigured_header_login_is_refused() -> None:
         }
     }
     problems = config_problems(bad)
-    assert any("only __SHOPPING_ADMIN__ has an auto-login header" in p for p in problems)
-    assert any('use_header_login needs "credentials"' in p for p in problems)
+    assert problems == [
+        "environments.__SHOPPING__: use_header_login: only __SHOPPING_ADMIN__ has an auto-login header"
+    ]
+    # Without credentials (the reference's config allows it) nothing is refused and no header is added.
+    site_map = SiteMap.from_dict(bad)
+    assert site_map.header_login_without_credentials == ["__SHOPPING_ADMIN__"]
+    assert [header for _, header, _ in site_map.login_headers] == []
 
 
 def test_the_header_goes_to_the_sites_origins_only_and_never_over_the_clients(admin: str) -> None:
