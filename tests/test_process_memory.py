@@ -113,6 +113,11 @@ class _LargeAnswers(BaseHTTPRequestHandler):
         pass
 
 
+def _sites(origin: str) -> dict[str, Any]:
+    """A site map for the test tasks: the shop at `origin` (the reddit site is never visited)."""
+    return {"__SHOPPING__": {"urls": [origin]}, "__REDDIT__": {"urls": ["http://127.0.0.1:9"]}}
+
+
 @pytest.fixture
 def origin() -> Iterator[str]:
     """An upstream answering every GET with 1 MB of JSON."""
@@ -123,7 +128,7 @@ def origin() -> Iterator[str]:
 
 
 def test_a_real_proxy_collects_after_large_bodies_and_keeps_none_of_them(tmp_path: Path, origin: str) -> None:
-    config = write_config(tmp_path / "sites.json", {"__SHOPPING__": {"urls": [origin]}})
+    config = write_config(tmp_path / "sites.json", _sites(origin))
     proxy = start_proxy(tmp_path / "proxy", tasks=TASKS_FILE, config=config)
     try:
         proxy.control.start(9001, "big")
@@ -150,7 +155,7 @@ def _probed_run(
     (`/health`'s answer, the collector's settings the probe saw after the response and inside the finish.)"""
     report = tmp_path / "gc-probe.json"
     monkeypatch.setenv("GC_PROBE_REPORT", str(report))
-    config = write_config(tmp_path / "sites.json", {"__SHOPPING__": {"urls": [origin]}})
+    config = write_config(tmp_path / "sites.json", _sites(origin))
     proxy = start_proxy(tmp_path / "proxy", tasks=TASKS_FILE, config=config, **proxy_args)
     try:
         proxy.control.start(9001, "probed")
