@@ -6,7 +6,8 @@
 #   setup  only install
 # It creates .venv (the project) and .oracle-venv (the reference evaluator
 # webarena-verified==1.2.3, used by the parity tests), and installs Debian's
-# chromium with apt-get when it is missing and we are root.
+# chromium with apt-get when it is missing and we are root (for test and setup also DokuWiki, which
+# the wiki end-to-end tests run: scripts/install_test_apps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,6 +61,11 @@ if [ ! -x /usr/bin/chromium ]; then
         echo "Chromium is missing: install it first (sudo apt-get install chromium), then run this again." >&2
         exit 1
     fi
+fi
+
+if [ "$what" = test ] || [ "$what" = setup ]; then
+    step "DokuWiki and php-cli from Debian for the wiki end-to-end tests (scripts/install_test_apps.sh)"
+    bash scripts/install_test_apps.sh
 fi
 
 case "$what" in
