@@ -136,7 +136,7 @@ def main() -> int:
                               label=" (--no-gc-tuning)", **common)  # fmt: skip
 
     print(
-        f"\n{rounds} rounds (gc tuning off: {max(2, rounds // 2)}), {seconds:g} s throughput runs with "
+        f"\n{rounds} rounds (--no-gc-tuning: {max(2, rounds // 2)}), {seconds:g} s throughput runs with "
         f"{args.connections} connections; {captured:,} events captured by serve; medians, per-round "
         "min..max in brackets\n"
     )
