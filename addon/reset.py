@@ -1,0 +1,91 @@
+"""Environment reset before a session: POST each of the task's sites' `reset_url` and wait for the answer.
+
+Official WebArena deployments run an environment-control server beside each
+site, whose restart endpoint brings the site back to its initial state; a
+harness calls it before a task so that no earlier attempt's changes leak in.
+A site map entry may name such an endpoint (`"reset_url"`), and
+`POST /sessions {"task_id": N, "reset": true}` calls it for the task's sites,
+all at once, before the session starts. A reset succeeds when the endpoint
+answers 2xx in time and, if it answers JSON with a `success` field (as the
+environment-control server does), that field is true. Any failure is reported
+per site and the session does not start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+from pydantic import BaseModel, ConfigDict
+
+from webarena_live.evaluator.sites import SiteMap, placeholder, site_key
+
+RESET_TIMEOUT = 300.0
+"""Seconds one reset may take (a container restart is slow); `POST /sessions` may ask for less."""
+
+
+class ResetOutcome(BaseModel):
+    """What one site's reset endpoint answered."""
+
+    model_config = ConfigDict(frozen=True)
+
+    site: str
+    url: str | None
+    ok: bool
+    status: int | None = None
+    seconds: float
+    detail: str
+
+
+def sites_without_reset(site_map: SiteMap, sites: tuple[str, ...]) -> list[str]:
+    """The task's sites whose site map entry names no `reset_url`."""
+    return [
+        placeholder(site)
+        for site in sites
+        if (env := site_map.environments.get(site_key(site))) is None or not env.reset_url
+    ]
+
+
+async def _reset_one(client: httpx.AsyncClient, site: str, url: str, timeout: float) -> ResetOutcome:
+    started = time.perf_counter()
+
+    def outcome(ok: bool, detail: str, status: int | None = None) -> ResetOutcome:
+        seconds = round(time.perf_counter() - started, 3)
+        return ResetOutcome(
+            site=placeholder(site), url=url, ok=ok, status=status, seconds=seconds, detail=detail
+        )
+
+    try:
+        response = await client.post(url, timeout=timeout)
+    except httpx.TimeoutException:
+        return outcome(False, f"no answer within {timeout:g} s")
+    except httpx.HTTPError as error:
+        return outcome(False, f"{type(error).__name__}: {error}")
+    text = response.text[:500]
+    if not response.is_success:
+        return outcome(False, f"HTTP {response.status_code}: {text}", response.status_code)
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("success") is False:
+        return outcome(
+            False, f"the endpoint reports failure: {body.get('message') or text}", response.status_code
+        )
+    return outcome(
+        True, (body.get("message") if isinstance(body, dict) else None) or "reset", response.status_code
+    )
+
+
+async def reset_sites(
+    site_map: SiteMap, sites: tuple[str, ...], *, timeout: float = RESET_TIMEOUT
+) -> list[ResetOutcome]:
+    """Reset every one of `sites` that names a `reset_url`, concurrently; one outcome per site."""
+    targets = []
+    for site in sites:
+        env = site_map.environments.get(site_key(site))
+        if env is not None and env.reset_url:
+            targets.append((site_key(site), env.reset_url))
+    async with httpx.AsyncClient(trust_env=False) as client:  # never through a proxy from the environment
+        return list(await asyncio.gather(*(_reset_one(client, site, url, timeout) for site, url in targets)))
