@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.site.harness import ProxyProcess, free_port, oracle_dataset, start_proxy, write_config
 from tests.wiki import app
+from tests.wiki.agents import MAP_NAME
 from tests.wiki.threeway import Run, disagreements, judge_with_oracle, load_tasks_by_id, run_all, table
 
 TASKS_FILE = Path(__file__).resolve().parent / "wiki" / "tasks.json"
@@ -106,21 +109,41 @@ def test_outputs_go_to_the_run_directories(runs: list[Run], proxy: ProxyProcess)
     assert not (proxy.output_dir / "9201").exists()  # with a run name nothing lands in OUT/<task_id>/
 
 
-def test_non_ascii_form_text_is_captured_as_sent(runs: list[Run]) -> None:
-    """The edit form's en dash and accented letters reach the trace as the browser sent them (its
-    own HAR is the witness), and the logged-in agent's Cookie header is there to be checked."""
-    edit = next(run for run in runs if run.task_id == 9206 and run.kind == "correct")
+def _posted(har: Path, url_ending: str) -> dict[str, Any]:
+    """The one POST request of a HAR whose URL ends with `url_ending`."""
+    entries = json.loads(har.read_text())["log"]["entries"]
+    posts = [e["request"] for e in entries if e["request"]["url"].endswith(url_ending)]
+    posts = [request for request in posts if request["method"] == "POST"]
+    assert len(posts) == 1, [request["url"] for request in posts]
+    request: dict[str, Any] = posts[0]
+    return request
 
-    def save_post(har: Path) -> dict[str, object]:
-        entries = json.loads(har.read_text())["log"]["entries"]
-        posts = [e["request"] for e in entries if e["request"]["url"].endswith("lakeside_path&do=edit")]
-        posts = [request for request in posts if request["method"] == "POST"]
-        assert len(posts) == 1, [p["url"] for p in posts]
-        request: dict[str, object] = posts[0]
-        return request
 
-    ours, browsers = save_post(edit.proxy_dir / "network.har"), save_post(edit.browser_dir / "network.har")
-    assert ours["postData"]["text"] == browsers["postData"]["text"]  # type: ignore[index]
-    assert "1%E2%80%9314+July" in str(browsers["postData"]["text"])  # type: ignore[index]
-    cookies = [h["value"] for h in ours["headers"] if h["name"].lower() == "cookie"]  # type: ignore[attr-defined]
+def _run(runs: list[Run], task_id: int, kind: str = "correct") -> Run:
+    return next(run for run in runs if run.task_id == task_id and run.kind == kind)
+
+
+def test_non_ascii_edit_form_is_captured_as_sent(runs: list[Run]) -> None:
+    """The urlencoded edit form's en dash and accented letter reach the trace exactly as the browser
+    sent them (its own HAR is the witness), with the logged-in session's cookies."""
+    edit = _run(runs, 9206)
+    ours = _posted(edit.proxy_dir / "network.har", "lakeside_path&do=edit")
+    browsers = _posted(edit.browser_dir / "network.har", "lakeside_path&do=edit")
+    assert ours["postData"]["text"] == browsers["postData"]["text"]
+    assert "1%E2%80%9314+July" in browsers["postData"]["text"]  # the en dash, percent-encoded UTF-8
+    cookies = [header["value"] for header in ours["headers"] if header["name"].lower() == "cookie"]
     assert cookies and "DokuWiki=" in cookies[0]
+
+
+def test_non_ascii_multipart_upload_is_captured_as_sent(runs: list[Run]) -> None:
+    """The upload form's multipart text part holds the name with its accent and en dash, decoded as
+    the browser encoded it (UTF-8), in the proxy's trace as in the browser's own HAR."""
+    upload = _run(runs, 9207)
+    names = []
+    for har in (upload.proxy_dir / "network.har", upload.browser_dir / "network.har"):
+        post = _posted(har, "do=media&ns=trails")
+        assert post["postData"]["mimeType"].startswith("multipart/form-data; boundary=")
+        found = re.search(r'name="mediaid"\r\n\r\n(.*?)\r\n', post["postData"]["text"])
+        assert found, post["postData"]["text"][:1000]
+        names.append(found.group(1))
+    assert names == [MAP_NAME, MAP_NAME]
