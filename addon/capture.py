@@ -27,6 +27,7 @@ from mitmproxy.net.http.cookies import parse_set_cookie_header
 from mitmproxy.net.http.headers import infer_content_encoding
 
 from webarena_live.addon.credentials import is_credentials
+from webarena_live.addon.sizes import request_body_size, response_sizes
 from webarena_live.evaluator.memo import BoundedMemo
 from webarena_live.evaluator.trace import STATIC_ASSET_SUFFIXES, EventRecord, NetworkEvent
 
@@ -177,7 +178,7 @@ def record_from_flow(flow: http.HTTPFlow, *, body_cap: int = BODY_CAP) -> EventR
         return (
             method, url, 0, headers, post_data, post_mime, "", _texts[data.http_version], "", (), (), None,
             None, started, max(0.0, (ended - started) * 1000.0),
-            error.msg if error is not None else "no response",
+            error.msg if error is not None else "no response", request_body_size(request), -1, -1, -1,
         )  # fmt: skip
     kept, response_type, response_encoding, location, sets_cookie = response_fields(response)
     answer = response.data
@@ -202,6 +203,8 @@ def record_from_flow(flow: http.HTTPFlow, *, body_cap: int = BODY_CAP) -> EventR
         started,
         max(0.0, (ended - started) * 1000.0),
         None,
+        request_body_size(request),
+        *response_sizes(response, response_encoding),
     )
 
 

@@ -67,8 +67,76 @@ def _named(pairs: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
     return [{"name": name, "value": value} for name, value in pairs]
 
 
+def _text_size(text: str) -> int:
+    """Bytes of `text` as sent (lone surrogates stand for the undecodable bytes they keep)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogateescape"))
+
+
+def _pair_size(pair: tuple[str, str]) -> int:
+    return _text_size(pair[0]) + _text_size(pair[1]) + 4  # `name: value` and CRLF
+
+
+_pair_sizes: BoundedMemo[tuple[str, str], int] = BoundedMemo(_pair_size)
+"""Bytes of a header line by header pair (the pairs repeat, as for `_pair_json`)."""
+
+
+def _request_headers_size(
+    method: str, url: str, http_version: str, headers: Iterable[tuple[str, str]]
+) -> int:
+    """Bytes of the request line (`GET /path?query HTTP/1.1`), a line per header and the blank line."""
+    authority = url.find("//")
+    slash = url.find("/", authority + 2) if authority >= 0 else -1
+    if slash < 0:
+        target = 1  # `/`
+    else:
+        fragment = url.find("#", slash)
+        end = fragment if fragment >= 0 else len(url)
+        target = end - slash if url.isascii() else _text_size(url[slash:end])
+    lines = sum(map(_pair_sizes.__getitem__, headers))
+    return len(method) + target + len(http_version) + 4 + lines + 2
+
+
+def _sizes(
+    method: str,
+    url: str,
+    http_version: str,
+    request_headers: Iterable[tuple[str, str]],
+    post: str | None,
+    body: str | None,
+    request_body_size: int,
+    response_headers_size: int,
+    response_body_size: int,
+    content_size: int,
+) -> tuple[int, int, int, int]:
+    """(request headersSize, request bodySize, response bodySize, content.size) of an event.
+
+    Sizes the capture measured win; a trace that did not say falls back on the
+    kept text (-1 for a response body nobody knows).
+    """
+    if request_body_size < 0:
+        request_body_size = 0 if post is None else _text_size(post)
+    if content_size < 0:
+        content_size = _text_size(body) if body is not None else 0
+    if response_body_size < 0 and body is not None:
+        response_body_size = content_size
+    headers_size = _request_headers_size(method, url, http_version, request_headers)
+    return headers_size, request_body_size, response_body_size, content_size
+
+
 def event_to_har_entry(event: NetworkEvent) -> dict[str, Any]:
-    """A HAR 1.2 entry for `event` (round-trips through `event_from_har_entry`)."""
+    """A HAR 1.2 entry for `event` (round-trips through `event_from_har_entry`).
+
+    Sizes are the real ones where the capture measured them (request and
+    response `headersSize` and `bodySize`, `content.size`), so HAR viewers show
+    them; `content.text` is the body the event kept (text, size-capped). It is
+    never written base64: the reference does not decode base64 content, and
+    the event keeps text bodies only.
+    """
+    request_headers_size, request_body_size, response_body_size, content_size = _sizes(
+        event.method, event.url, event.http_version, event.request_headers, event.post_data,
+        event.response_body, event.request_body_size, event.response_headers_size,
+        event.response_body_size, event.content_size,
+    )  # fmt: skip
     request: dict[str, Any] = {
         "method": event.method,
         "url": event.url,
@@ -76,16 +144,14 @@ def event_to_har_entry(event: NetworkEvent) -> dict[str, Any]:
         "cookies": [],
         "headers": _named(event.request_headers),
         "queryString": _named(parse_qsl(urlsplit(event.url).query, keep_blank_values=True)),
-        "headersSize": -1,
-        # Undecodable request bytes are kept as lone surrogates (capture.decode_post_data).
-        "bodySize": 0 if event.post_data is None else len(event.post_data.encode("utf-8", "surrogateescape")),
+        "headersSize": request_headers_size,
+        "bodySize": request_body_size,
     }
     if event.post_data is not None:
         request["postData"] = {"mimeType": event.post_data_mime or "", "text": event.post_data}
-    content: dict[str, Any] = {"size": 0, "mimeType": event.response_mime or ""}
+    content: dict[str, Any] = {"size": content_size, "mimeType": event.response_mime or ""}
     if event.response_body is not None:
         content["text"] = event.response_body
-        content["size"] = len(event.response_body.encode())
     entry: dict[str, Any] = {
         "startedDateTime": _iso(event.started),
         "time": event.duration_ms,
@@ -98,8 +164,8 @@ def event_to_har_entry(event: NetworkEvent) -> dict[str, Any]:
             "headers": _named(event.response_headers),
             "content": content,
             "redirectURL": event.redirect_url,
-            "headersSize": -1,
-            "bodySize": content["size"],
+            "headersSize": event.response_headers_size,
+            "bodySize": response_body_size,
         },
         "cache": {},
         "timings": {"send": 0, "wait": event.duration_ms, "receive": 0},
@@ -156,25 +222,34 @@ def event_to_har_json(event: NetworkEvent | EventRecord) -> str:
     """
     (method, url, status, request_headers, post, post_mime, status_text, http_version, redirect_url,
      response_headers, response_cookies, body, response_mime, started, duration_ms, error,
+     request_body_size, response_headers_size, response_body_size, content_size,
      ) = event.record if isinstance(event, NetworkEvent) else event  # fmt: skip
+    # `_sizes`, inlined: this runs for every captured event.
+    if request_body_size < 0:
+        request_body_size = 0 if post is None else _text_size(post)
+    if content_size < 0:
+        content_size = _text_size(body) if body is not None else 0
+    if response_body_size < 0 and body is not None:
+        response_body_size = content_size
+    request_headers_size = _request_headers_size(method, url, http_version, request_headers)
     duration = _json_number(duration_ms)
     post_json = ""
     if post is not None:
         post_json = f',"postData":{{"mimeType":{_json_string(post_mime or "")},"text":{_json_string(post)}}}'
-    size = len(body.encode()) if body is not None else 0
-    content = f'{{"size":{size},"mimeType":{_json_string(response_mime or "")}'
+    content = f'{{"size":{content_size},"mimeType":{_json_string(response_mime or "")}'
     content += f',"text":{_json_string(body)}}}' if body is not None else "}"
     error_json = f',"_error":{_json_string(error)}' if error else ""
     return (
         f'{{"startedDateTime":"{_iso(started)}","time":{duration},'
         f'"request":{{"method":{_json_string(method)},"url":{_json_string(url)},'
         f'"httpVersion":{_json_string(http_version)},"cookies":[],'
-        f'"headers":{_named_json(request_headers)},"queryString":{_query_string_json(url)},"headersSize":-1,'
-        f'"bodySize":{len(post.encode("utf-8", "surrogateescape")) if post is not None else 0}{post_json}}},'
+        f'"headers":{_named_json(request_headers)},"queryString":{_query_string_json(url)},'
+        f'"headersSize":{request_headers_size},"bodySize":{request_body_size}{post_json}}},'
         f'"response":{{"status":{int(status)},"statusText":{_json_string(status_text)},'
         f'"httpVersion":{_json_string(http_version)},"cookies":{_named_json(response_cookies)},'
         f'"headers":{_named_json(response_headers)},"content":{content},'
-        f'"redirectURL":{_json_string(redirect_url)},"headersSize":-1,"bodySize":{size}}},'
+        f'"redirectURL":{_json_string(redirect_url)},"headersSize":{int(response_headers_size)},'
+        f'"bodySize":{response_body_size}}},'
         f'"cache":{{}},"timings":{{"send":0,"wait":{duration},"receive":0}}{error_json}}}'
     )
 

@@ -116,6 +116,15 @@ def _body(part: Any, where: str) -> tuple[str | None, str | None, str | None]:
     return (text if isinstance(text, str) else None), (mime if isinstance(mime, str) else None), None
 
 
+def _size(value: Any) -> int:
+    """A HAR size field: a count of bytes, or -1 when it says none."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value >= 0 else -1
+    if isinstance(value, float) and value.is_integer():
+        return int(value) if value >= 0 else -1
+    return -1
+
+
 def _started(value: Any) -> float:
     if isinstance(value, int | float):
         return float(value)
@@ -222,6 +231,10 @@ def _event(entry: Any) -> NetworkEvent:
         started=_started(entry.get("startedDateTime")),
         duration_ms=float(duration) if isinstance(duration, int | float) else 0.0,
         error=str(error) if error else None,
+        request_body_size=_size(request.get("bodySize")),
+        response_headers_size=_size(response.get("headersSize")),
+        response_body_size=_size(response.get("bodySize")),
+        content_size=_size(content.get("size")) if isinstance(content, Mapping) else -1,
     )
     if defects:
         event.defects = defects

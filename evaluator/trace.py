@@ -155,6 +155,14 @@ class NetworkEvent:
     duration_ms: float = 0.0
     error: str | None = None
     """Why there is no response (connection refused, timeout, ...), if so."""
+    request_body_size: int = -1
+    """Bytes of the request body as sent; -1 when unknown (streamed, or a trace that does not say)."""
+    response_headers_size: int = -1
+    """Bytes of the response's status line and headers as received; -1 when unknown."""
+    response_body_size: int = -1
+    """Bytes of the response body as received (still content-encoded); -1 when unknown."""
+    content_size: int = -1
+    """Bytes of the response body once decoded (HAR `content.size`); -1 when unknown."""
 
     # Derived on first use, not constructor arguments: most events of a long session are never
     # looked at closely (an evaluator with a method filter never asks a GET for its path).
@@ -181,7 +189,8 @@ class NetworkEvent:
             self.method, self.url, self.status, self.request_headers, self.post_data, self.post_data_mime,
             self.status_text, self.http_version, self.redirect_url, self.response_headers,
             self.response_cookies, self.response_body, self.response_mime, self.started, self.duration_ms,
-            self.error,
+            self.error, self.request_body_size, self.response_headers_size, self.response_body_size,
+            self.content_size,
         )  # fmt: skip
 
     @property
