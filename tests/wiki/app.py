@@ -1,9 +1,10 @@
 """DokuWiki, as Debian packages it, run for the tests on a private copy of its state.
 
-The application code stays where `apt-get install dokuwiki` put it (/usr/share/dokuwiki);
-everything a run writes — configuration, pages, media, the search index, PHP sessions — lives
-in a temporary directory, so a test never touches /etc/dokuwiki or /var/lib/dokuwiki and every
-module starts from the same seeded wiki (tests/wiki/pages/).
+The application code stays where `apt-get install dokuwiki` put it (/usr/share/dokuwiki) and
+Debian's default configuration (/etc/dokuwiki) is copied; everything a run writes — configuration,
+pages, media, the search index, PHP sessions — lives in a temporary directory, so a test never
+touches /etc/dokuwiki or /var/lib/dokuwiki and every module starts from the same seeded wiki
+(tests/wiki/pages/).
 
 Debian's DokuWiki reads its configuration from /etc/dokuwiki unless the constants DOKU_CONF and
 DOKU_MAIN_CONF are defined before it starts (its inc/preload.php only defines them when they are
@@ -29,7 +30,19 @@ import requests
 
 DOKUWIKI = Path("/usr/share/dokuwiki")
 DEBIAN_CONF = Path("/etc/dokuwiki")
-DEBIAN_DATA = Path("/var/lib/dokuwiki/data")
+DATA_DIRS = (
+    "pages",
+    "attic",
+    "media",
+    "media_attic",
+    "meta",
+    "media_meta",
+    "cache",
+    "index",
+    "locks",
+    "tmp",
+    "log",
+)
 PAGES = Path(__file__).resolve().parent / "pages"
 INSTALL_HINT = (
     "DokuWiki is missing: run scripts/install_test_apps.sh as root (apt-get install dokuwiki php-cli)"
@@ -80,15 +93,16 @@ def _user_line() -> str:
 def prepare(root: Path) -> Path:
     """Lay out the private conf/ and data/ under `root`; the PHP file defining the paths."""
     conf, data = root / "conf", root / "data"
-    # Debian's conf holds links to /var/lib/dokuwiki/acl: copy what they point to, then replace
-    # the ACL and users with ours.
-    shutil.copytree(DEBIAN_CONF, conf, symlinks=False)
+    # Debian's ACL and user files are links into /var/lib/dokuwiki/acl, readable by root only:
+    # leave them out, ours replace them.
+    shutil.copytree(DEBIAN_CONF, conf, ignore=shutil.ignore_patterns("acl.auth.php", "users.auth.php"))
     (conf / "local.php").write_text(LOCAL_CONF.format(data=data))
-    for name in ("acl.auth.php", "users.auth.php"):
-        (conf / name).unlink(missing_ok=True)
     (conf / "acl.auth.php").write_text(ACL)
     (conf / "users.auth.php").write_text(_user_line())
-    shutil.copytree(DEBIAN_DATA, data)
+    # An empty data directory (DokuWiki refuses to start without each of these) plus our pages;
+    # nothing from Debian's /var/lib/dokuwiki/data, which only root may read.
+    for name in DATA_DIRS:
+        (data / name).mkdir(parents=True)
     shutil.copytree(PAGES, data / "pages", dirs_exist_ok=True)
     (root / "sessions").mkdir()
     paths = root / "paths.php"
