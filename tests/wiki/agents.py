@@ -49,7 +49,7 @@ def retrieved(*values: Any) -> dict[str, Any]:
 
 async def open_page(page: Page, wiki: Wiki, page_id: str) -> None:
     # Agents open most pages by address rather than by clicking through from the start page: every
-    # page view costs a dozen requests (styles, scripts, images) and the suite must stay quick.
+    # page view costs several requests (the page, its styles and scripts) and the suite must stay quick.
     await page.goto(f"{wiki.base}/doku.php?id={page_id}")
 
 
