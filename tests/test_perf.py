@@ -227,7 +227,7 @@ def test_finish_renames_the_spool_into_place_and_the_oracle_agrees(context, tmp_
 
 
 def test_a_restart_drops_the_old_spool_and_a_redaction_mismatch_falls_back(context, tmp_path):
-    start = json.dumps({"task_id": NAVIGATE_TASK, "session": "b"}).encode()
+    start = json.dumps({"task_id": NAVIGATE_TASK, "session": "b", "restart": True}).encode()
     handle_request(context, "POST", "/sessions", start)
     session = context.sessions.get_or_create("b")
     session.append(event_from_flow(make_flow(url=f"{SHOP}/", headers=browser_headers(navigate=True))))
