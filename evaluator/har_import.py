@@ -37,7 +37,7 @@ class _EntryError(Exception):
 
 
 _SUBSCRIPTABLE = (Mapping, list, str)
-"""What the reference accepts as an entry (it wraps it and fails only when reading from it)."""
+"""Containers whose emptiness the reference reads as "nothing" (it iterates them)."""
 
 _INTEGRAL_TEXT = re.compile(r"[+-]?\d+(\.0*)?")
 
@@ -111,7 +111,7 @@ def _body(part: Any, where: str) -> tuple[str | None, str | None, str | None]:
     text, mime = part.get("text"), part.get("mimeType")
     if text and not isinstance(text, str):
         return None, None, f"{where}.text is {type(text).__name__}, not text"
-    if text and mime is not None and not isinstance(mime, str):
+    if text and "mimeType" in part and not isinstance(mime, str):
         return None, None, f"{where}.mimeType is {type(mime).__name__}, not text"
     return (text if isinstance(text, str) else None), (mime if isinstance(mime, str) else None), None
 
@@ -140,7 +140,7 @@ def _started(value: Any) -> float:
 
 
 def _unreadable(what: str) -> NetworkEvent:
-    """An entry the reference wraps but cannot read anything from (a list or a string)."""
+    """An entry the reference wraps but cannot read anything from (a string)."""
     event = NetworkEvent(method="", url="", status=0)
     event.defects = {
         **dict.fromkeys(defect.ALL, f"the entry is {what}, not an object"),
@@ -153,7 +153,7 @@ def event_from_har_entry(entry: Mapping[str, Any]) -> NetworkEvent:
     """One HAR entry (or Playwright resource snapshot, which has the same shape) as an event.
 
     Raises TraceFormatError only for an entry the reference cannot load (not
-    an object, list or string); other flaws become the event's `defects`.
+    an object or a string); other flaws become the event's `defects`.
     """
     try:
         return _event(entry)
@@ -163,7 +163,7 @@ def event_from_har_entry(entry: Mapping[str, Any]) -> NetworkEvent:
 
 def _event(entry: Any) -> NetworkEvent:
     if not isinstance(entry, Mapping):
-        if isinstance(entry, _SUBSCRIPTABLE):
+        if isinstance(entry, str):  # `mappingproxy` takes a string (and fails on reading), not a list
             return _unreadable(type(entry).__name__)
         raise _EntryError(f"an entry must be an object, got {type(entry).__name__}")
     defects: dict[str, Any] = {}
@@ -183,6 +183,8 @@ def _event(entry: Any) -> NetworkEvent:
             urlsplit(url)
         except ValueError as unparsable:
             defects[defect.URL] = f"request.url {url!r} cannot be parsed: {unparsable}"
+        if not url:
+            defects[defect.EMPTY_URL] = "request.url is empty"
     method = request.get("method", defect.MISSING)
     if not isinstance(method, str) or method != method.upper():
         defects.setdefault(defect.METHOD, method)

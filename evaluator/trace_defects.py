@@ -13,7 +13,7 @@ order of reading, instead of its fast path:
   checks lower-case it (it must be text);
 - the request headers of every evaluation event that is a GET (navigate
   tasks), or whose method and URL path fit the expected event (other tasks);
-- of the events picked: status, and the post data, response content,
+- of the events picked: the URL (an empty one is refused), status, and the post data, response content,
   response cookies when the task checks them (`check_picked`), with the
   method as written.
 
@@ -40,6 +40,9 @@ STATUS = "status"
 POST_DATA = "post_data"
 CONTENT = "response_content"
 COOKIES = "response_cookies"
+
+EMPTY_URL = "empty_url"
+"""An empty URL: readable, but the reference's URL type refuses it, which only the reading order decides."""
 
 REQUEST = (URL, HEADERS)
 RESPONSE = (STATUS, CONTENT, COOKIES)
@@ -108,7 +111,7 @@ def candidates(plan: Plan, trace: NetworkTrace) -> list[NetworkEvent]:
             if method.lower() != plan.method.lower():
                 continue
         url = plan.event_url(event)
-        if not isinstance(url, Url):
+        if not isinstance(url, Url) or (event.defects and EMPTY_URL in event.defects):
             raise TraceFormatError(f"Event URL '{event.url}' could not be read as a URL")
         if not plan.expected_url.compare_path(url):
             continue
@@ -120,6 +123,7 @@ def candidates(plan: Plan, trace: NetworkTrace) -> list[NetworkEvent]:
 
 def check_picked(plan: Plan, event: NetworkEvent) -> Any:
     """What the reference reads of a picked event: errors for its defects there; its method as written."""
+    _fail(event, EMPTY_URL)  # the reference's URL type refuses it, even leniently
     _fail(event, STATUS)
     if plan.wants_post_data:
         _fail(event, POST_DATA)

@@ -119,6 +119,11 @@ ENTRY_VARIANTS: dict[str, Change] = {
     "response.status null": _response(_set("status", None)),
     "response.status float": _response(_status_float),
     "response.status true": _response(_set("status", True)),
+    "response.status ' 200.0 '": _response(lambda r: r.__setitem__("status", f" {r['status']}.0 ")),
+    "response.status 200.5": _response(_set("status", 200.5)),
+    "request.headers a string": _request(_set("headers", "Accept: */*")),
+    "postData.text a number": _request(_post(_set("text", 5))),
+    "response.content.mimeType null": _response(_content(_set("mimeType", None))),
     "response missing": lambda entry: entry.pop("response"),
     "request.method lower case": _request(_method_lower),
     "request.method missing": _request(_drop("method")),
@@ -126,6 +131,8 @@ ENTRY_VARIANTS: dict[str, Change] = {
     "request.url missing": _request(_drop("url")),
     "request.url unparsable": _request(_set("url", "http://[::1/x")),
     "request.url bad port": _request(_url_port),
+    "request.url empty": _request(_set("url", "")),
+    "request.url about:blank": _request(_set("url", "about:blank")),
     "request.url a number": _request(_set("url", 7)),
     "request missing": lambda entry: entry.pop("request"),
     "postData without mimeType": _request(_post(_drop("mimeType"))),
@@ -173,6 +180,9 @@ DOCUMENT_VARIANTS: dict[str, Callable[[list[dict[str, Any]]], Any]] = {
     "log.entries an object": lambda entries: {"log": {"entries": {"0": entries[0]}}},
     "log without version/creator/pages": lambda entries: {"log": {"entries": entries}},
     "a bare list of entries": lambda entries: entries,
+    "an entry that is a string": lambda entries: {"log": {"entries": [*entries, "junk"]}},
+    "an entry that is a list": lambda entries: {"log": {"entries": [[], *entries]}},
+    "an entry that is a number": lambda entries: {"log": {"entries": [*entries, 7]}},
 }
 
 
