@@ -23,7 +23,13 @@ DOCUMENT_ACCEPT = (
 )
 JSON_ACCEPT = "application/json, text/javascript, */*; q=0.01"
 
-_clock = {"ms": 1_700_000_000_000}
+CLOCK_START_MS = 1_700_000_000_000
+_clock = {"ms": CLOCK_START_MS}
+
+
+def reset_clock() -> None:
+    """Timestamps start over, so that a suite's files do not depend on what the process generated before."""
+    _clock["ms"] = CLOCK_START_MS
 
 
 def _started() -> str:
