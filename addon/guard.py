@@ -9,8 +9,9 @@ form) and every cross-origin fetch carry `Origin`, subresource loads (an
 `Sec-Fetch-*` headers also say who started the request.
 Agent harnesses (requests, curl, Playwright's API client, Node's fetch) send
 none of these, so a control request carrying them came from a page and is
-refused. `GET` routes change nothing, and what a page's `<img>` or
-`no-cors` request gets back it cannot read.
+refused — except reads by the control API's own pages (the dashboard). `GET`
+routes change nothing, and what a page's `<img>` or `no-cors` request gets
+back it cannot read.
 """
 
 from __future__ import annotations
@@ -30,15 +31,19 @@ PAGE_INITIATED_SITES = frozenset({"cross-site", "same-site", "same-origin"})
 def page_request_problem(method: str, headers: Mapping[str, str]) -> str | None:
     """Why a control request looks started by a web page, or None when it does not.
 
-    `headers` is keyed by lower-cased name.
+    `headers` is keyed by lower-cased name. A page of the control API's own origin (the dashboard
+    at `/`) may read: a browser marks its requests `Sec-Fetch-Site: same-origin`, which no other
+    page can make it send, and reads change nothing.
     """
+    site = headers.get("sec-fetch-site", "").strip().lower()
+    if site == "same-origin" and method.upper() in ("GET", "HEAD"):
+        return None
     origin = headers.get("origin")
     if origin is not None:
         return f"control requests from web pages are refused (Origin: {origin[:200]})"
     referer = headers.get("referer")
     if referer is not None:  # an <img>, <script> or link a page loaded: no Origin, but a Referer
         return f"control requests from web pages are refused (Referer: {referer[:200]})"
-    site = headers.get("sec-fetch-site", "").strip().lower()
     if site in PAGE_INITIATED_SITES:
         return f"control requests from web pages are refused (Sec-Fetch-Site: {site})"
     mode = headers.get("sec-fetch-mode", "").strip().lower()

@@ -376,6 +376,18 @@ def test_control_bodies_through_a_real_proxy(tmp_path, streaming):
         ("POST", {"sec-fetch-site": "none", "sec-fetch-mode": "cors"}, True),
         ("GET", {"referer": "http://shop.test/p"}, True),
         ("POST", {"origin": "http://shop.test"}, True),
+        # The dashboard (a page of the control API's own origin) reads, and only reads.
+        (
+            "GET",
+            {"sec-fetch-site": "same-origin", "sec-fetch-mode": "cors", "referer": "http://127.0.0.1:8081/"},
+            False,
+        ),
+        (
+            "POST",
+            {"sec-fetch-site": "same-origin", "sec-fetch-mode": "cors", "origin": "http://127.0.0.1:8081"},
+            True,
+        ),
+        ("GET", {"sec-fetch-site": "same-site", "sec-fetch-mode": "cors"}, True),
     ],
 )
 def test_page_request_problem(method, headers, refused):
