@@ -1,0 +1,334 @@
+// The live dashboard: sessions, one session's events, its evaluators' progress and its verdict.
+// Read-only; it talks to the control API it was served by (relative URLs, so the control port and
+// the reserved host both work). Event streams are read with fetch() rather than EventSource so the
+// control token, when there is one, can go in the Authorization header.
+"use strict";
+
+const state = {
+  token: sessionStorage.getItem("webarena-live-token") || "",
+  selected: null, // the session shown on the right
+  sessionStream: null, // AbortController of its event stream
+  events: [], // its events so far
+  finished: false,
+  progressTimer: null,
+  sessionsTimer: null,
+};
+
+const $ = (selector) => document.querySelector(selector);
+
+function headers() {
+  return state.token ? { Authorization: `Bearer ${state.token}` } : {};
+}
+
+class Unauthorized extends Error {}
+
+async function api(path) {
+  const response = await fetch(path, { headers: headers() });
+  if (response.status === 401) {
+    askForToken();
+    throw new Unauthorized(path);
+  }
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  return response.json();
+}
+
+function askForToken() {
+  $("#token-form").hidden = false;
+  $("#token").focus();
+}
+
+// One Server-Sent Events stream read through fetch: calls onMessage(kind, data, id) per message and
+// resolves when the server ends the stream (or rejects when it fails).
+async function readStream(path, signal, onMessage) {
+  const response = await fetch(path, { headers: { ...headers(), Accept: "text/event-stream" }, signal });
+  if (response.status === 401) {
+    askForToken();
+    throw new Unauthorized(path);
+  }
+  if (response.status === 204) return "done"; // nothing more will come (a finished session)
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return "ended";
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let kind = "message";
+      let id = null;
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) kind = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+        else if (line.startsWith("id:")) id = line.slice(3).trim();
+      }
+      if (data.length) onMessage(kind, JSON.parse(data.join("\n")), id);
+    }
+  }
+}
+
+function cell(row, text, className) {
+  const td = row.insertCell();
+  td.textContent = text == null ? "" : String(text);
+  if (className) td.className = className;
+  return td;
+}
+
+function verdictText(result) {
+  return result ? `${result.status} (${result.score})` : "";
+}
+
+// --- the sessions list -----------------------------------------------------------------------
+
+async function refreshSessions() {
+  let sessions;
+  try {
+    sessions = (await api("sessions")).sessions;
+  } catch (error) {
+    if (!(error instanceof Unauthorized)) console.warn(error);
+    return;
+  }
+  const body = $("#sessions tbody");
+  body.replaceChildren();
+  for (const view of sessions) {
+    const row = body.insertRow();
+    row.dataset.session = view.session;
+    if (view.session === state.selected) row.classList.add("selected");
+    cell(row, view.session);
+    cell(row, view.state);
+    cell(row, view.task_id);
+    cell(row, view.intent);
+    const counts = view.counts || { total: view.events || 0 };
+    cell(row, counts.total);
+    cell(row, verdictText(view.result), view.result ? view.result.status : "");
+    row.addEventListener("click", () => select(view.session));
+  }
+  $("#no-sessions").hidden = sessions.length > 0;
+}
+
+function sessionsChanged() {
+  clearTimeout(state.sessionsTimer);
+  state.sessionsTimer = setTimeout(refreshSessions, 150);
+}
+
+// Every session's notices, for the list; polling where there is no such stream.
+async function followAllSessions() {
+  for (;;) {
+    try {
+      await readStream("events", undefined, () => {
+        setLive(true);
+        sessionsChanged();
+      });
+    } catch (error) {
+      if (error instanceof Unauthorized) return;
+    }
+    setLive(false);
+    sessionsChanged();
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+}
+
+function setLive(on) {
+  const badge = $("#live");
+  badge.textContent = on ? "live" : "offline";
+  badge.className = `badge ${on ? "on" : "off"}`;
+}
+
+// --- one session ------------------------------------------------------------------------------
+
+function select(name) {
+  if (state.sessionStream) state.sessionStream.abort();
+  state.selected = name;
+  state.events = [];
+  state.finished = false;
+  for (const row of document.querySelectorAll("#sessions tbody tr")) {
+    row.classList.toggle("selected", row.dataset.session === name);
+  }
+  $("#session-panel").hidden = false;
+  $("#session-name").textContent = name;
+  $("#session-task").textContent = "";
+  $("#events tbody").replaceChildren();
+  $("#progress tbody").replaceChildren();
+  $("#verdict").hidden = true;
+  $("#event-count").textContent = "0";
+  const base = `sessions/${encodeURIComponent(name)}`;
+  setDownload($("#har-link"), `${base}/har`, `${name}.har`);
+  setDownload($("#trace-link"), `${base}/trace`, `${name}-trace.json`);
+  history.replaceState(null, "", `#${encodeURIComponent(name)}`);
+  followSession(name);
+}
+
+function setDownload(link, path, filename) {
+  link.href = path;
+  link.download = filename;
+  link.onclick = state.token
+    ? async (event) => {
+        event.preventDefault(); // a plain link cannot carry the token
+        const response = await fetch(path, { headers: headers() });
+        const url = URL.createObjectURL(await response.blob());
+        const temporary = Object.assign(document.createElement("a"), { href: url, download: filename });
+        temporary.click();
+        URL.revokeObjectURL(url);
+      }
+    : null;
+}
+
+async function followSession(name) {
+  const controller = new AbortController();
+  state.sessionStream = controller;
+  let lastId = null;
+  while (!controller.signal.aborted && !state.finished) {
+    const since = lastId === null ? "" : `?since=${Number(lastId) + 1}`;
+    try {
+      const how = await readStream(`sessions/${encodeURIComponent(name)}/events${since}`, controller.signal,
+        (kind, data, id) => {
+          if (id !== null) lastId = id;
+          onSessionMessage(kind, data);
+        });
+      if (how === "done") return;
+    } catch (error) {
+      if (controller.signal.aborted || error instanceof Unauthorized) return;
+    }
+    if (!state.finished) await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+function onSessionMessage(kind, data) {
+  if (kind === "session" || kind === "reset") {
+    if (kind === "reset") {
+      state.events = [];
+      $("#events tbody").replaceChildren();
+      $("#verdict").hidden = true;
+    }
+    $("#session-task").textContent = data.task_id == null ? "(no task)" : `task ${data.task_id}: ${data.intent}`;
+    scheduleProgress();
+  } else if (kind === "finished") {
+    state.finished = true;
+    showVerdict(data);
+    scheduleProgress();
+    sessionsChanged();
+  } else {
+    addEvent(data);
+    scheduleProgress();
+  }
+}
+
+function shownTypes() {
+  return new Set([...document.querySelectorAll(".filters input:checked")].map((input) => input.value));
+}
+
+function addEvent(view) {
+  state.events.push(view);
+  $("#event-count").textContent = String(state.events.length);
+  const row = $("#events tbody").insertRow();
+  row.dataset.index = view.index;
+  row.dataset.type = view.type;
+  row.className = "new";
+  row.hidden = !shownTypes().has(view.type);
+  cell(row, view.index);
+  cell(row, view.type);
+  cell(row, view.method);
+  cell(row, view.url, "url");
+  cell(row, view.status);
+}
+
+function applyFilter() {
+  const types = shownTypes();
+  for (const row of document.querySelectorAll("#events tbody tr")) row.hidden = !types.has(row.dataset.type);
+}
+
+function scheduleProgress() {
+  clearTimeout(state.progressTimer);
+  state.progressTimer = setTimeout(showProgress, 100);
+}
+
+async function showProgress() {
+  const name = state.selected;
+  let progress;
+  try {
+    progress = await api(`sessions/${encodeURIComponent(name)}/progress`);
+  } catch (error) {
+    return; // a session without a task has no progress
+  }
+  if (name !== state.selected) return;
+  const body = $("#progress tbody");
+  body.replaceChildren();
+  for (const item of progress.network) {
+    const row = body.insertRow();
+    row.dataset.satisfied = String(item.satisfied);
+    cell(row, item.evaluator + 1);
+    const urls = Array.isArray(item.url) ? item.url.join(" | ") : item.url;
+    cell(row, `${item.should_not_exist ? "no " : ""}${item.http_method} ${urls}`, "url");
+    const verdict = item.error ? `error: ${item.error}` : item.satisfied ? "yes" : "not yet";
+    cell(row, verdict, item.error ? "error" : item.satisfied ? "success" : "failure");
+    const what = item.should_not_exist ? "violated by" : "by";
+    cell(row, item.event == null ? "" : `${what} event ${item.event}`);
+  }
+  $("#no-evaluators").hidden = progress.network.length > 0;
+  const last = progress.last_navigation;
+  $("#last-navigation").hidden = !last;
+  if (last) {
+    $("#last-navigation").textContent =
+      `last navigation: event ${last.event}, ${last.url} — ${last.matches ? "matches" : "does not match"}`;
+  }
+}
+
+function showVerdict(result) {
+  const box = $("#verdict");
+  box.replaceChildren();
+  const title = document.createElement("strong");
+  title.className = result.status;
+  title.textContent = `Verdict: ${result.status} (score ${result.score})`;
+  box.append(title);
+  const list = document.createElement("ul");
+  for (const evaluator of result.evaluators_results || []) {
+    const item = document.createElement("li");
+    const name = document.createElement("span");
+    name.className = evaluator.status;
+    name.textContent = `${evaluator.evaluator_name}: ${evaluator.status}`;
+    item.append(name);
+    const notes = [];
+    if (evaluator.error_msg) notes.push(evaluator.error_msg);
+    for (const assertion of evaluator.assertions || []) {
+      notes.push(`${assertion.assertion_name}: ${(assertion.assertion_msgs || []).join("; ")}`);
+    }
+    if (notes.length) item.append(` — ${notes.join(" · ")}`);
+    list.append(item);
+  }
+  for (const warning of result.warnings || []) {
+    const item = document.createElement("li");
+    item.className = "muted";
+    item.textContent = `warning: ${warning}`;
+    list.append(item);
+  }
+  box.append(list);
+  box.hidden = false;
+}
+
+// --- start --------------------------------------------------------------------------------------
+
+async function start() {
+  try {
+    const health = await api("health");
+    $("#health").textContent = `v${health.version} · ${health.tasks} tasks · ${Object.keys(health.sites || {}).length} sites mapped`;
+  } catch (error) {
+    console.warn(error);
+  }
+  await refreshSessions();
+  followAllSessions();
+  const wanted = decodeURIComponent(location.hash.slice(1));
+  if (wanted) select(wanted);
+}
+
+$("#token-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  state.token = $("#token").value;
+  sessionStorage.setItem("webarena-live-token", state.token);
+  $("#token-form").hidden = true;
+  start();
+});
+for (const input of document.querySelectorAll(".filters input")) input.addEventListener("change", applyFilter);
+start();
