@@ -8,7 +8,7 @@ stored file is stale — and commit the file with the change:
     .venv/bin/python scripts/refresh_oracle_verdicts.py [--oracle /path/to/oracle/bin/python]
 
 It generates every case and lets the reference's own `eval-tasks` judge all of
-them, in as many parallel processes as there are CPUs (~3 minutes on 2 cores),
+them, in as many parallel processes as there are CPUs (~6 minutes on 2 cores),
 then prints which stored verdicts changed.
 """
 
