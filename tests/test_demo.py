@@ -159,7 +159,8 @@ def test_oracle_agrees_with_every_demo_verdict(
     judged = tmp_path / "judged"
     shutil.copytree(out, judged, ignore=shutil.ignore_patterns("eval_result.json"))
     config = json.loads((out / "config.json").read_text())
-    assert Path(config["test_data_file"]) == DEMO_TASKS
+    # The installed package's copy of tasks/demo.json (a link to it in an editable install).
+    assert Path(config["test_data_file"]).read_bytes() == DEMO_TASKS.read_bytes()
     config["test_data_file"] = str(_oracle_dataset(official_dataset, tmp_path / "dataset.json"))
     (tmp_path / "oracle-config.json").write_text(json.dumps(config))
     task_ids = sorted(load_tasks(DEMO_TASKS))
