@@ -32,9 +32,14 @@ __all__ = [
     "__version__",
     "evaluate_directory",
     "evaluate_task",
+    "event_to_har_entry",
+    "event_to_har_json",
     "load_tasks",
     "load_trace",
     "parse_response",
+    "prepare_evaluation",
+    "prepare_output_dir",
+    "run_name_problem",
     "trace_to_har",
 ]
 
@@ -56,9 +61,14 @@ if TYPE_CHECKING:
         WebArenaLiveError,
         evaluate_directory,
         evaluate_task,
+        event_to_har_entry,
+        event_to_har_json,
         load_tasks,
         load_trace,
         parse_response,
+        prepare_evaluation,
+        prepare_output_dir,
+        run_name_problem,
         trace_to_har,
     )
 

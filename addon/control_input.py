@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from webarena_live.evaluator.errors import WebArenaLiveError
+from webarena_live.evaluator import WebArenaLiveError
 
 _FENCE = "```"
 

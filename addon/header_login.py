@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from mitmproxy import http
 
-from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator import SiteMap
 
 
 def origin_of(url: str) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,24 +23,17 @@ from urllib.parse import quote
 from mitmproxy import connection, ctx, exceptions, http
 from mitmproxy.utils import human
 
+from webarena_live.addon.api import CALLER_HEADER, create_app
+from webarena_live.addon.api_middleware import MAX_CONTROL_BODY
+from webarena_live.addon.api_server import ControlServer
 from webarena_live.addon.capture import BODY_CAP, record_from_flow, tunnel_failure_event
-from webarena_live.addon.control import (
-    MAX_CONTROL_BODY,
-    RESERVED_HOST,
-    ControlContext,
-    Reply,
-    handle_request,
-    json_reply,
-)
-from webarena_live.addon.control_server import CALLER_HEADER, SAFETY_HEADERS, SERVER_HEADER, ControlServer
+from webarena_live.addon.control import RESERVED_HOST, ControlContext
 from webarena_live.addon.credentials import challenge, take_credentials
 from webarena_live.addon.header_login import HeaderLogin
 from webarena_live.addon.redact import redact_har_entry
+from webarena_live.addon.reserved_host import answer_too_large, serve_on_flow
 from webarena_live.addon.sessions import DEFAULT_SESSION, SessionState, SessionStore
-from webarena_live.evaluator.errors import WebArenaLiveError
-from webarena_live.evaluator.run_dir import prepare_output_dir
-from webarena_live.evaluator.sites import SiteMap
-from webarena_live.evaluator.tasks import TaskSet, load_tasks
+from webarena_live.evaluator import SiteMap, TaskSet, WebArenaLiveError, load_tasks, prepare_output_dir
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +133,8 @@ class WebArenaLive:
 
     def __init__(self) -> None:
         self.context: ControlContext | None = None
+        self.app = create_app(None)
+        """The control app, served on the control port and at the reserved host through the proxy."""
         self.server: ControlServer | None = None
         self.body_cap = BODY_CAP
         self.session_port = 0
@@ -224,8 +219,7 @@ class WebArenaLive:
             extra_health=self.extra_health,
             finish_guard=self.finish_guard,
         )
-        if self.server is not None:  # options changed while running: the control port serves the new state
-            self.server.ctx = self.context
+        self.app.state.control = self.context  # options changed while running: both ways in serve it
         self.body_cap = options.webarena_body_cap
         self.session_port = options.webarena_session_port
         logger.info("webarena-live: %d tasks from %s; journal in %s", len(tasks), tasks.source, journal_dir)
@@ -235,7 +229,7 @@ class WebArenaLive:
         if self.context is None or not options.webarena_control_port or self.server is not None:
             return
         port = options.webarena_control_port
-        server = ControlServer(self.context, host=options.webarena_control_host, port=port)
+        server = ControlServer(self.app, host=options.webarena_control_host, port=port)
         try:
             await server.start()
         except OSError as error:
@@ -328,36 +322,19 @@ class WebArenaLive:
             return
         request.stream = False
         if _declared_length(request) > MAX_CONTROL_BODY:
-            detail = f"request body over {MAX_CONTROL_BODY} bytes"
-            self._answer(flow, json_reply(413, {"error": "too_large", "detail": detail}))
+            answer_too_large(flow)  # before mitmproxy reads the body into memory
 
     # --- control API through the proxy ---------------------------------------------------------
 
-    def request(self, flow: http.HTTPFlow) -> None:
+    def request(self, flow: http.HTTPFlow) -> Coroutine[Any, Any, None] | None:
+        # Not `async def`: every proxied flow passes here, and only the reserved host's need a
+        # coroutine (mitmproxy awaits what a hook returns).
         if flow.response is not None or flow.request.host != RESERVED_HOST or self.context is None:
-            return
+            return None
         flow.metadata[SKIP_KEY] = True
-        request = flow.request
-        headers = {name.lower(): value for name, value in request.headers.items(multi=True)}
-        reply = handle_request(
-            self.context,
-            request.method,
-            request.path,
-            # Raw bytes, as on the control port: never decompressed (a small gzip bomb would
-            # expand in memory); a compressed body simply fails the JSON check with a 400.
-            request.raw_content or b"",
-            caller=flow.metadata.get(SESSION_KEY),
-            last_event_id=headers.get("last-event-id"),
-            authorization=headers.get("authorization"),
-            headers=headers,
-        )
-        self._answer(flow, reply)
-
-    @staticmethod
-    def _answer(flow: http.HTTPFlow, reply: Reply) -> None:
-        fields = [("Content-Type", reply.content_type), SERVER_HEADER, *SAFETY_HEADERS, *reply.headers]
-        headers = http.Headers([(name.encode("latin-1"), value.encode("latin-1")) for name, value in fields])
-        flow.response = http.Response.make(reply.status, reply.body, headers)
+        # Raw bytes, as on the control port: never decompressed (a small gzip bomb would expand in
+        # memory); a compressed body simply fails the JSON check with a 400.
+        return serve_on_flow(self.app, flow, caller=flow.metadata.get(SESSION_KEY))
 
     # --- capture -------------------------------------------------------------------------------
 

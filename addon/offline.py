@@ -23,12 +23,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from webarena_live.evaluator.batch import BatchReport, evaluate_directory
-from webarena_live.evaluator.errors import WebArenaLiveError
-from webarena_live.evaluator.results import TaskResult
+from webarena_live.evaluator import (
+    SiteMap,
+    TaskResult,
+    TaskSet,
+    WebArenaLiveError,
+    evaluate_directory,
+    load_tasks,
+)
+from webarena_live.evaluator.batch import BatchReport
 from webarena_live.evaluator.run_dir import SUMMARY_FILE, discover_runs, named_runs
-from webarena_live.evaluator.sites import SiteMap
-from webarena_live.evaluator.tasks import OFFICIAL_DATASET, TaskSet, load_tasks, official_dataset_installed
+from webarena_live.evaluator.tasks import OFFICIAL_DATASET, official_dataset_installed
 
 PROGRESS_THRESHOLD = 20
 """Batches with at least this many runs show a progress bar."""

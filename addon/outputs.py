@@ -13,8 +13,7 @@ from typing import Any
 
 from webarena_live.addon.har_spool import HarSpool
 from webarena_live.addon.redact import redact_har
-from webarena_live.evaluator.har import trace_to_har
-from webarena_live.evaluator.results import TaskResult
+from webarena_live.evaluator import NetworkTrace, TaskResult, trace_to_har
 from webarena_live.evaluator.run_dir import (
     RESPONSE_FILE,
     RESULT_FILE,
@@ -25,7 +24,6 @@ from webarena_live.evaluator.run_dir import (
     write_json_atomically,
     write_text_atomically,
 )
-from webarena_live.evaluator.trace import NetworkTrace
 
 EARLIER_ATTEMPT = "earlier_attempt"
 """Key of the returned paths naming where an earlier attempt of the task was moved."""

@@ -17,9 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from webarena_live.addon.sessions import FINISHED_INDEX, journal_filename
-from webarena_live.evaluator.errors import WebArenaLiveError
-from webarena_live.evaluator.har import load_trace
-from webarena_live.evaluator.trace import NetworkTrace
+from webarena_live.evaluator import NetworkTrace, WebArenaLiveError, load_trace
 
 # What `journal_filename` puts after "<session>-<task>-": a UTC time and the suffix.
 _TIME_AND_SUFFIX = re.compile(r"^\d{8}T\d{6}\.\d{6}\.jsonl$")

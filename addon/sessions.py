@@ -10,15 +10,13 @@ Everything here runs on the proxy's event loop thread, so nothing is locked.
 Capture is on the proxy's per-flow path, so a session does each event's work
 once: the HAR entry is serialized once (`evaluator.har.event_to_har_json`) and
 that text goes to the journal and, with an output directory, to the spool of
-the session's `network.har` (`addon.har_spool`). Evaluation is prepared while
-the session runs: a short timer after new events lets the task's network
-evaluators scan them (they memoize per event and resume where they stopped),
-so a finish only looks at the last few events, whatever the session's length.
+the session's `network.har` (`addon.har_spool`). A session with a task has a
+`LiveRun` (addon/live_run.py), which prepares the evaluation while the session
+runs and owns the finish.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import logging
@@ -30,20 +28,24 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
 
-from webarena_live.addon.har_spool import SPOOL_SUBDIR, HarSpool
-from webarena_live.evaluator.har import event_to_har_entry, event_to_har_json
-from webarena_live.evaluator.network_evaluator import evaluate_network
-from webarena_live.evaluator.results import TaskResult
-from webarena_live.evaluator.sites import SiteMap
-from webarena_live.evaluator.tasks import NetworkEventEvaluatorConfig, Task
-from webarena_live.evaluator.trace import EventRecord, NetworkEvent, NetworkTrace, as_event
+from webarena_live.addon.har_spool import HarSpool
+from webarena_live.addon.live_run import LiveRun, RunSettings
+from webarena_live.addon.outputs import EARLIER_ATTEMPT
+from webarena_live.evaluator import (
+    NetworkEvent,
+    NetworkTrace,
+    SiteMap,
+    Task,
+    TaskResult,
+    event_to_har_entry,
+    event_to_har_json,
+)
+from webarena_live.evaluator.trace import EventRecord
 
 DEFAULT_SESSION = "default"
 MAX_SESSION_NAME = 128
 IDLE_TRACE_LIMIT = 10_000
 """Events a session without a task keeps in memory; older ones are only in its journal."""
-PREPARE_DELAY = 0.1
-"""Seconds after an event before the task's evaluators scan the new events (batched, off the flow path)."""
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +68,9 @@ EntryFilter = Callable[[dict[str, Any]], dict[str, Any]]
 
 Listener = Callable[[str, dict[str, Any]], None]
 """Called with a notice kind (`event`, `reset`, `finished`) and its JSON-ready payload."""
+
+StoreListener = Callable[[str, str, dict[str, Any]], None]
+"""Called with a session name, a notice kind (a session's, or `session` when one starts) and its payload."""
 
 
 @functools.lru_cache(maxsize=1024)  # asked for every request that names a session
@@ -91,7 +96,7 @@ def entry_json_bytes(event: NetworkEvent | EventRecord, entry_filter: EntryFilte
     """The event's HAR entry as compact ASCII JSON, through `entry_filter` (redaction) if any."""
     if entry_filter is None:
         return event_to_har_json(event).encode("ascii")
-    return _LINE_ENCODER.encode(entry_filter(event_to_har_entry(as_event(event)))).encode("ascii")
+    return _LINE_ENCODER.encode(entry_filter(event_to_har_entry(event))).encode("ascii")
 
 
 FINISHED_INDEX = "finished.txt"
@@ -165,9 +170,9 @@ class Session:
         self.journal_dir = journal_dir
         self.journal_filter = journal_filter
         self.store = store
-        """Where the output directory and site map (for the spool and evaluation warm-up) come from."""
-        self.har_spool: HarSpool | None = None
-        self._prepare_timer: asyncio.TimerHandle | None = None
+        """Where the run settings (output directory, site map, ...) and store-wide listeners come from."""
+        self.live: LiveRun | None = None
+        """The attempt at the session's task (None while idle)."""
         self.listeners: list[Listener] = []
         self.task: Task | None = None
         self.run: str | None = None
@@ -195,22 +200,25 @@ class Session:
         else:
             name = journal_filename(self.name, task.task_id if task else None, when)
             self.journal = Journal(self.journal_dir / name, entry_filter=self.journal_filter)
-        self._stop_extras()
-        output_dir = self.store.output_dir if self.store is not None else None
-        if task is not None and output_dir is not None:
-            label = journal_filename(self.name, task.task_id, when).removesuffix(".jsonl")
-            self.har_spool = HarSpool(
-                output_dir / SPOOL_SUBDIR, label=label, redacted=self.journal_filter is not None
+        if self.live is not None:
+            self.live.stop()
+        self.live = None
+        if task is not None:
+            self.live = LiveRun(
+                task,
+                self.trace,
+                session=self.name,
+                run=self.run,
+                settings=self.store.settings if self.store is not None else RunSettings,
+                on_finished=self.finish,
+                label=journal_filename(self.name, task.task_id, when).removesuffix(".jsonl"),
+                redacted_entries=self.journal_filter is not None,
             )
 
-    def _stop_extras(self) -> None:
-        """Drop the HAR spool and any pending evaluation warm-up of the run that ends."""
-        if self.har_spool is not None:
-            self.har_spool.discard()
-            self.har_spool = None
-        if self._prepare_timer is not None:
-            self._prepare_timer.cancel()
-            self._prepare_timer = None
+    @property
+    def har_spool(self) -> HarSpool | None:
+        """The spool of the running attempt's `network.har` (addon.har_spool), if any."""
+        return self.live.har_spool if self.live is not None else None
 
     def start(self, task: Task, *, run: str | None = None) -> None:
         """Begin (or begin again) an attempt at `task`, forgetting every event so far.
@@ -222,6 +230,8 @@ class Session:
         self.run = run
         self._reset(task=task)
         self._notify("reset", self.describe())
+        if self.store is not None:
+            self.store.notify(self.name, "session", self.describe())
 
     def append(self, event: NetworkEvent | EventRecord) -> bool:
         """Record a captured event (or its record); False (and nothing recorded) once finished."""
@@ -234,22 +244,23 @@ class Session:
             self.dropped_idle_events += len(self.trace)
             self.trace = NetworkTrace()
         self.trace.append(event)
-        journal, spool = self.journal, self.har_spool
-        if spool is not None and not spool.usable:
-            spool = None
+        live = self.live
+        journal, spool = self.journal, live.spool() if live is not None else None
         if journal is not None or spool is not None:
             entry_json = entry_json_bytes(event, self.journal_filter)  # serialized once for both
             if journal is not None:
                 journal.write(event, entry_json)
             if spool is not None:
                 spool.add(entry_json)
-        if self.state is SessionState.RUNNING and self._prepare_timer is None:
-            self._schedule_prepare()
-        if self.listeners:
-            self._notify("event", self.event_view(len(self.trace) - 1, as_event(event)))
+        if live is not None:
+            live.added()
+        if self.listeners or (self.store is not None and self.store.listeners):
+            index = len(self.trace) - 1
+            self._notify("event", self.event_view(index, next(self.trace.iter_from(index))))
         return True
 
-    def finish(self, result: TaskResult, *, outputs: dict[str, str] | None = None) -> None:
+    def finish(self, result: TaskResult, outputs: dict[str, str] | None = None) -> None:
+        """Mark the session finished with `result` (its `LiveRun` calls this once it has judged it)."""
         self.result = result
         self.outputs = outputs
         self.state = SessionState.FINISHED
@@ -257,49 +268,26 @@ class Session:
         if self.journal is not None:
             self.journal.close()
             self.journal.mark_finished()
-        self._stop_extras()
+        if self.live is not None:
+            self.live.stop()
+        task_id = self.task.task_id if self.task is not None else None
+        earlier = outputs.get(EARLIER_ATTEMPT) if outputs else None
+        logger.info(
+            "session %s finished: task %s %s, score %g, %d events, %.1f s%s",
+            self.name,
+            task_id,
+            result.status.value,
+            result.score,
+            len(self.trace),
+            self.finished - self.started,
+            f"; earlier attempt kept in {earlier}" if earlier else "",
+        )
         self._notify("finished", result.to_dict())
 
-    def take_har_spool(self, *, redacted: bool) -> HarSpool | None:
-        """The spool of this run's `network.har`, when it holds every event as the outputs need them.
-
-        The caller commits it (`HarSpool.commit`); the session lets go of it either way.
-        """
-        spool, self.har_spool = self.har_spool, None
-        if spool is None:
-            return None
-        if not spool.usable or spool.redacted != redacted or spool.entries != len(self.trace):
-            spool.discard()
-            return None
-        return spool
-
-    # --- evaluation warm-up ----------------------------------------------------------------------
-
-    def _schedule_prepare(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # not inside the proxy (a unit test): the finish does all the work, as offline
-        self._prepare_timer = loop.call_later(PREPARE_DELAY, self.prepare_evaluation)
-
     def prepare_evaluation(self) -> None:
-        """Let the task's network evaluators scan the events captured since they last looked.
-
-        They memoize what they learn per event and per trace, so the finish's own
-        evaluation only scans what arrived after this. Results are thrown away;
-        errors are left for the finish to report.
-        """
-        self._prepare_timer = None
-        task, store = self.task, self.store
-        if self.state is not SessionState.RUNNING or task is None or store is None or not len(self.trace):
-            return
-        try:
-            site_map = store.site_map.complete_from_trace(task.sites, self.trace)
-            for config in task.eval:
-                if isinstance(config, NetworkEventEvaluatorConfig):
-                    evaluate_network(config, self.trace, task=task, site_map=site_map)
-        except Exception:  # the finish evaluates again and reports whatever is wrong
-            logger.debug("evaluation warm-up of session %r failed", self.name, exc_info=True)
+        """Scan the running attempt's new events now (see `LiveRun.prepare_evaluation`)."""
+        if self.live is not None:
+            self.live.prepare_evaluation()
 
     def event_view(self, index: int, event: NetworkEvent) -> dict[str, Any]:
         """An event as the trace route and the event stream show it."""
@@ -337,7 +325,8 @@ class Session:
     def close(self) -> None:
         if self.journal is not None:
             self.journal.close()
-        self._stop_extras()
+        if self.live is not None:
+            self.live.stop()
 
     def _notify(self, kind: str, payload: dict[str, Any]) -> None:
         for listener in list(self.listeners):
@@ -346,6 +335,8 @@ class Session:
             except Exception:  # a broken subscriber must never break capture
                 logger.exception("session listener failed; dropping it")
                 self.listeners.remove(listener)
+        if self.store is not None:
+            self.store.notify(self.name, kind, payload)
 
 
 class SessionStore:
@@ -359,7 +350,24 @@ class SessionStore:
         """With an output directory, task runs spool their `network.har` as they go (`addon.har_spool`)."""
         self.site_map = SiteMap()
         """The site map running sessions prepare their evaluation with (the finish's, for the same plans)."""
+        self.redact = False
+        """Finishes leave cookies, credentials and passwords out of the written network.har."""
+        self.data_checksum: str | None = None
+        self.listeners: list[StoreListener] = []
+        """Told every notice of every session (the global event stream)."""
         self._sessions: dict[str, Session] = {}
+
+    def settings(self) -> RunSettings:
+        """What every run's finish is judged and written with, as configured now."""
+        return RunSettings(self.site_map, self.output_dir, self.redact, self.data_checksum)
+
+    def notify(self, session: str, kind: str, payload: dict[str, Any]) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(session, kind, payload)
+            except Exception:  # a broken subscriber must never break capture
+                logger.exception("event stream listener failed; dropping it")
+                self.listeners.remove(listener)
 
     def get(self, name: str) -> Session | None:
         return self._sessions.get(name)

@@ -31,9 +31,14 @@ _EXPORTS = {
     "WebArenaLiveError": "webarena_live.evaluator.errors",
     "evaluate_directory": "webarena_live.evaluator.batch",
     "evaluate_task": "webarena_live.evaluator.evaluate",
+    "event_to_har_entry": "webarena_live.evaluator.har",
+    "event_to_har_json": "webarena_live.evaluator.har",
     "load_tasks": "webarena_live.evaluator.tasks",
     "load_trace": "webarena_live.evaluator.har",
     "parse_response": "webarena_live.evaluator.responses",
+    "prepare_evaluation": "webarena_live.evaluator.evaluate",
+    "prepare_output_dir": "webarena_live.evaluator.run_dir",
+    "run_name_problem": "webarena_live.evaluator.run_dir",
     "trace_to_har": "webarena_live.evaluator.har",
 }
 
@@ -55,9 +60,14 @@ __all__ = [
     "__version__",
     "evaluate_directory",
     "evaluate_task",
+    "event_to_har_entry",
+    "event_to_har_json",
     "load_tasks",
     "load_trace",
     "parse_response",
+    "prepare_evaluation",
+    "prepare_output_dir",
+    "run_name_problem",
     "trace_to_har",
 ]
 
@@ -72,10 +82,11 @@ if TYPE_CHECKING:
         UnknownTaskError,
         WebArenaLiveError,
     )
-    from webarena_live.evaluator.evaluate import evaluate_task
-    from webarena_live.evaluator.har import load_trace, trace_to_har
+    from webarena_live.evaluator.evaluate import evaluate_task, prepare_evaluation
+    from webarena_live.evaluator.har import event_to_har_entry, event_to_har_json, load_trace, trace_to_har
     from webarena_live.evaluator.responses import parse_response
     from webarena_live.evaluator.results import EvalStatus, TaskResult
+    from webarena_live.evaluator.run_dir import prepare_output_dir, run_name_problem
     from webarena_live.evaluator.sites import SiteMap
     from webarena_live.evaluator.tasks import Task, TaskSet, load_tasks
     from webarena_live.evaluator.trace import NetworkEvent, NetworkTrace

@@ -115,3 +115,19 @@ def evaluate_task(
         for config in task.eval
     ]
     return TaskResult.from_evaluators(evaluators_results=results, warnings=warnings, **fields)
+
+
+def prepare_evaluation(task: Task, trace: NetworkTrace, *, site_map: SiteMap) -> None:
+    """Let the task's network evaluators scan the events of `trace` they have not seen yet.
+
+    For a trace that is still growing (a live session): the evaluators memoize what
+    they learn per event and per trace, so a later `evaluate_task` on the same trace
+    only scans what arrived after this call, and gives the verdict it would have
+    given without it. Results are thrown away; errors are left for `evaluate_task`.
+    """
+    if not len(trace):
+        return
+    effective_map = _site_map_for(task, trace, site_map)
+    for config in task.eval:
+        if isinstance(config, NetworkEventEvaluatorConfig):
+            evaluate_network(config, trace, task=task, site_map=effective_map)

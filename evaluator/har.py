@@ -23,7 +23,7 @@ from webarena_live.evaluator.har_import import (
     load_trace,
 )
 from webarena_live.evaluator.memo import BoundedMemo
-from webarena_live.evaluator.trace import EventRecord, NetworkEvent
+from webarena_live.evaluator.trace import EventRecord, NetworkEvent, as_event
 
 # The C string escaper `json` itself uses: ASCII output, lone surrogates written as \\uXXXX escapes.
 _json_string = json.encoder.encode_basestring_ascii
@@ -123,8 +123,8 @@ def _sizes(
     return headers_size, request_body_size, response_body_size, content_size
 
 
-def event_to_har_entry(event: NetworkEvent) -> dict[str, Any]:
-    """A HAR 1.2 entry for `event` (round-trips through `event_from_har_entry`).
+def event_to_har_entry(event: NetworkEvent | EventRecord) -> dict[str, Any]:
+    """A HAR 1.2 entry for `event` or its record (round-trips through `event_from_har_entry`).
 
     Sizes are the real ones where the capture measured them (request and
     response `headersSize` and `bodySize`, `content.size`), so HAR viewers show
@@ -132,6 +132,7 @@ def event_to_har_entry(event: NetworkEvent) -> dict[str, Any]:
     never written base64: the reference does not decode base64 content, and
     the event keeps text bodies only.
     """
+    event = as_event(event)
     request_headers_size, request_body_size, response_body_size, content_size = _sizes(
         event.method, event.url, event.http_version, event.request_headers, event.post_data,
         event.response_body, event.request_body_size, event.response_headers_size,

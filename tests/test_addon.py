@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 
@@ -41,7 +42,9 @@ def run_flow(addon: WebArenaLive, flow, *, port: int = 8080):
     upstream, flow.response = flow.response, None  # the server answers only after the request hooks
     addon.requestheaders(flow)
     if flow.response is None:
-        addon.request(flow)
+        served = addon.request(flow)  # the reserved host's app: a coroutine for the proxy's loop
+        if served is not None:
+            asyncio.run(served)
     if flow.response is None:
         flow.response = upstream
     if flow.error is not None:
@@ -148,6 +151,24 @@ def test_control_api_through_the_reserved_host(live):
     assert answer["session"] == "carol" and answer["start_urls"] == [f"{SHOP}/"]
     assert flow.response.headers["Content-Type"] == "application/json"
     assert trace_urls(live, "carol") == []  # control requests are never events
+
+
+def test_the_reserved_host_serves_the_event_stream_as_a_snapshot_and_ignores_a_forged_caller(live):
+    """mitmproxy buffers the reserved host's answers: the stream is what it opens with, then it ends.
+    The caller comes from the proxy credentials only, never from a header the client sent."""
+    body = json.dumps({"task_id": NAVIGATE_TASK}).encode()
+    forged = {"Proxy-Authorization": credentials("dave"), "X-WebArena-Live-Caller": "mallory"}
+    start = make_flow("POST", "http://webarena-live.invalid/sessions", body=body, status=None, headers=forged)
+    run_flow(live, start)
+    assert start.response is not None and json.loads(start.response.content or b"")["session"] == "dave"
+    run_flow(live, make_flow(url=f"{SHOP}/products/7", headers={"Proxy-Authorization": credentials("dave")}))
+    for target, seen in (("/sessions/dave/events", f"{SHOP}/products/7"), ("/events", '"session":"dave"')):
+        flow = run_flow(live, make_flow(url=f"http://webarena-live.invalid{target}", status=None))
+        assert flow.response is not None and flow.response.status_code == 200
+        assert flow.response.headers["Content-Type"] == "text/event-stream"
+        assert seen.encode() in (flow.response.content or b"")
+    assert trace_urls(live, "dave") == [f"{SHOP}/products/7"]  # control requests are never events
+    assert live.context is not None and live.context.sessions.get("mallory") is None
 
 
 def test_control_api_needs_no_credentials_on_the_session_port(live):

@@ -16,9 +16,11 @@ from addon_helpers import (
     oracle_verdict,
     write_tasks,
 )
+from control_in_process import Reply, handle_request
 
 from webarena_live.addon.capture import event_from_flow
-from webarena_live.addon.control import ControlContext, Reply, handle_request, parse_final_response
+from webarena_live.addon.control import ControlContext
+from webarena_live.addon.control_input import parse_final_response
 from webarena_live.addon.sessions import SessionStore
 from webarena_live.evaluator.har import load_trace
 from webarena_live.evaluator.sites import SiteMap
@@ -193,7 +195,6 @@ def test_events_route_through_the_proxy_is_a_buffered_event_stream(context):
     visit(context, "default", "/b")
     reply = handle_request(context, "GET", "/sessions/default/events", b"")
     assert reply.status == 200 and reply.content_type == "text/event-stream"
-    assert reply.stream_session is context.sessions.get("default")
     messages = [m for m in reply.body.decode().split("\n\n") if m.startswith(("event:", "id:"))]
     assert messages[0].startswith("event: session")
     assert [json.loads(m.split("data: ", 1)[1])["url"] for m in messages[1:]] == [f"{SHOP}/a", f"{SHOP}/b"]
@@ -210,7 +211,7 @@ def test_token_protects_everything_but_health(context):
 
 def test_cors_preflight_is_refused():
     # No web origin may drive the control API (addon.guard), so no preflight is granted.
-    reply = handle_request(None, "OPTIONS", "/sessions", b"")  # type: ignore[arg-type]
+    reply = handle_request(None, "OPTIONS", "/sessions", b"")
     assert isinstance(reply, Reply) and reply.status == 405
 
 
@@ -234,8 +235,8 @@ def test_any_session_name_survives_the_reply_headers(context):
     answer = json.dumps(NAVIGATE_DONE).encode()
     reply = handle_request(context, "POST", "/sessions/zo%C3%AB%201/finish", answer)
     assert reply.status == 200
-    assert dict(reply.headers)["X-WebArena-Live-Session"] == "zo%C3%AB%201"
-    assert all(value.isascii() for _, value in reply.headers)
+    assert reply.headers["x-webarena-live-session"] == "zo%C3%AB%201"
+    assert all(value.isascii() for value in reply.headers.values())
 
 
 def _attempt(ctx: ControlContext, session: str, answer: object, **start: object) -> tuple[int, object]:
@@ -260,7 +261,7 @@ def test_a_later_attempt_keeps_the_earlier_one(context, tmp_path):
     assert json.loads(finish.body)["status"] == "failure"
     kept = out / ".attempts" / str(NAVIGATE_TASK) / "1"
     assert (kept / "eval_result.json").read_text() == first
-    assert ("X-WebArena-Live-Earlier-Attempt", str(kept).replace(":", "%3A")) in finish.headers
+    assert finish.headers["x-webarena-live-earlier-attempt"] == str(kept).replace(":", "%3A")
     assert json.loads((out / str(NAVIGATE_TASK) / "eval_result.json").read_text())["status"] == "failure"
     assert call(context, "GET", "/sessions/b")[1]["outputs"]["earlier_attempt"] == str(kept)
 

@@ -1,16 +1,18 @@
-"""The control port's HTTP server: real sockets on 127.0.0.1, real streaming."""
+"""The control port: uvicorn in the test's event loop, real sockets on 127.0.0.1, real streaming."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 
 from addon_helpers import SHOP, browser_headers, make_flow, write_tasks
 
-from webarena_live.addon import control_server
+from webarena_live.addon import api_middleware
+from webarena_live.addon.api import create_app
+from webarena_live.addon.api_server import ControlServer
 from webarena_live.addon.capture import event_from_flow
-from webarena_live.addon.control import ControlContext, handle_request
-from webarena_live.addon.control_server import ControlServer
+from webarena_live.addon.control import ControlContext
 from webarena_live.addon.sessions import SessionStore
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import load_tasks
@@ -40,10 +42,25 @@ async def read_until(reader: asyncio.StreamReader, needle: bytes) -> bytes:
     return seen
 
 
+def context_of(server: ControlServer) -> ControlContext:
+    return server.app.state.control  # type: ignore[no-any-return]
+
+
+def finished_session(ctx: ControlContext) -> None:
+    session = ctx.sessions.start("done", ctx.tasks[9001])
+    session.append(event_from_flow(make_flow(url=f"{SHOP}/x")))
+    assert session.live is not None
+    assert session.live.finish({"task_type": "navigate", "status": "SUCCESS"}).result.status.value
+
+
 def serve(tmp_path, scenario) -> None:
     async def main() -> None:
-        server = ControlServer(make_context(tmp_path), host="127.0.0.1", port=0)
+        handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+        server = ControlServer(create_app(make_context(tmp_path)), host="127.0.0.1", port=0)
         await server.start()
+        assert server.port  # port 0: the real one is known
+        # The host process (webarena-live serve, mitmdump) keeps its signal handlers.
+        assert {signum: signal.getsignal(signum) for signum in handlers} == handlers
         try:
             await asyncio.wait_for(scenario(server), timeout=30)
         finally:
@@ -73,7 +90,7 @@ def test_keep_alive_serves_several_requests_on_one_connection(tmp_path):
 
 def test_event_stream_pushes_events_as_they_are_captured(tmp_path):
     async def scenario(server: ControlServer) -> None:
-        session = server.ctx.sessions.get_or_create("live")
+        session = context_of(server).sessions.get_or_create("live")
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         writer.write(b"GET /sessions/live/events HTTP/1.1\r\nHost: x\r\n\r\n")
         head = await reader.readuntil(b"\r\n\r\n")
@@ -96,10 +113,7 @@ def test_event_stream_pushes_events_as_they_are_captured(tmp_path):
 
 def test_stream_of_a_finished_session_replays_and_ends(tmp_path):
     async def scenario(server: ControlServer) -> None:
-        ctx = server.ctx
-        ctx.sessions.start("done", ctx.tasks[9001]).append(event_from_flow(make_flow(url=f"{SHOP}/x")))
-        answer = b'{"task_type": "navigate", "status": "SUCCESS"}'
-        assert handle_request(ctx, "POST", "/sessions/done/finish", answer).status == 200
+        finished_session(context_of(server))
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         writer.write(b"GET /sessions/done/events HTTP/1.1\r\nHost: x\r\n\r\n")
         everything = await reader.read()  # the server ends the stream itself
@@ -110,7 +124,7 @@ def test_stream_of_a_finished_session_replays_and_ends(tmp_path):
 
 
 def test_oversized_and_malformed_requests_do_not_take_the_server_down(tmp_path, monkeypatch):
-    monkeypatch.setattr(control_server, "MAX_BODY", 10)
+    monkeypatch.setattr(api_middleware, "MAX_CONTROL_BODY", 10)
 
     async def scenario(server: ControlServer) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
@@ -183,11 +197,7 @@ def test_an_event_source_reconnecting_after_the_finish_is_told_to_stop(tmp_path)
     """A browser's EventSource reconnects whenever a stream ends; after the finish it gets a 204."""
 
     async def scenario(server: ControlServer) -> None:
-        ctx = server.ctx
-        ctx.sessions.start("done", ctx.tasks[9001]).append(event_from_flow(make_flow(url=f"{SHOP}/x")))
-        assert (
-            handle_request(ctx, "POST", "/sessions/done/finish", b'{"task_type": "navigate"}').status == 200
-        )
+        finished_session(context_of(server))
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         writer.write(b"GET /sessions/done/events HTTP/1.1\r\nHost: x\r\nLast-Event-ID: 0\r\n\r\n")
         status, headers, body = await read_response(reader)
@@ -195,3 +205,43 @@ def test_an_event_source_reconnecting_after_the_finish_is_told_to_stop(tmp_path)
         writer.close()
 
     serve(tmp_path, scenario)
+
+
+def test_the_global_stream_tells_every_sessions_notices(tmp_path):
+    async def scenario(server: ControlServer) -> None:
+        ctx = context_of(server)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        await read_until(reader, b"event: sessions")
+        session = ctx.sessions.start("g", ctx.tasks[9001])
+        session.append(event_from_flow(make_flow(url=f"{SHOP}/global")))
+        assert session.live is not None
+        session.live.finish({"task_type": "navigate", "status": "SUCCESS"})
+        seen = (await read_until(reader, b"event: finished")).decode()
+        kinds = [line.split(": ", 1)[1] for line in seen.splitlines() if line.startswith("event: ")]
+        assert kinds[-4:] == ["reset", "session", "event", "finished"], seen
+        assert seen.count('"session":"g"') == 4 and f"{SHOP}/global" in seen
+        writer.close()
+        for _ in range(100):
+            if not ctx.sessions.listeners:
+                break
+            await asyncio.sleep(0.02)
+        assert ctx.sessions.listeners == []
+
+    serve(tmp_path, scenario)
+
+
+def test_stop_ends_open_streams(tmp_path):
+    async def main() -> None:
+        ctx = make_context(tmp_path)
+        ctx.sessions.get_or_create("open")
+        server = ControlServer(create_app(ctx), host="127.0.0.1", port=0)
+        await server.start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /sessions/open/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        await read_until(reader, b"event: session")
+        await asyncio.wait_for(server.stop(), 5)
+        assert await asyncio.wait_for(reader.read(), 5) is not None  # the stream ended
+        writer.close()
+
+    asyncio.run(main())

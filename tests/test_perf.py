@@ -24,10 +24,11 @@ from addon_helpers import (
     oracle_verdict,
     write_tasks,
 )
+from control_in_process import handle_request
 
 from webarena_live.addon import capture
 from webarena_live.addon.capture import event_from_flow, shared_header
-from webarena_live.addon.control import ControlContext, handle_request
+from webarena_live.addon.control import ControlContext
 from webarena_live.addon.har_spool import SPOOL_SUBDIR, HarSpool, replace_cheaply
 from webarena_live.addon.process_memory import gc_paused
 from webarena_live.addon.redact import redact_har_entry
@@ -199,7 +200,7 @@ def context(tmp_path) -> ControlContext:
 def _finish(ctx: ControlContext, session: str, answer: dict) -> dict:
     reply = handle_request(ctx, "POST", f"/sessions/{session}/finish", json.dumps(answer).encode())
     assert reply.status == 200, reply.body
-    timing = dict(reply.headers)["Server-Timing"]
+    timing = reply.headers["server-timing"]
     assert timing.startswith("evaluate;dur=") and ", total;dur=" in timing
     return json.loads(reply.body)
 
@@ -278,9 +279,9 @@ def test_events_are_scanned_while_the_session_runs_and_the_verdict_is_unchanged(
         session = context.sessions.get_or_create("m")
         for event in events:
             session.append(event)
-        assert session._prepare_timer is not None  # one timer for the whole burst
+        assert session.live._prepare_timer is not None  # one timer for the whole burst
         await asyncio.sleep(0.3)
-        assert session._prepare_timer is None
+        assert session.live._prepare_timer is None
         scanned = [value for key, value in session.trace.memo.items() if isinstance(value, tuple)]
         assert scanned and all(count == len(events) for count, _found in scanned)
 
@@ -301,7 +302,7 @@ def test_no_warm_up_outside_an_event_loop_and_none_after_the_finish(context):
     )
     session = context.sessions.get_or_create("n")
     session.append(_mutate_events()[-1])
-    assert session._prepare_timer is None
+    assert session.live._prepare_timer is None
     _finish(context, "n", MUTATE_DONE)
     session.prepare_evaluation()  # a late timer on a finished session does nothing
     assert session.state is SessionState.FINISHED

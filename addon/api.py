@@ -1,0 +1,281 @@
+"""The control API (DESIGN §6) as a FastAPI app: small routes over pydantic models.
+
+Every route is `async`: FastAPI runs plain functions in a thread pool, and the
+routes must touch the sessions from the proxy's event loop thread, as capture
+does, so nothing needs a lock. Bodies are read raw and parsed by
+addon.control_input (bounded nesting, answers inside a ```json fence, any
+Content-Type, as curl's `-d` sends) and then validated by the model; the
+models document the bodies in `/openapi.json`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import quote, unquote
+
+from fastapi import Depends, FastAPI, Header, Path, Query, Request
+from fastapi.openapi.utils import get_openapi
+from pydantic import ValidationError
+from starlette.responses import Response
+
+from webarena_live.addon import api_models as models
+from webarena_live.addon.api_errors import JsonResponse, install_error_handlers, validation_detail
+from webarena_live.addon.api_middleware import BodyCap, CommonHeaders, Guard, RawPath
+from webarena_live.addon.api_streams import Streams, global_stream, session_stream
+from webarena_live.addon.control import (
+    ControlContext,
+    find_session,
+    find_task,
+    health,
+    list_sessions,
+    start_session,
+    task_view,
+)
+from webarena_live.addon.control_input import ControlError, parse_final_response, parse_json_body
+from webarena_live.addon.live_run import FinishRefused, OutputsFailed
+from webarena_live.addon.sessions import Session
+from webarena_live.evaluator import __version__, trace_to_har
+
+CALLER_HEADER = "X-WebArena-Live-Caller"
+"""Set by the addon on control requests through the proxy: the caller's session (percent-encoded),
+from the proxy credentials. It only picks the session `POST /sessions` starts when its body names
+none, which any client of the control port can do anyway, so it needs no protection there."""
+
+_ERRORS = {
+    400: "malformed request (not JSON, wrong types, missing or unknown fields)",
+    401: "control token missing or wrong",
+    403: "the request came from a web page",
+    404: "unknown task, session or route",
+    405: "method not allowed on this route",
+    409: "the session cannot do that now (finished, no task, no events)",
+    413: "request body over 10 MiB",
+    507: "the outputs could not be written",
+}
+_GUARDED = (401, 403, 404, 405, 413)
+"""What every route but the public ones can answer."""
+
+
+def _documented(model: type[Any], *errors: int) -> dict[int | str, dict[str, Any]]:
+    responses: dict[int | str, dict[str, Any]] = {200: {"model": model}}
+    for status in errors:
+        responses[status] = {"model": models.ErrorBody, "description": _ERRORS[status]}
+    return responses
+
+
+def _stream(*errors: int) -> dict[int | str, dict[str, Any]]:
+    responses = _documented(models.ErrorBody, *errors)
+    responses[200] = {"content": {"text/event-stream": {"schema": {"type": "string"}}}}
+    return responses
+
+
+def _body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+async def _control(request: Request) -> ControlContext:
+    return request.app.state.control
+
+
+Control = Annotated[ControlContext, Depends(_control)]
+Since = Annotated[int, Query(description="first event index to return")]
+SessionName = Annotated[
+    str,
+    Path(
+        description="session name (the proxy-credentials username), percent-encoded",
+        # Documented, not enforced here: a name the store cannot hold is simply unknown (404).
+        json_schema_extra={"minLength": 1, "maxLength": 128},
+    ),
+]
+
+
+def _via_proxy(request: Request) -> bool:
+    """Served through the proxy at the reserved host (mitmproxy's ASGI hosting buffers the answer)."""
+    return "mitmproxy.master" in request.scope.get("extensions", {})
+
+
+def create_app(control: ControlContext | None) -> FastAPI:
+    app = FastAPI(
+        title="webarena-live control API",
+        version=__version__,
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+        default_response_class=JsonResponse,
+        redirect_slashes=False,
+    )
+    app.state.control = control
+    app.state.streams = Streams()
+    install_error_handlers(app)
+    for middleware in (Guard, BodyCap, RawPath, CommonHeaders):  # the last added runs first
+        app.add_middleware(middleware)
+
+    @app.get(
+        "/health",
+        summary="liveness, version, tasks loaded, sites mapped",
+        responses=_documented(models.Health, 405),
+    )
+    async def get_health(ctx: Control) -> Response:
+        return JsonResponse(health(ctx))
+
+    @app.get("/openapi.json", summary="this document", responses={200: {"description": "this document"}})
+    async def get_openapi_document() -> Response:
+        return JsonResponse(openapi_document(app))
+
+    @app.get(
+        "/tasks", summary="every task, start URLs rendered", responses=_documented(models.TaskList, *_GUARDED)
+    )
+    async def get_tasks(ctx: Control) -> Response:
+        tasks = [task_view(ctx.tasks[task_id], ctx.site_map) for task_id in ctx.tasks]
+        return JsonResponse({"count": len(tasks), "tasks": tasks})
+
+    @app.get("/tasks/{task_id}", summary="one task", responses=_documented(models.TaskView, 400, *_GUARDED))
+    async def get_task(task_id: int, ctx: Control) -> Response:
+        return JsonResponse(task_view(find_task(ctx, task_id), ctx.site_map))
+
+    @app.get(
+        "/sessions",
+        summary="every session, and resumable runs",
+        responses=_documented(models.SessionList, *_GUARDED),
+    )
+    async def get_sessions(ctx: Control) -> Response:
+        return JsonResponse({"sessions": list_sessions(ctx)})
+
+    @app.post(
+        "/sessions",
+        summary="start (or restart, clearing its trace) a session on a task",
+        responses=_documented(models.Started, 400, 409, *_GUARDED),
+        openapi_extra=_body({"$ref": "#/components/schemas/StartSession"}),
+    )
+    async def post_session(
+        request: Request,
+        ctx: Control,
+        caller: Annotated[str | None, Header(alias=CALLER_HEADER, include_in_schema=False)] = None,
+    ) -> Response:
+        try:
+            start = models.StartSession.model_validate(parse_json_body(await request.body()))
+        except ValidationError as error:
+            raise ControlError(400, "bad_request", validation_detail(error.errors())) from None
+        return JsonResponse(start_session(ctx, start, caller=unquote(caller) if caller else None))
+
+    @app.get(
+        "/sessions/{session}",
+        summary="state, task, event counts",
+        responses=_documented(models.SessionView, *_GUARDED),
+    )
+    async def get_session(session: SessionName, ctx: Control) -> Response:
+        return JsonResponse(find_session(ctx, unquote(session)).describe())
+
+    @app.get(
+        "/sessions/{session}/trace",
+        summary="events captured so far",
+        responses=_documented(models.Trace, 400, *_GUARDED),
+    )
+    async def get_trace(session: SessionName, ctx: Control, since: Since = 0) -> Response:
+        found = find_session(ctx, unquote(session))
+        events = list(found.events_view(since))
+        return JsonResponse({"session": found.name, "count": len(found.trace), "events": events})
+
+    @app.get(
+        "/sessions/{session}/events",
+        summary="Server-Sent Events: the events so far, then each as it is captured, then the verdict",
+        responses=_stream(400, *_GUARDED)
+        | {204: {"description": "the session is finished and the client has everything (Last-Event-ID)"}},
+    )
+    async def get_events(
+        session: SessionName,
+        request: Request,
+        ctx: Control,
+        since: Since = 0,
+        last_event_id: Annotated[str | None, Header(include_in_schema=False)] = None,
+    ) -> Response:
+        found = find_session(ctx, unquote(session))
+        if last_event_id is not None and found.result is not None:
+            # A browser's EventSource reconnects whenever a stream ends; after the finish it already has
+            # everything, and a 204 is what makes it stop (the HTML standard's "fail the connection").
+            return Response(status_code=204, media_type="text/event-stream")
+        if last_event_id and last_event_id.strip().isdigit():
+            since = max(since, int(last_event_id) + 1)
+        return session_stream(app.state.streams, found, since, snapshot=_via_proxy(request))
+
+    @app.get(
+        "/events",
+        summary="Server-Sent Events: every session's notices (session, event, reset, finished)",
+        responses=_stream(*_GUARDED),
+    )
+    async def get_all_events(request: Request, ctx: Control) -> Response:
+        return global_stream(app.state.streams, ctx.sessions, snapshot=_via_proxy(request))
+
+    @app.post(
+        "/sessions/{session}/finish",
+        summary="evaluate the agent's final response against the session's trace",
+        responses=_documented(models.Result, 400, 409, 507, *_GUARDED),
+        openapi_extra=_body({"$ref": "#/components/schemas/FinalResponse"}),
+    )
+    async def post_finish(session: SessionName, request: Request, ctx: Control) -> Response:
+        return finish(ctx, find_session(ctx, unquote(session)), await request.body())
+
+    @app.get(
+        "/sessions/{session}/har",
+        summary="the trace as HAR 1.2",
+        responses=_documented(models.Har, *_GUARDED),
+    )
+    async def get_har(session: SessionName, ctx: Control) -> Response:
+        return JsonResponse(trace_to_har(find_session(ctx, unquote(session)).trace))
+
+    return app
+
+
+def finish(ctx: ControlContext, session: Session, body: bytes) -> Response:
+    """The finish route's work: the live run judges, the answer is its `eval_result.json`."""
+    run = session.live
+    if run is None:
+        detail = f"session {session.name!r} has no task; POST /sessions with a task_id first"
+        raise ControlError(409, "no_task", detail)
+    response = parse_final_response(body)
+    try:
+        with ctx.finish_guard():
+            outcome = run.finish(response)
+    except FinishRefused as refused:
+        raise ControlError(409, refused.reason, refused.detail) from None
+    except OutputsFailed as error:
+        raise ControlError(507, "output_failed", str(error)) from None
+    timings = outcome.timings
+    # Where the agent's wait went (standard Server-Timing, milliseconds); the benchmarks read it.
+    timing = f"evaluate;dur={timings['evaluate'] * 1000:.3f}, total;dur={timings['total'] * 1000:.3f}"
+    # Percent-encoded: a session name may hold characters a header value cannot.
+    headers = {"X-WebArena-Live-Session": quote(session.name), "Server-Timing": timing}
+    if outcome.earlier_attempt:  # the body stays eval_result.json, byte for byte
+        headers["X-WebArena-Live-Earlier-Attempt"] = quote(outcome.earlier_attempt)
+    return JsonResponse(outcome.result.to_dict(), headers=headers)
+
+
+def openapi_document(app: FastAPI | None = None) -> dict[str, Any]:
+    """The generated OpenAPI document, without FastAPI's 422 (validation answers 400 here)."""
+    app = app or create_app(None)
+    if app.openapi_schema is not None:
+        return app.openapi_schema
+    document = get_openapi(
+        title=app.title,
+        version=app.version,
+        description="Start sessions, watch their traces, post the agent's final response and get the "
+        "verdict. Errors are JSON {error, detail} with a 4xx status and change nothing. With a control "
+        "token, every route but /health and /openapi.json needs 'Authorization: Bearer <token>'. Requests "
+        "from web pages (Origin / Sec-Fetch-Site headers) are refused.",
+        routes=app.routes,
+    )
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            operation["responses"].pop("422", None)
+            content = operation["responses"]["200"].get("content", {})
+            if "text/event-stream" in content:  # a stream answers with events only
+                content.pop("application/json", None)
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for unused in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(unused, None)
+    schemas["StartSession"] = models.StartSession.model_json_schema(
+        ref_template="#/components/schemas/{model}"
+    )
+    schemas["FinalResponse"] = models.FINAL_RESPONSE_SCHEMA
+    document["components"]["securitySchemes"] = {"controlToken": {"type": "http", "scheme": "bearer"}}
+    app.openapi_schema = document
+    return document

@@ -1,0 +1,109 @@
+"""The control API's request and response bodies (DESIGN §6), as pydantic models.
+
+`/openapi.json` is generated from these. Responses are documented, not
+re-validated on the way out: the routes build them from the sessions'
+own JSON views, and re-validating a 10,000-event trace or a verdict on every
+answer would cost the agent time for nothing. Response models allow extra
+fields, so a view can grow without breaking clients that validate.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ErrorBody(BaseModel):
+    """Every refusal: a stable code and what was wrong."""
+
+    error: str
+    detail: Any
+
+
+class StartSession(BaseModel):
+    """Body of `POST /sessions`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: StrictInt
+    session: StrictStr | None = Field(None, description="session name; default: the caller's proxy username")
+    run: StrictStr | None = Field(
+        None, description="the run directory the outputs go to: OUT/<run>/<task_id>/"
+    )
+    restart: StrictBool = Field(False, description="discard the events of a running session instead of 409")
+    resume_journal: StrictBool = Field(
+        False, description="start with the events of this session's newest journal for the task"
+    )
+
+
+FINAL_RESPONSE_SCHEMA: dict[str, Any] = {
+    "description": "the agent's final response: a JSON object (seed or dataset field names), or text "
+    "holding one inside a ```json fence",
+}
+"""Any JSON: the evaluator judges whatever the agent answered (a malformed answer is a verdict, not a 400)."""
+
+
+class Health(_Open):
+    status: str
+    version: str
+    tasks: int
+
+
+class TaskView(_Open):
+    task_id: int
+    intent_template_id: int
+    sites: list[str]
+    intent: str
+    start_urls: list[str]
+    revision: int
+
+
+class TaskList(_Open):
+    count: int
+    tasks: list[TaskView]
+
+
+class Started(_Open):
+    session: str
+    state: str
+    task_id: int
+    intent: str
+    start_urls: list[str]
+    sites: list[str]
+    resumed_events: int | None = None
+
+
+class SessionView(_Open):
+    session: str
+    state: Literal["idle", "running", "finished", "resumable"]
+    """`resumable`: an unfinished run found in the journals after a restart (`GET /sessions` only)."""
+    task_id: int | None = None
+    counts: dict[str, int] | None = None
+
+
+class SessionList(_Open):
+    sessions: list[SessionView]
+
+
+class Trace(_Open):
+    session: str
+    count: int
+    events: list[dict[str, Any]]
+
+
+class Result(_Open):
+    """The verdict: exactly the `eval_result.json` document (DESIGN §3)."""
+
+    task_id: int
+    status: Literal["success", "failure", "error"]
+    score: float
+    evaluators_results: list[dict[str, Any]]
+
+
+class Har(_Open):
+    log: dict[str, Any]

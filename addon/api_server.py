@@ -1,0 +1,78 @@
+"""The control port: uvicorn serving the control app as a task of mitmproxy's own event loop.
+
+In the proxy's loop, the routes touch the sessions from the same thread as
+capture does (no locks), and an event captured in mitmproxy's `response` hook
+reaches stream subscribers without a thread hop. The socket is bound here and
+handed to uvicorn, so port 0 works and the real port is known before the
+banner is printed. The host process (`webarena-live serve`, mitmdump) owns
+SIGINT and SIGTERM: uvicorn's own signal handling is switched off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Iterator
+
+import uvicorn
+from fastapi import FastAPI
+
+logger = logging.getLogger(__name__)
+
+STOP_SECONDS = 2.0
+"""How long stopping waits for open connections before uvicorn cancels them."""
+
+
+class _GuestServer(uvicorn.Server):
+    """uvicorn without its signal handlers: it is a guest in the host's process and loop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class ControlServer:
+    """Serves `app` on `host:port`; `start()` binds (OSError when it cannot), `stop()` closes everything."""
+
+    def __init__(self, app: FastAPI, *, host: str, port: int) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self._server: _GuestServer | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.create_server((self.host, self.port), family=family)
+        sock.setblocking(False)
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            http="h11",
+            ws="none",
+            lifespan="off",
+            log_config=None,
+            access_log=False,
+            server_header=False,  # the app names itself (api_middleware.CommonHeaders)
+            timeout_graceful_shutdown=int(STOP_SECONDS),
+        )
+        server = _GuestServer(config)
+        self._server = server
+        self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            if self._task.done():
+                self._task.result()  # raises what stopped it
+                raise OSError("the control server stopped while starting")
+            await asyncio.sleep(0.005)
+
+    async def stop(self) -> None:
+        server, task = self._server, self._task
+        self._server = self._task = None
+        if server is None or task is None:
+            return
+        self.app.state.streams.close_all()  # event streams never end on their own
+        server.should_exit = True
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await asyncio.wait_for(task, STOP_SECONDS + 1)
