@@ -24,6 +24,7 @@ __all__ = [
     "SiteMap",
     "Task",
     "TaskFileError",
+    "TaskProgress",
     "TaskResult",
     "TaskSet",
     "TraceFormatError",
@@ -40,6 +41,7 @@ __all__ = [
     "prepare_evaluation",
     "prepare_output_dir",
     "run_name_problem",
+    "task_progress",
     "trace_to_har",
 ]
 
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
         SiteMap,
         Task,
         TaskFileError,
+        TaskProgress,
         TaskResult,
         TaskSet,
         TraceFormatError,
@@ -69,6 +72,7 @@ if TYPE_CHECKING:
         prepare_evaluation,
         prepare_output_dir,
         run_name_problem,
+        task_progress,
         trace_to_har,
     )
 

@@ -13,26 +13,30 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import quote, unquote
 
-from fastapi import Depends, FastAPI, Header, Path, Query, Request
+from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.openapi.utils import get_openapi
 from pydantic import ValidationError
 from starlette.responses import Response
 
 from webarena_live.addon import api_models as models
+from webarena_live.addon.api_agent import agent_router
 from webarena_live.addon.api_errors import JsonResponse, install_error_handlers, validation_detail
 from webarena_live.addon.api_middleware import BodyCap, CommonHeaders, Guard, RawPath
+from webarena_live.addon.api_models import SessionName
 from webarena_live.addon.api_streams import Streams, global_stream, session_stream
 from webarena_live.addon.control import (
     ControlContext,
+    begin_session,
     find_session,
     find_task,
     health,
     list_sessions,
-    start_session,
+    plan_start,
     task_view,
 )
 from webarena_live.addon.control_input import ControlError, parse_final_response, parse_json_body
 from webarena_live.addon.live_run import FinishRefused, OutputsFailed
+from webarena_live.addon.reset import ResetOutcome, reset_sites, sites_without_reset
 from webarena_live.addon.sessions import Session
 from webarena_live.evaluator import __version__, trace_to_har
 
@@ -47,8 +51,9 @@ _ERRORS = {
     403: "the request came from a web page",
     404: "unknown task, session or route",
     405: "method not allowed on this route",
-    409: "the session cannot do that now (finished, no task, no events)",
+    409: "the session cannot do that now (running, finished, no task, no events, no reset_url)",
     413: "request body over 10 MiB",
+    502: "a site's reset failed (each site's outcome in the detail); the session did not start",
     507: "the outputs could not be written",
 }
 _GUARDED = (401, 403, 404, 405, 413)
@@ -78,14 +83,6 @@ async def _control(request: Request) -> ControlContext:
 
 Control = Annotated[ControlContext, Depends(_control)]
 Since = Annotated[int, Query(description="first event index to return")]
-SessionName = Annotated[
-    str,
-    Path(
-        description="session name (the proxy-credentials username), percent-encoded",
-        # Documented, not enforced here: a name the store cannot hold is simply unknown (404).
-        json_schema_extra={"minLength": 1, "maxLength": 128},
-    ),
-]
 
 
 def _via_proxy(request: Request) -> bool:
@@ -143,7 +140,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
     @app.post(
         "/sessions",
         summary="start (or restart, clearing its trace) a session on a task",
-        responses=_documented(models.Started, 400, 409, *_GUARDED),
+        responses=_documented(models.Started, 400, 409, 502, *_GUARDED),
         openapi_extra=_body({"$ref": "#/components/schemas/StartSession"}),
     )
     async def post_session(
@@ -155,7 +152,12 @@ def create_app(control: ControlContext | None) -> FastAPI:
             start = models.StartSession.model_validate(parse_json_body(await request.body()))
         except ValidationError as error:
             raise ControlError(400, "bad_request", validation_detail(error.errors())) from None
-        return JsonResponse(start_session(ctx, start, caller=unquote(caller) if caller else None))
+        plan = plan_start(ctx, start, caller=unquote(caller) if caller else None)
+        outcomes = await reset_first(ctx, plan.task.sites, start.reset_timeout) if start.reset else None
+        reply = begin_session(ctx, plan)
+        if outcomes is not None:
+            reply["reset"] = [outcome.model_dump() for outcome in outcomes]
+        return JsonResponse(reply)
 
     @app.get(
         "/sessions/{session}",
@@ -222,7 +224,29 @@ def create_app(control: ControlContext | None) -> FastAPI:
     async def get_har(session: SessionName, ctx: Control) -> Response:
         return JsonResponse(trace_to_har(find_session(ctx, unquote(session)).trace))
 
+    app.include_router(
+        agent_router(
+            {
+                "progress": _documented(models.Progress, 409, *_GUARDED),
+                "preview": _documented(models.Result, 400, 409, *_GUARDED),
+            }
+        )
+    )
     return app
+
+
+async def reset_first(ctx: ControlContext, sites: tuple[str, ...], timeout: float) -> list[ResetOutcome]:
+    """Reset the task's sites before the session starts; refuses (nothing started) unless all succeed."""
+    missing = sites_without_reset(ctx.site_map, sites)
+    if missing:
+        detail = (
+            f"no reset_url in the site map for {', '.join(missing)}; add one per site, or start without reset"
+        )
+        raise ControlError(409, "reset_unavailable", detail)
+    outcomes = await reset_sites(ctx.site_map, sites, timeout=timeout)
+    if not all(outcome.ok for outcome in outcomes):
+        raise ControlError(502, "reset_failed", [outcome.model_dump() for outcome in outcomes])
+    return outcomes
 
 
 def finish(ctx: ControlContext, session: Session, body: bytes) -> Response:

@@ -22,7 +22,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from webarena_live.addon.api_errors import error_response
-from webarena_live.addon.guard import PUBLIC_PATHS, page_request_problem, token_problem
+from webarena_live.addon.guard import is_public, page_request_problem, token_problem
 from webarena_live.evaluator import __version__
 
 logger = logging.getLogger("webarena_live.addon.control")
@@ -126,7 +126,7 @@ class Guard:
 
     @staticmethod
     def _refusal(scope: Scope, method: str, path: str) -> tuple[int, str, str] | None:
-        if path in PUBLIC_PATHS:
+        if is_public(path):
             return (
                 (405, "method_not_allowed", "the control API grants no CORS access")
                 if (method == "OPTIONS")

@@ -9,9 +9,22 @@ fields, so a view can grow without breaking clients that validate.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from webarena_live.addon.reset import RESET_TIMEOUT
+
+SessionName = Annotated[
+    str,
+    Path(
+        description="session name (the proxy-credentials username), percent-encoded",
+        # Documented, not enforced here: a name the store cannot hold is simply unknown (404).
+        json_schema_extra={"minLength": 1, "maxLength": 128},
+    ),
+]
+"""The `{session}` path parameter of the session routes."""
 
 
 class _Open(BaseModel):
@@ -38,6 +51,13 @@ class StartSession(BaseModel):
     restart: StrictBool = Field(False, description="discard the events of a running session instead of 409")
     resume_journal: StrictBool = Field(
         False, description="start with the events of this session's newest journal for the task"
+    )
+    reset: StrictBool = Field(
+        False,
+        description="POST the reset_url of each of the task's sites first; starts only if all succeed",
+    )
+    reset_timeout: float = Field(
+        RESET_TIMEOUT, gt=0, le=3600, description="seconds each site's reset may take"
     )
 
 
@@ -107,3 +127,12 @@ class Result(_Open):
 
 class Har(_Open):
     log: dict[str, Any]
+
+
+class Progress(_Open):
+    """What each network evaluator of the task would say now (`webarena_live.TaskProgress`)."""
+
+    task_id: int
+    events: int
+    network: list[dict[str, Any]]
+    last_navigation: dict[str, Any] | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from webarena_live.addon.sessions import (
     session_name_problem,
 )
 from webarena_live.evaluator import (
+    NetworkTrace,
     SiteMap,
     Task,
     TaskSet,
@@ -162,7 +164,18 @@ def list_sessions(ctx: ControlContext) -> list[dict[str, Any]]:
 _START_FIELDS = ("task_id", "intent", "start_urls", "sites")
 
 
-def start_session(ctx: ControlContext, request: StartSession, *, caller: str | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class StartPlan:
+    """A checked `POST /sessions`: which session starts which task, with which journal's events."""
+
+    name: str
+    task: Task
+    run: str | None
+    resumed: NetworkTrace | None
+
+
+def plan_start(ctx: ControlContext, request: StartSession, *, caller: str | None) -> StartPlan:
+    """Everything `POST /sessions` checks before anything changes; raises `ControlError`."""
     # An explicit empty name is an error, not a request for the caller's (or the default) session.
     name = request.session if request.session is not None else (caller or DEFAULT_SESSION)
     problem = session_name_problem(name)
@@ -173,7 +186,7 @@ def start_session(ctx: ControlContext, request: StartSession, *, caller: str | N
     task = find_task(ctx, request.task_id)
     resumed = None
     if request.resume_journal:
-        try:  # read before the restart below clears the session: a failure changes nothing
+        try:  # read before the restart clears the session: a failure changes nothing
             resumed = read_journal(find_journal(ctx.sessions.journal_dir, name, task.task_id))
         except JournalNotFoundError as error:
             raise ControlError(404, "no_journal", str(error)) from None
@@ -188,14 +201,19 @@ def start_session(ctx: ControlContext, request: StartSession, *, caller: str | N
             'start another session name, or send "restart": true to discard its events'
         )
         raise ControlError(409, "session_running", message)
-    session = ctx.sessions.start(name, task, run=request.run)
-    run = f" (run {request.run})" if request.run else ""
-    logger.info("session %s started: task %d%s: %s", name, task.task_id, run, task.intent)
-    if resumed is not None:
-        for event in resumed:  # also journals them again, so the new run's journal is complete
+    return StartPlan(name=name, task=task, run=request.run, resumed=resumed)
+
+
+def begin_session(ctx: ControlContext, plan: StartPlan) -> dict[str, Any]:
+    """Start the planned session (restarting it if it ran) and answer what the agent needs."""
+    session = ctx.sessions.start(plan.name, plan.task, run=plan.run)
+    run = f" (run {plan.run})" if plan.run else ""
+    logger.info("session %s started: task %d%s: %s", plan.name, plan.task.task_id, run, plan.task.intent)
+    if plan.resumed is not None:
+        for event in plan.resumed:  # also journals them again, so the new run's journal is complete
             session.append(event)
-    view = task_view(task, ctx.site_map)
+    view = task_view(plan.task, ctx.site_map)
     reply = {"session": session.name, "state": session.state.value, **{k: view[k] for k in _START_FIELDS}}
-    if resumed is not None:
-        reply["resumed_events"] = len(resumed)
+    if plan.resumed is not None:
+        reply["resumed_events"] = len(plan.resumed)
     return reply

@@ -19,8 +19,17 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
-PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
-"""Routes anyone may read: no token, no page check (they reveal nothing about sessions)."""
+PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/"})
+"""Routes anyone may read: no token, no page check (they reveal nothing about sessions). `/` is the
+dashboard page, which asks for the token itself when the API needs one."""
+
+DASHBOARD_FILES = "/dashboard/"
+"""The dashboard's scripts and styles: public like its page."""
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path.startswith(DASHBOARD_FILES)
+
 
 STATE_CHANGING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 

@@ -25,10 +25,12 @@ from webarena_live.evaluator import (
     NetworkTrace,
     SiteMap,
     Task,
+    TaskProgress,
     TaskResult,
     WebArenaLiveError,
     evaluate_task,
     prepare_evaluation,
+    task_progress,
 )
 
 PREPARE_DELAY = 0.1
@@ -143,11 +145,25 @@ class LiveRun:
             self._prepare_timer.cancel()
             self._prepare_timer = None
 
+    # --- what a finish would say now ---------------------------------------------------------------
+
+    def progress(self) -> TaskProgress:
+        """Each network evaluator of the task judged on the trace so far (the finish's state, kept)."""
+        return task_progress(self.task, self.trace, site_map=self._settings().site_map)
+
+    def preview(self, response: Any) -> TaskResult:
+        """The result a finish with `response` would give now, marked `preview`; nothing is written or
+        finished. Refused (`FinishRefused`) exactly when the finish would be."""
+        self._check_finishable()
+        settings = self._settings()
+        result = evaluate_task(
+            self.task, response, self.trace, site_map=settings.site_map, data_checksum=settings.data_checksum
+        )
+        return result.model_copy(update={"preview": True})
+
     # --- the finish --------------------------------------------------------------------------------
 
-    def finish(self, response: Any) -> FinishOutcome:
-        """Judge `response` (the agent's final answer, parsed) on the trace, write the outputs and mark
-        the session finished. Raises `FinishRefused` (nothing changed) or `OutputsFailed`."""
+    def _check_finishable(self) -> None:
         if self.finished:
             raise FinishRefused("already_finished", f"session {self.session!r} is finished; "
                                 "POST /sessions to restart it")  # fmt: skip
@@ -156,6 +172,11 @@ class LiveRun:
             # saying so lets the harness check its proxy settings and finish again.
             raise FinishRefused("no_events", f"no events captured in session {self.session!r}; is the "
                                 "agent's traffic using the proxy?")  # fmt: skip
+
+    def finish(self, response: Any) -> FinishOutcome:
+        """Judge `response` (the agent's final answer, parsed) on the trace, write the outputs and mark
+        the session finished. Raises `FinishRefused` (nothing changed) or `OutputsFailed`."""
+        self._check_finishable()
         settings = self._settings()
         started = time.perf_counter()
         result = evaluate_task(

@@ -37,6 +37,8 @@ _EXPORTS = {
     "load_trace": "webarena_live.evaluator.har",
     "parse_response": "webarena_live.evaluator.responses",
     "prepare_evaluation": "webarena_live.evaluator.evaluate",
+    "task_progress": "webarena_live.evaluator.progress",
+    "TaskProgress": "webarena_live.evaluator.progress",
     "prepare_output_dir": "webarena_live.evaluator.run_dir",
     "run_name_problem": "webarena_live.evaluator.run_dir",
     "trace_to_har": "webarena_live.evaluator.har",
@@ -52,6 +54,7 @@ __all__ = [
     "SiteMap",
     "Task",
     "TaskFileError",
+    "TaskProgress",
     "TaskResult",
     "TaskSet",
     "TraceFormatError",
@@ -68,6 +71,7 @@ __all__ = [
     "prepare_evaluation",
     "prepare_output_dir",
     "run_name_problem",
+    "task_progress",
     "trace_to_har",
 ]
 
@@ -83,6 +87,7 @@ if TYPE_CHECKING:
         WebArenaLiveError,
     )
     from webarena_live.evaluator.evaluate import evaluate_task, prepare_evaluation
+    from webarena_live.evaluator.progress import TaskProgress, task_progress
     from webarena_live.evaluator.har import event_to_har_entry, event_to_har_json, load_trace, trace_to_har
     from webarena_live.evaluator.responses import parse_response
     from webarena_live.evaluator.results import EvalStatus, TaskResult

@@ -294,3 +294,51 @@ def test_starting_a_running_session_with_events_needs_restart(context):
     assert status == 200 and len(context.sessions.get_or_create("a").trace) == 0
     # Without events (or once finished) a new start needs no restart flag.
     assert call(context, "POST", "/sessions", {"task_id": NAVIGATE_TASK, "session": "a"})[0] == 200
+
+
+def test_progress_and_preview_say_what_a_finish_would_without_finishing(context, tmp_path):
+    call(context, "POST", "/sessions", {"task_id": NAVIGATE_TASK, "session": "p"})
+    status, body = call(context, "POST", "/sessions/p/preview", NAVIGATE_DONE)
+    assert (status, body["error"]) == (409, "no_events")  # exactly when a finish would refuse
+    visit(context, "p", "/")
+    status, progress = call(context, "GET", "/sessions/p/progress")
+    assert status == 200 and progress["events"] == 1
+    assert [item["satisfied"] for item in progress["network"]] == [False]
+    assert progress["last_navigation"]["event"] == 0 and progress["last_navigation"]["matches"] is False
+    early = call(context, "POST", "/sessions/p/preview", NAVIGATE_DONE)[1]
+    assert early["preview"] is True and early["status"] == "failure"
+    visit(context, "p", "/products/7")
+    progress = call(context, "GET", "/sessions/p/progress")[1]
+    assert progress["network"][0]["satisfied"] and progress["network"][0]["event"] == 1
+    preview = call(context, "POST", "/sessions/p/preview", NAVIGATE_DONE)[1]
+    assert not (tmp_path / "out" / str(NAVIGATE_TASK)).exists()  # a preview writes nothing
+    assert call(context, "GET", "/sessions/p")[1]["state"] == "running"
+    finished = call(context, "POST", "/sessions/p/finish", NAVIGATE_DONE)[1]
+    assert preview.pop("preview") is True and "preview" not in finished
+    assert preview == finished  # the same document, but for the flag
+    assert call(context, "POST", "/sessions/p/preview", NAVIGATE_DONE)[1]["error"] == "already_finished"
+
+
+def test_progress_and_preview_need_a_task(context):
+    visit(context, "idle", "/")
+    for method, path in (("GET", "/sessions/idle/progress"), ("POST", "/sessions/idle/preview")):
+        status, body = call(context, method, path, NAVIGATE_DONE if method == "POST" else b"")
+        assert (status, body["error"]) == (409, "no_task")
+    assert call(context, "GET", "/sessions/nobody/progress")[0] == 404
+
+
+def test_a_reset_needs_a_reset_url_for_every_site_of_the_task(context):
+    status, body = call(
+        context, "POST", "/sessions", {"task_id": NAVIGATE_TASK, "session": "r", "reset": True}
+    )
+    assert (status, body["error"]) == (409, "reset_unavailable") and "__SHOPPING__" in body["detail"]
+    assert context.sessions.get("r") is None  # nothing started
+
+
+def test_the_dashboard_is_served_and_only_its_files(context):
+    page = handle_request(context, "GET", "/")
+    assert page.status == 200 and page.content_type == "text/html" and b"dashboard/app.js" in page.body
+    script = handle_request(context, "GET", "/dashboard/app.js")
+    assert script.status == 200 and script.content_type == "text/javascript"
+    for name in ("../api.py", "nope.js", ".hidden.css", "index.py"):
+        assert handle_request(context, "GET", f"/dashboard/{name}").status == 404, name

@@ -1,0 +1,94 @@
+"""Routes for agents and learners that ask how they are doing, and the dashboard that shows it.
+
+`progress` and `preview` answer from the session's live run: what each network
+evaluator would say now, and the result a finish with a tentative answer
+would give now, marked `preview` (nothing finished, nothing written). The
+dashboard is a static page with its script and style, shipped as package
+data, read-only like every page (addon.guard).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Annotated
+from urllib.parse import unquote
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import Response
+
+from webarena_live.addon.api_errors import JsonResponse
+from webarena_live.addon.api_models import SessionName
+from webarena_live.addon.control import ControlContext, find_session
+from webarena_live.addon.control_input import ControlError, parse_final_response
+from webarena_live.addon.live_run import FinishRefused, LiveRun
+from webarena_live.addon.sessions import Session
+
+DASHBOARD = resources.files("webarena_live.addon") / "dashboard"
+DASHBOARD_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css"}
+
+
+async def _control(request: Request) -> ControlContext:
+    return request.app.state.control
+
+
+Control = Annotated[ControlContext, Depends(_control)]
+
+
+def live_run(session: Session) -> LiveRun:
+    if session.live is None:
+        detail = f"session {session.name!r} has no task; POST /sessions with a task_id first"
+        raise ControlError(409, "no_task", detail)
+    return session.live
+
+
+def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> APIRouter:
+    """The routes; `documented` holds each one's OpenAPI responses (built by addon.api)."""
+    router = APIRouter()
+
+    @router.get(
+        "/sessions/{session}/progress",
+        summary="each network evaluator of the task: satisfied so far, and by which event",
+        responses=documented["progress"],
+    )
+    async def get_progress(session: SessionName, ctx: Control) -> Response:
+        run = live_run(find_session(ctx, unquote(session)))
+        return JsonResponse(run.progress().model_dump(mode="json"))
+
+    @router.post(
+        "/sessions/{session}/preview",
+        summary="the result a finish with this answer would give now; the session keeps running",
+        responses=documented["preview"],
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FinalResponse"}}},
+            }
+        },
+    )
+    async def post_preview(session: SessionName, request: Request, ctx: Control) -> Response:
+        run = live_run(find_session(ctx, unquote(session)))
+        response = parse_final_response(await request.body())
+        try:
+            result = run.preview(response)
+        except FinishRefused as refused:
+            raise ControlError(409, refused.reason, refused.detail) from None
+        return JsonResponse(result.to_dict())
+
+    @router.get("/", summary="the live dashboard (HTML)", responses={200: {"content": {"text/html": {}}}})
+    async def get_dashboard() -> Response:
+        return dashboard_file("index.html")
+
+    @router.get("/dashboard/{name}", include_in_schema=False)
+    async def get_dashboard_file(name: str) -> Response:
+        return dashboard_file(name)
+
+    return router
+
+
+def dashboard_file(name: str) -> Response:
+    """One of the dashboard's files; 404 for anything else (no paths, no other types)."""
+    suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
+    file = DASHBOARD.joinpath(name)
+    if "/" in name or name.startswith(".") or suffix not in DASHBOARD_TYPES or not file.is_file():
+        raise ControlError(404, "not_found", f"no dashboard file {name!r}")
+    return Response(file.read_bytes(), media_type=DASHBOARD_TYPES[suffix])
