@@ -7,11 +7,17 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from addon_helpers import NAVIGATE_TASK, SHOP, write_tasks
+from control_in_process import handle_request
 
+from webarena_live.addon.control import ControlContext
 from webarena_live.addon.reset import reset_sites, sites_without_reset
+from webarena_live.addon.sessions import SessionStore
+from webarena_live.evaluator.tasks import load_tasks
 from webarena_live.evaluator.sites import SiteMap
 
 CALLS: list[str] = []
@@ -79,3 +85,37 @@ def test_a_slow_endpoint_times_out_and_an_unreachable_one_fails(control: str) ->
 def test_sites_without_a_reset_url_are_named(control: str) -> None:
     sites = site_map(shopping=f"{control}/ok")
     assert sites_without_reset(sites, ("shopping", "gitlab")) == ["__GITLAB__"]
+
+
+def test_post_sessions_resets_first_and_refuses_to_start_when_a_reset_fails(
+    control: str, tmp_path: Path
+) -> None:
+    """Through the control API: reset outcomes in the answer; a failure is a 502 and no session starts."""
+
+    def context(reset_path: str) -> ControlContext:
+        env = {"__SHOPPING__": {"urls": [SHOP], "reset_url": f"{control}{reset_path}"}}
+        return ControlContext(
+            tasks=load_tasks(write_tasks(tmp_path)),
+            site_map=SiteMap.from_dict({"environments": env}),
+            sessions=SessionStore(journal_dir=tmp_path / "journal"),
+        )
+
+    body = json.dumps({"task_id": NAVIGATE_TASK, "session": "fresh", "reset": True}).encode()
+    CALLS.clear()
+    good = context("/ok")
+    reply = handle_request(good, "POST", "/sessions", body)
+    started = json.loads(reply.body)
+    assert reply.status == 200 and started["session"] == "fresh", started
+    assert [(r["site"], r["ok"], r["detail"]) for r in started["reset"]] == [
+        ("__SHOPPING__", True, "restarted")
+    ]
+    assert CALLS == ["/ok"]
+    bad = context("/refused")
+    reply = handle_request(bad, "POST", "/sessions", body)
+    refused = json.loads(reply.body)
+    assert reply.status == 502 and refused["error"] == "reset_failed", refused
+    assert (
+        refused["detail"][0]["site"] == "__SHOPPING__"
+        and "container not found" in refused["detail"][0]["detail"]
+    )
+    assert bad.sessions.get("fresh") is None  # the session did not start
