@@ -7,8 +7,8 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from addon_helpers import NAVIGATE_TASK, SHOP, write_tasks
@@ -17,8 +17,8 @@ from control_in_process import handle_request
 from webarena_live.addon.control import ControlContext
 from webarena_live.addon.reset import reset_sites, sites_without_reset
 from webarena_live.addon.sessions import SessionStore
-from webarena_live.evaluator.tasks import load_tasks
 from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import load_tasks
 
 CALLS: list[str] = []
 
