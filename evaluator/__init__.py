@@ -87,8 +87,8 @@ if TYPE_CHECKING:
         WebArenaLiveError,
     )
     from webarena_live.evaluator.evaluate import evaluate_task, prepare_evaluation
-    from webarena_live.evaluator.progress import TaskProgress, task_progress
     from webarena_live.evaluator.har import event_to_har_entry, event_to_har_json, load_trace, trace_to_har
+    from webarena_live.evaluator.progress import TaskProgress, task_progress
     from webarena_live.evaluator.responses import parse_response
     from webarena_live.evaluator.results import EvalStatus, TaskResult
     from webarena_live.evaluator.run_dir import prepare_output_dir, run_name_problem

@@ -10,11 +10,8 @@ adds it, the trace records it, and the reference agrees on the written run.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -23,8 +20,8 @@ import pytest
 import requests
 from addon_helpers import ORACLE_JUDGE
 from mitmproxy.test import taddons, tflow
+from serve_process import launch_serve
 
-from webarena_live.addon.demo_stack import free_ports
 from webarena_live.addon.header_login import HeaderLogin
 from webarena_live.evaluator.sites import SiteMap, config_problems
 
@@ -133,25 +130,10 @@ def test_serve_logs_agents_in_by_header_and_the_reference_agrees(
 ) -> None:
     (tmp_path / "tasks.json").write_text(json.dumps([TASK]))
     (tmp_path / "config.json").write_text(json.dumps({"environments": environments(admin)}))
-    port, session_port, control_port = free_ports(3)
-    serve = subprocess.Popen(
-        [str(Path(sys.executable).parent / "webarena-live"), "serve", "--tasks", "tasks.json",
-         "--config", "config.json", "--output-dir", "out", "--port", str(port), "--session-port",
-         str(session_port), "--control-port", str(control_port), "--set", "confdir=conf", "--quiet"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    control = f"http://127.0.0.1:{control_port}"
+    serve = launch_serve(tmp_path, "--tasks", "tasks.json", "--config", "config.json", "--output-dir", "out",
+                         "--set", "confdir=conf", "--quiet")  # fmt: skip
+    control, port = serve.control, serve.proxy_port
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert serve.poll() is None, serve.communicate()[0]
-            try:
-                if requests.get(f"{control}/health", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
         requests.post(
             f"{control}/sessions", json={"task_id": 9100, "session": "ops"}, timeout=10
         ).raise_for_status()
@@ -164,8 +146,7 @@ def test_serve_logs_agents_in_by_header_and_the_reference_agrees(
         answer = {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": None}
         result = requests.post(f"{control}/sessions/ops/finish", json=answer, timeout=10).json()
     finally:
-        serve.send_signal(signal.SIGINT)
-        serve.communicate(timeout=30)
+        serve.stop()
     assert event["status"] == 200 and result["status"] == "success", result
     har = json.loads((tmp_path / "out" / "9100" / "network.har").read_text())
     sent = {h["name"]: h["value"] for h in har["log"]["entries"][0]["request"]["headers"]}

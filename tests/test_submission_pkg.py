@@ -9,16 +9,12 @@ attempt moved to `OUT/.attempts/`) and once in a named run
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import requests
-from serve_process import shop
+from serve_process import launch_serve, shop
 
-from webarena_live.addon.demo_stack import free_ports
 from webarena_live.evaluator.sites import KNOWN_SITES, placeholder
 
 __all__ = ["shop"]
@@ -33,14 +29,9 @@ def test_create_submission_pkg_accepts_the_proxys_run_directories(
 ) -> None:
     config = {"environments": {placeholder(site): {"urls": [shop]} for site in KNOWN_SITES}}
     (tmp_path / "config.json").write_text(json.dumps(config))
-    port, session_port, control_port = free_ports(3)
-    serve = subprocess.Popen(
-        [str(Path(sys.executable).parent / "webarena-live"), "serve", "--tasks", str(official_dataset),
-         "--config", "config.json", "--output-dir", "out", "--port", str(port), "--session-port",
-         str(session_port), "--control-port", str(control_port), "--set", "confdir=conf", "--quiet"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    control = f"http://127.0.0.1:{control_port}"
+    serve = launch_serve(tmp_path, "--tasks", str(official_dataset), "--config", "config.json",
+                         "--output-dir", "out", "--set", "confdir=conf", "--quiet")  # fmt: skip
+    control, port = serve.control, serve.proxy_port
 
     def attempt(task_id: int, run: str | None) -> None:
         body = {
@@ -57,23 +48,12 @@ def test_create_submission_pkg_accepts_the_proxys_run_directories(
         requests.post(f"{control}/sessions/s{task_id}/finish", json=ANSWER, timeout=30).raise_for_status()
 
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert serve.poll() is None, serve.communicate()[0]
-            try:
-                if requests.get(f"{control}/health", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
         for task_id in TASKS:
             attempt(task_id, None)
             attempt(task_id, "attempt-2")
         attempt(TASKS[0], None)  # a second attempt: the first moves to out/.attempts/
     finally:
-        serve.send_signal(signal.SIGINT)
-        serve.communicate(timeout=30)
+        serve.stop()
     out = tmp_path / "out"
     assert (out / ".attempts" / str(TASKS[0]) / "1" / "eval_result.json").is_file()
     tool = oracle_python.parent / "webarena-verified"
