@@ -12,6 +12,7 @@ const state = {
   finished: false,
   progressTimer: null,
   sessionsTimer: null,
+  following: false, // the global stream is being read
 };
 
 const $ = (selector) => document.querySelector(selector);
@@ -75,6 +76,10 @@ function cell(row, text, className) {
   td.textContent = text == null ? "" : String(text);
   if (className) td.className = className;
   return td;
+}
+
+function plural(count, noun) {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
 
 function verdictText(result) {
@@ -227,6 +232,8 @@ function addEvent(view) {
   row.dataset.index = view.index;
   row.dataset.type = view.type;
   row.className = "new";
+  // Only once: unhiding a row (the type filter) would replay the animation otherwise.
+  row.addEventListener("animationend", () => row.classList.remove("new"), { once: true });
   row.hidden = !shownTypes().has(view.type);
   cell(row, view.index);
   cell(row, view.type);
@@ -313,12 +320,18 @@ function showVerdict(result) {
 async function start() {
   try {
     const health = await api("health");
-    $("#health").textContent = `v${health.version} · ${health.tasks} tasks · ${Object.keys(health.sites || {}).length} sites mapped`;
+    $("#health").textContent = `v${health.version} · ${health.tasks} tasks · ${plural(Object.keys(health.sites || {}).length, "site")} mapped`;
+    // /health is public and says whether a token is needed: ask before any request that would be
+    // refused (a 401 shows as an error in the browser's console).
+    if (health.control_token && !state.token) return askForToken();
   } catch (error) {
     console.warn(error);
   }
   await refreshSessions();
-  followAllSessions();
+  if (!state.following) {
+    state.following = true;
+    followAllSessions().finally(() => (state.following = false));
+  }
   const wanted = decodeURIComponent(location.hash.slice(1));
   if (wanted) select(wanted);
 }
