@@ -115,6 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
         "after large bodies, collections during a finish); for benchmarks",
     )
     serve.add_argument(
+        "--web",
+        action="store_true",
+        help="show the flows in mitmweb (mitmproxy's web UI, on 127.0.0.1:--web-port), each commented with "
+        "its session and event type, and marked when it satisfies a network evaluator",
+    )
+    serve.add_argument(
+        "--web-port", type=_port, default=8083, help="mitmweb's port with --web (default: 8083)"
+    )
+    serve.add_argument(
         "--quiet",
         action="store_true",
         help="print only the banner, warnings and errors (not a line per session start, finish and refusal)",

@@ -29,6 +29,7 @@ from webarena_live.addon.api_server import ControlServer
 from webarena_live.addon.capture import BODY_CAP, record_from_flow, tunnel_failure_event
 from webarena_live.addon.control import RESERVED_HOST, ControlContext
 from webarena_live.addon.credentials import challenge, take_credentials
+from webarena_live.addon.flow_notes import FlowNotes
 from webarena_live.addon.header_login import HeaderLogin
 from webarena_live.addon.redact import redact_har_entry
 from webarena_live.addon.reserved_host import answer_too_large, serve_on_flow
@@ -145,6 +146,8 @@ class WebArenaLive:
         """Wraps every finish (`ControlContext.finish_guard`); set by the host, before configuring."""
         self.extra_health: dict[str, Any] = {}
         """More of `/health`'s answer: the control port, and what the host adds."""
+        self.flow_notes: FlowNotes | None = None
+        """Comments and marks on captured flows for mitmweb; None unless `webarena_annotate_flows`."""
         self.header_login = HeaderLogin()
         self.addons = [self.header_login]  # mitmproxy loads an addon's `addons` with it
 
@@ -175,8 +178,14 @@ class WebArenaLive:
             "network.har and the journal (off by default: some official tasks check cookies, which a "
             "redacted HAR cannot prove to the reference evaluator).")  # fmt: skip
         add("webarena_body_cap", int, BODY_CAP, "Largest request/response body kept in an event, in bytes.")
+        add("webarena_annotate_flows", bool, False, "Comment each captured flow with its session and "
+            "event type, and mark the flow satisfying a network evaluator (serve --web).")  # fmt: skip
 
     def configure(self, updated: set[str]) -> None:
+        if not ctx.options.webarena_annotate_flows:
+            self.flow_notes = None
+        elif self.flow_notes is None:
+            self.flow_notes = FlowNotes()
         if self.context is not None and not updated.intersection(_OPTIONS):
             return
         options = ctx.options
@@ -353,4 +362,6 @@ class WebArenaLive:
             return
         flow.metadata[CAPTURED_KEY] = True
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
-        self.context.sessions.get_or_create(name).append(record_from_flow(flow, body_cap=self.body_cap))
+        session = self.context.sessions.get_or_create(name)
+        if session.append(record_from_flow(flow, body_cap=self.body_cap)) and self.flow_notes is not None:
+            self.flow_notes.captured(flow, session)

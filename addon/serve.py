@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mitmproxy import ctx, exceptions, options
+from mitmproxy.master import Master
 from mitmproxy.tools.dump import DumpMaster
 
 from webarena_live.addon.control import RESERVED_HOST
@@ -49,7 +50,14 @@ def addon_options(args: argparse.Namespace) -> dict[str, Any]:
         "webarena_control_host": args.control_host,
         "webarena_control_token": getattr(args, "control_token", None) or "",
         "webarena_redact": bool(getattr(args, "redact", False)),
+        "webarena_annotate_flows": bool(getattr(args, "web", False)),
     }
+
+
+def web_options(args: argparse.Namespace) -> dict[str, Any]:
+    """mitmweb's options with `--web`: loopback only (it shows every flow, credentials included) and no
+    browser opened (serve runs on machines without one)."""
+    return {"web_host": "127.0.0.1", "web_port": args.web_port, "web_open_browser": False}
 
 
 class Banner:
@@ -76,6 +84,10 @@ class Banner:
         server = self.live.server
         control = f"http://{server.host}:{server.port}/ and " if server is not None else ""
         lines.append(f"  control API   {control}http://{RESERVED_HOST}/ through the proxy")
+        if getattr(args, "web", False):
+            lines.append(
+                f"  mitmweb       http://127.0.0.1:{args.web_port}/  (flows with session, event, evaluator)"
+            )
         if context.output_dir is not None:
             lines.append(f"  outputs       {context.output_dir}")
         lines.append(f"  journal       {context.sessions.journal_dir}")
@@ -94,7 +106,15 @@ async def serve(args: argparse.Namespace) -> int:
     # and lets webarena-live's own lines (session start, finish, refusal) through to the terminal log.
     logging.getLogger("webarena_live").setLevel(logging.INFO)
     opts = options.Options()
-    master = DumpMaster(opts, with_termlog=True, with_dumper=False)
+    web = bool(getattr(args, "web", False))
+    # mitmweb keeps every flow in memory for its UI: fine for watching a run, not for long benchmarks.
+    master: Master
+    if web:
+        from mitmproxy.tools.web.master import WebMaster  # tornado and the UI: only when asked for
+
+        master = WebMaster(opts, with_termlog=True)
+    else:
+        master = DumpMaster(opts, with_termlog=True, with_dumper=False)
     live = WebArenaLive()
     master.addons.add(live)
     if args.gc_tuning:
@@ -109,6 +129,7 @@ async def serve(args: argparse.Namespace) -> int:
             # One line per session start, finish and refused request (info); --quiet keeps warnings only.
             termlog_verbosity="warn" if args.quiet else "info",
             **addon_options(args),
+            **(web_options(args) if web else {}),
         )
         if args.mitmproxy_options:
             opts.set(*args.mitmproxy_options)
