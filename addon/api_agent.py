@@ -9,6 +9,7 @@ data, read-only like every page (addon.guard).
 
 from __future__ import annotations
 
+import time
 from importlib import resources
 from typing import Annotated
 from urllib.parse import unquote
@@ -52,7 +53,9 @@ def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> A
     )
     async def get_progress(session: SessionName, ctx: Control) -> Response:
         run = live_run(find_session(ctx, unquote(session)))
-        return JsonResponse(run.progress().model_dump(mode="json"))
+        started = time.perf_counter()
+        progress = run.progress().model_dump(mode="json")
+        return JsonResponse(progress, headers=server_timing(started))
 
     @router.post(
         "/sessions/{session}/preview",
@@ -68,11 +71,12 @@ def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> A
     async def post_preview(session: SessionName, request: Request, ctx: Control) -> Response:
         run = live_run(find_session(ctx, unquote(session)))
         response = parse_final_response(await request.body())
+        started = time.perf_counter()
         try:
             result = run.preview(response)
         except FinishRefused as refused:
             raise ControlError(409, refused.reason, refused.detail) from None
-        return JsonResponse(result.to_dict())
+        return JsonResponse(result.to_dict(), headers=server_timing(started))
 
     @router.get("/", summary="the live dashboard (HTML)", responses={200: {"content": {"text/html": {}}}})
     async def get_dashboard() -> Response:
@@ -83,6 +87,12 @@ def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> A
         return dashboard_file(name)
 
     return router
+
+
+def server_timing(started: float) -> dict[str, str]:
+    """The time the answer took inside the proxy (standard Server-Timing, ms), as the finish reports
+    it: agents asking after every step, and the benchmarks, see what the proxy's own share is."""
+    return {"Server-Timing": f"total;dur={(time.perf_counter() - started) * 1000:.3f}"}
 
 
 def dashboard_file(name: str) -> Response:

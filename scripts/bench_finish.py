@@ -110,6 +110,14 @@ def floor(port: int, count: int = 15) -> float:
     return bench.median([round_trip(port, "GET", "/health")[0] for _ in range(count)])
 
 
+def asked_cell(timings: list[tuple[float, float | None]]) -> str:
+    """`round trip [min..max] / in proxy` medians (ms) of one kind of request."""
+    trips = [t for t, _ in timings]
+    inside = [t for _, t in timings if t is not None]
+    in_proxy = f"{bench.median(inside):.3f}" if inside else "-"
+    return f"{bench.median(trips):.2f} [{bench.spread(trips)}] / {in_proxy}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -139,6 +147,7 @@ def main() -> int:
     inside: dict[int, list[dict[str, float]]] = {}
     floors: dict[int, list[float]] = {}
     verdicts: dict[int, Any] = {}
+    asked: dict[tuple[str, int], list[tuple[float, float | None]]] = {}
     cases = []
     try:
         with bench.upstream() as upstream_port:
@@ -162,6 +171,18 @@ def main() -> int:
                         described = bench.control(proxy.control_port, "GET", f"/sessions/{session}")
                         captured = described["counts"]["total"]
                         floors.setdefault(events, []).append(floor(proxy.control_port))
+                        # What an agent asks before finishing: progress, then a preview of the same answer.
+                        for name, method, call in (
+                            ("progress", "GET", "progress"),
+                            ("preview", "POST", "preview"),
+                        ):
+                            body = json.dumps(response).encode() if method == "POST" else b""
+                            took, _, answered = round_trip(
+                                proxy.control_port, method, f"/sessions/{session}/{call}", body
+                            )
+                            asked.setdefault((name, events), []).append(
+                                (took * 1000, server_timing(answered.get("server-timing", "")).get("total"))
+                            )
                         path = f"/sessions/{session}/finish"
                         elapsed, data, headers = round_trip(
                             proxy.control_port, "POST", path, json.dumps(response).encode()
@@ -217,11 +238,22 @@ def main() -> int:
          "reference write+load+eval ms", "speed-up", "verdict (vs reference)"],
         rows,
     )  # fmt: skip
+    print()
+    bench.print_table(["events", "progress ms: round trip / in proxy", "preview ms: round trip / in proxy",
+                       "finish ms: round trip / in proxy"], [[
+        f"{events:,}",
+        *(asked_cell(asked[name, events]) for name in ("progress", "preview")),
+        f"{bench.median([t * 1000 for t in ours[events]]):.2f} / "
+        f"{bench.median([t.get('total', float('nan')) for t in inside[events]]):.2f}",
+    ] for events in sizes])  # fmt: skip
     print("\nlive finish: the POST /sessions/{s}/finish round trip the agent waits for (outputs written "
           f"before the answer{': none here, --no-outputs' if args.no_outputs else ''});\n"
           "in proxy: the Server-Timing of the finish (evaluation, and everything "
           "including the outputs);\nGET /health: the round trip of the cheapest request, the floor this "
-          "machine puts under any answer right now.")  # fmt: skip
+          "machine puts under any answer right now.\nprogress / preview: GET /sessions/{s}/progress and "
+          "POST /sessions/{s}/preview on the same sessions just before the finish; round trip as the "
+          "client sees it,\nin proxy: their Server-Timing (the route's own work, from the session found "
+          "to the answer built).")  # fmt: skip
     return 0
 
 
