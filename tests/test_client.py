@@ -70,3 +70,44 @@ def test_async_client_runs_sessions_concurrently(serve: tuple[str, str], shop: s
 
     results = asyncio.run(main())
     assert [r.status for r in results] == [EvalStatus.FAILURE, EvalStatus.SUCCESS] * 3
+
+
+def test_progress_and_preview_blocking_and_async(serve: tuple[str, str], shop: str) -> None:
+    """progress goes 0/1 → 1/1 as the expected page is seen; a preview is the finish's verdict, unfinished."""
+    control, port = serve
+    with Client(control) as api:
+        api.start(1003, session="sync-preview", restart=True)
+        browse(port, "sync-preview", f"{shop}/")
+        before = api.progress("sync-preview")
+        assert (before.events, [n.satisfied for n in before.network]) == (1, [False])
+        assert api.preview("sync-preview", NAVIGATED).score == 0
+        browse(port, "sync-preview", f"{shop}/enamel-camp-mug.html")
+        after = api.progress("sync-preview")
+        assert (after.events, [n.satisfied for n in after.network]) == (2, [True])
+        preview = api.preview("sync-preview", NAVIGATED)
+        assert (
+            preview.preview
+            and preview.status == EvalStatus.SUCCESS
+            and api.session("sync-preview")["state"] == "running"
+        )
+        result = api.finish("sync-preview", NAVIGATED)
+        assert preview.model_copy(update={"preview": False}) == result.model_copy(update={"preview": False})
+        with pytest.raises(ControlAPIError) as refused:  # refused exactly as a second finish is
+            api.preview("sync-preview", NAVIGATED)
+        assert (refused.value.status, refused.value.error) == (409, "already_finished")
+
+    async def main() -> None:
+        async with AsyncClient(control) as api:
+            await api.start(1003, session="async-preview", restart=True)
+            with pytest.raises(ControlAPIError) as refused:
+                await api.preview("async-preview", NAVIGATED)
+            assert (refused.value.status, refused.value.error) == (409, "no_events")
+            await asyncio.to_thread(browse, port, "async-preview", f"{shop}/enamel-camp-mug.html")
+            progress = await api.progress("async-preview")
+            assert [n.satisfied for n in progress.network] == [True]
+            preview = await api.preview("async-preview", NAVIGATED)
+            result = await api.finish("async-preview", NAVIGATED)
+            assert preview.preview and preview.score == result.score == 1
+            assert preview.model_dump(exclude={"preview"}) == result.model_dump(exclude={"preview"})
+
+    asyncio.run(main())
