@@ -223,7 +223,8 @@ BAD_REQUESTS: list[tuple[str, str, str, Any, dict[str, str], int, str]] = [
     ("health: POST", "POST", "/health", b"{}", {}, 405, "method_not_allowed"),
     ("openapi: POST", "POST", "/openapi.json", b"{}", {}, 405, "method_not_allowed"),
     ("no such route", "GET", "/sessions/runner/finish/now", b"", {}, 404, "not_found"),
-    ("root", "GET", "/", b"", {}, 404, "not_found"),
+    ("root: POST", "POST", "/", b"{}", {}, 405, "method_not_allowed"),  # GET / is the dashboard page
+    ("dashboard: no such file", "GET", "/dashboard/secrets.py", b"", {}, 404, "not_found"),
     ("path traversal", "GET", "/sessions/..%2F..%2Fetc/har", b"", {}, 404, "unknown_session"),
 ]
 
@@ -310,7 +311,10 @@ def test_openapi_document_lists_every_route_and_is_served(context):
         "/sessions/{session}/events",
         "/sessions/{session}/finish",
         "/sessions/{session}/har",
+        "/sessions/{session}/progress",
+        "/sessions/{session}/preview",
         "/events",
+        "/",
     }
     # Every error status a bad request above produced is documented on its route's operation.
     for _label, method, target, _body, _headers, status, _error in BAD_REQUESTS:
