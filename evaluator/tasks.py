@@ -27,7 +27,8 @@ from pydantic import (
 )
 
 from webarena_live.evaluator.errors import TaskFileError, UnknownTaskError
-from webarena_live.evaluator.sites import SiteMap, placeholder, unknown_site_problem
+from webarena_live.evaluator.site_checks import placeholder, unknown_site_problem
+from webarena_live.evaluator.sites import SiteMap
 
 OFFICIAL_DATASET = "webarena-verified"
 OFFICIAL_HARD_SUBSET = "webarena-verified-hard"

@@ -23,7 +23,8 @@ from mitmproxy.test import taddons, tflow
 from serve_process import launch_serve
 
 from webarena_live.addon.header_login import HeaderLogin
-from webarena_live.evaluator.sites import SiteMap, config_problems
+from webarena_live.evaluator.site_checks import config_problems
+from webarena_live.evaluator.sites import SiteMap
 
 HEADER = "X-M2-Admin-Auto-Login"
 CREDENTIALS = {"username": "admin", "password": "admin1234"}

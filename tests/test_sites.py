@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from webarena_live.evaluator.errors import SiteConfigError
-from webarena_live.evaluator.sites import SiteMap, config_problems, placeholder, site_key
+from webarena_live.evaluator.site_checks import config_problems, placeholder, site_key
+from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.trace import NetworkEvent, NetworkTrace
 
 CONFIG = {

@@ -15,7 +15,7 @@ from pathlib import Path
 import requests
 from serve_process import launch_serve, shop
 
-from webarena_live.evaluator.sites import KNOWN_SITES, placeholder
+from webarena_live.evaluator.site_checks import KNOWN_SITES, placeholder
 
 __all__ = ["shop"]
 
