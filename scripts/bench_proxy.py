@@ -26,6 +26,10 @@ ratio of their requests/s is the ratio of their per-request costs. Per round:
   seconds); p50 and p99 of the round trip.
 
     .venv/bin/python scripts/bench_proxy.py [--quick] [--rounds N] [--seconds S] [--connections C]
+                                               [--dashboard]
+
+With `--dashboard`, a headless Chromium keeps the live dashboard open on serve's session for the whole
+run (serve streams every event to it), as a person watching the run would.
 
 Targets: throughput >= 0.95x the baseline; added latency p50 <= +0.3 ms, p99 <= +2 ms.
 """
@@ -33,9 +37,11 @@ Targets: throughput >= 0.95x the baseline; added latency p50 <= +0.3 ms, p99 <= 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +85,7 @@ def compare(
     seconds: float,
     connections: int,
     label: str,
+    dashboard: bool = False,
 ) -> tuple[list[list[Any]], int]:
     """`rounds` rounds of plain mitmdump against `webarena-live serve` (`options` its `--set` pairs)."""
     results: dict[str, list[dict[str, float]]] = {BASELINE: [], SERVE: []}
@@ -86,8 +93,9 @@ def compare(
         BASELINE: bench.Proxy(serve=False),
         SERVE: bench.Proxy(serve=True, serve_options=options, serve_args=serve_args),
     }
-    with proxies[BASELINE], proxies[SERVE]:
+    with proxies[BASELINE], proxies[SERVE], watching(proxies[SERVE].control_port, dashboard) as watched:
         bench.control(proxies[SERVE].control_port, "POST", "/sessions", {"task_id": task, "session": SESSION})
+        watched()
         # Warm both up (imports, first connections) before anything counts.
         for proxy in proxies.values():
             bench.run_load(proxy.port, url, connections=4, seconds=1.0, session=SESSION)
@@ -102,6 +110,32 @@ def compare(
     return _rows(results[BASELINE], results[SERVE], label), session["counts"]["total"]
 
 
+@contextlib.contextmanager
+def watching(control_port: int, dashboard: bool) -> Iterator[Callable[[], None]]:
+    """With `dashboard`, headless Chromium (on the helper CPUs) keeps the dashboard open on the session
+    the load lands in, so serve also streams every event to it; yields what opens the page."""
+    if not dashboard:
+        yield lambda: None
+        return
+    from playwright.sync_api import sync_playwright
+
+    os.sched_setaffinity(0, bench.HELPER_CPUS)  # Chromium inherits it: the proxy's CPU stays the proxy's
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
+        page = browser.new_page()
+
+        def open_page() -> None:
+            page.goto(f"http://127.0.0.1:{control_port}/#{SESSION}")
+            page.wait_for_selector("#live.on", timeout=10_000)  # the page is following the streams
+
+        try:
+            yield open_page
+            shown = page.locator("#events tbody tr").count()
+            print(f"  the dashboard showed {shown:,} events", flush=True)
+        finally:
+            browser.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -113,6 +147,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--connections", type=int, default=32, help="keep-alive clients per proxy in throughput runs"
+    )
+    parser.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="keep the live dashboard open (headless Chromium) on serve's session during the runs",
     )
     parser.add_argument(
         "--task",
@@ -130,7 +169,12 @@ def main() -> int:
         origin = f"http://127.0.0.1:{upstream_port}"
         url = f"{origin}/api/items?page=1"
         options = bench.harness_options(origin, Path(work))
-        common = {"task": args.task, "seconds": seconds, "connections": args.connections}
+        common = {
+            "task": args.task,
+            "seconds": seconds,
+            "connections": args.connections,
+            "dashboard": args.dashboard,
+        }
         rows, captured = compare(url, options, rounds=rounds, label="", **common)
         own_rows, _ = compare(url, options, serve_args=["--no-gc-tuning"], rounds=max(2, rounds // 2),
                               label=" (--no-gc-tuning)", **common)  # fmt: skip
