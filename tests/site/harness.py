@@ -76,7 +76,14 @@ class ControlClient:
         return self.http.get(self.base + path, timeout=timeout)
 
     def post(self, path: str, body: Any = None, *, timeout: float = 30) -> requests.Response:
-        return self.http.post(self.base + path, json=body, timeout=timeout)
+        if not (path.startswith("/sessions/") and path.endswith("/finish")):
+            return self.http.post(self.base + path, json=body, timeout=timeout)
+        # Every live test's finish checks issue 16's promise on its way: a preview with the same body
+        # just before gives the finish's document marked `preview`, or the finish's own refusal.
+        preview = self.http.post(self.base + path[: -len("finish")] + "preview", json=body, timeout=timeout)
+        reply = self.http.post(self.base + path, json=body, timeout=timeout)
+        check_preview(preview, reply)
+        return reply
 
     def start(self, task_id: int, session: str | None = None, *, restart: bool = False) -> dict[str, Any]:
         body: dict[str, Any] = {"task_id": task_id}
@@ -99,6 +106,25 @@ class ControlClient:
         reply = self.get(f"/sessions/{session}/trace")
         assert reply.status_code == 200, f"trace {session}: {reply.status_code} {reply.text}"
         return trace_events(reply.json())
+
+
+def check_preview(preview: requests.Response, finish: requests.Response) -> None:
+    """The preview said what the finish then did: the same document (but the flag), or the same refusal."""
+    PREVIEW_CHECKS.append(preview.status_code)
+    if finish.status_code == 200:
+        assert preview.status_code == 200, f"preview {preview.status_code} {preview.text}; finish succeeded"
+        previewed = preview.json()
+        assert previewed.pop("preview", None) is True, previewed
+        assert previewed == finish.json(), f"preview {previewed} != finish {finish.text}"
+    elif 400 <= finish.status_code < 500:  # refused (state, body, session): the preview was refused alike
+        assert (preview.status_code, preview.json().get("error")) == (
+            finish.status_code,
+            finish.json().get("error"),
+        ), f"preview {preview.status_code} {preview.text}; finish {finish.status_code} {finish.text}"
+
+
+PREVIEW_CHECKS: list[int] = []
+"""Each preview-before-finish checked in this process, by the preview's status (tests count them)."""
 
 
 def trace_events(body: Any) -> list[dict[str, Any]]:
