@@ -24,7 +24,10 @@ def origin_of(url: str) -> str:
 
 
 class HeaderLogin:
-    """Adds the configured auto-login headers; a no-op until a site map asks for one."""
+    """Adds the configured auto-login headers; a no-op until a site map asks for one.
+
+    `WebArenaLive.requestheaders` calls it only while some site asks for header login, so plain
+    proxying pays nothing for it; it also works as an addon of its own (the tests load it so)."""
 
     def __init__(self) -> None:
         self.by_origin: dict[str, list[tuple[str, str]]] = {}

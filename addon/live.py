@@ -149,7 +149,6 @@ class WebArenaLive:
         self.flow_notes: FlowNotes | None = None
         """Comments and marks on captured flows for mitmweb; None unless `webarena_annotate_flows`."""
         self.header_login = HeaderLogin()
-        self.addons = [self.header_login]  # mitmproxy loads an addon's `addons` with it
 
     # --- options -------------------------------------------------------------------------------
 
@@ -316,6 +315,8 @@ class WebArenaLive:
             flow.metadata[SKIP_KEY] = True
             self._route_control(flow, username)
         flow.metadata[SESSION_KEY] = username
+        if self.header_login.by_origin:  # called from here, not as an addon: no hook dispatch per flow
+            self.header_login.requestheaders(flow)
 
     def _route_control(self, flow: http.HTTPFlow, caller: str | None) -> None:
         """Answer a control request in `request`, or hand it to the control port when mitmproxy will
