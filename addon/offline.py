@@ -13,7 +13,6 @@ not in the dataset (judging it would only overwrite its verdict with an error).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from webarena_live.evaluator import (
 )
 from webarena_live.evaluator.batch import BatchReport
 from webarena_live.evaluator.run_dir import SUMMARY_FILE, discover_runs, named_runs
+from webarena_live.evaluator.sites import read_config_file
 from webarena_live.evaluator.tasks import OFFICIAL_DATASET, official_dataset_installed
 
 PROGRESS_THRESHOLD = 20
@@ -85,7 +85,7 @@ def _error_text(result: TaskResult) -> str:
     return "; ".join(r.error_msg or "" for r in result.evaluators_results if r.error_msg) or "error"
 
 
-def dataset_source(tasks: str | None, config: str | None) -> str | Path:
+def dataset_source(tasks: str | None, config: str | None, config_data: Any = None) -> str | Path:
     """What `load_tasks` should read: `--tasks`, else the config's `test_data_file`, else the official set.
 
     A relative `test_data_file` is taken from the current directory, as the
@@ -96,8 +96,8 @@ def dataset_source(tasks: str | None, config: str | None) -> str | Path:
     if tasks:
         return tasks
     if config:
-        data = _read_json_object(Path(config))
-        named = data.get("test_data_file")
+        data = config_data if config_data is not None else read_config_file(config)
+        named = data.get("test_data_file") if isinstance(data, dict) else None
         if named:
             candidates = (
                 [Path(named)] if Path(named).is_absolute() else [Path(named), Path(config).parent / named]
@@ -113,16 +113,6 @@ def dataset_source(tasks: str | None, config: str | None) -> str | Path:
         "or a --config whose test_data_file names one; the official dataset needs: "
         "pip install 'webarena-live[official]'"
     )
-
-
-def _read_json_object(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise WebArenaLiveError(f"{path}: cannot read site config: {error.strerror or error}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise WebArenaLiveError(f"{path}: site config is not valid JSON: {error}") from None
-    return data if isinstance(data, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -175,8 +165,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not output_dir.is_dir():
             raise WebArenaLiveError(f"{output_dir}: output directory does not exist")
-        site_map = SiteMap.load(args.config) if args.config else SiteMap()
-        tasks = load_tasks(dataset_source(args.tasks, args.config))
+        config = read_config_file(args.config) if args.config else None  # read once, for both uses
+        site_map = SiteMap.from_config(config, source=args.config) if args.config else SiteMap()
+        tasks = load_tasks(dataset_source(args.tasks, args.config, config))
         batches = plan_batches(output_dir, task_ids)
         problems = selection_problems(batches, tasks, task_ids)
     except WebArenaLiveError as error:

@@ -40,6 +40,17 @@ ADMIN_SITE = "shopping_admin"
 """The one site whose pages live under a path (`/admin`) rather than at a host root."""
 
 
+def read_config_file(path: str | Path) -> Any:
+    """A config file's JSON content; SiteConfigError naming the file when it cannot be read or parsed."""
+    file = Path(path)
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise SiteConfigError(f"{file}: cannot read site config: {error.strerror or error}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise SiteConfigError(f"{file}: site config is not valid JSON: {error}") from None
+
+
 class SiteEnvironment(BaseModel):
     """The URLs one site is reachable at, and which of them new requests go to."""
 
@@ -117,17 +128,15 @@ class SiteMap(BaseModel):
 
         `strict=False` skips the typo checks, for configs a tool wrote (a run's own `run_config.json`).
         """
-        file = Path(path)
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except OSError as error:
-            raise SiteConfigError(f"{file}: cannot read site config: {error.strerror or error}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise SiteConfigError(f"{file}: site config is not valid JSON: {error}") from None
+        return cls.from_config(read_config_file(path), source=str(path), strict=strict)
+
+    @classmethod
+    def from_config(cls, data: Any, *, source: str, strict: bool = True) -> SiteMap:
+        """From a config file's parsed content (`read_config_file`), checked as `load` checks it."""
         problems = config_problems(data) if strict else []
         if problems:
-            raise SiteConfigError("\n".join(f"{file}: {problem}" for problem in problems))
-        return cls.from_dict(data, source=str(file))
+            raise SiteConfigError("\n".join(f"{source}: {problem}" for problem in problems))
+        return cls.from_dict(data, source=source)
 
     @property
     def header_login_without_credentials(self) -> list[str]:
