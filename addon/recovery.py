@@ -60,6 +60,49 @@ RESUMABLE_LISTED = 50
 """At most this many resumable runs are listed (newest first): the journal directory outlives runs."""
 
 
+_Scan = tuple[dict[tuple[str, int], Path], frozenset[str]]
+_scans: dict[Path, tuple[tuple[int, ...], _Scan]] = {}
+"""The last scan of each journal directory, with the stamps that would change it."""
+_event_counts: dict[Path, tuple[int, int]] = {}
+"""Lines in a journal, by path, with the size they were counted at."""
+
+
+def _scan(journal_dir: Path) -> _Scan:
+    """The newest journal of each (session, task) and the finished journals' names, scanned again only
+    when a journal was added or removed (the directory changes) or a run finished (the index grows):
+    `GET /sessions` asks on every dashboard refresh, and the directory outlives runs."""
+    index = journal_dir / FINISHED_INDEX
+    try:
+        index_stat = index.stat()
+        index_stamp = (index_stat.st_mtime_ns, index_stat.st_size)
+    except FileNotFoundError:
+        index_stamp = (0, 0)
+    stamp = (journal_dir.stat().st_mtime_ns, *index_stamp)
+    cached = _scans.get(journal_dir)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    finished = frozenset(index.read_text(encoding="utf-8").split()) if index_stamp[1] else frozenset()
+    newest: dict[tuple[str, int], Path] = {}
+    for path in journal_dir.glob("*.jsonl"):
+        parts = path.name.rsplit("-", 2)
+        if len(parts) != 3 or not parts[1].isdigit() or not _TIME_AND_SUFFIX.match(parts[2]):
+            continue  # an idle run (no task to resume) or a file that is not a journal
+        key = (parts[0], int(parts[1]))
+        if key not in newest or path.name > newest[key].name:
+            newest[key] = path
+    _scans[journal_dir] = (stamp, (newest, finished))
+    return newest, finished
+
+
+def _events_in(path: Path, size: int) -> int:
+    counted = _event_counts.get(path)
+    if counted is None or counted[0] != size:
+        if len(_event_counts) > 4 * RESUMABLE_LISTED:
+            _event_counts.clear()
+        counted = _event_counts[path] = (size, path.read_bytes().count(b"\n"))
+    return counted[1]
+
+
 def resumable_runs(
     journal_dir: Path | None, *, skip: AbstractSet[Path] = frozenset()
 ) -> list[dict[str, object]]:
@@ -70,27 +113,24 @@ def resumable_runs(
     """
     if journal_dir is None or not journal_dir.is_dir():
         return []
-    index = journal_dir / FINISHED_INDEX
-    finished = set(index.read_text(encoding="utf-8").split()) if index.is_file() else set()
-    newest: dict[tuple[str, int], Path] = {}
-    for path in journal_dir.glob("*.jsonl"):
-        parts = path.name.rsplit("-", 2)
-        if len(parts) != 3 or not parts[1].isdigit() or not _TIME_AND_SUFFIX.match(parts[2]):
-            continue  # an idle run (no task to resume) or a file that is not a journal
-        key = (parts[0], int(parts[1]))
-        if key not in newest or path.name > newest[key].name:
-            newest[key] = path
-    runs = []
+    newest, finished = _scan(journal_dir)
+    runs: list[dict[str, object]] = []
     by_start = sorted(newest.items(), key=lambda item: item[1].name.rsplit("-", 1)[1], reverse=True)
     for (session, task_id), path in by_start:
-        if path.name in finished or path in skip or not path.stat().st_size:
+        if path.name in finished or path in skip:
+            continue
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            continue  # removed since the scan
+        if not size:
             continue
         runs.append(
             {
                 "session": session,
                 "state": "resumable",
                 "task_id": task_id,
-                "events": path.read_bytes().count(b"\n"),
+                "events": _events_in(path, size),
                 "journal": str(path),
                 "resume": {"task_id": task_id, "session": session, "resume_journal": True},
             }
