@@ -256,7 +256,7 @@ class Session:
             live.added()
         if self.listeners or (self.store is not None and self.store.listeners):
             index = len(self.trace) - 1
-            self._notify("event", self.event_view(index, next(self.trace.iter_from(index))))
+            self._notify("event", self.event_view(index))
         return True
 
     def finish(self, result: TaskResult, outputs: dict[str, str] | None = None) -> None:
@@ -289,14 +289,13 @@ class Session:
         if self.live is not None:
             self.live.prepare_evaluation()
 
-    def event_view(self, index: int, event: NetworkEvent) -> dict[str, Any]:
+    def event_view(self, index: int) -> dict[str, Any]:
         """An event as the trace route and the event stream show it."""
-        return {"index": index, "session": self.name, **event.summary()}
+        return {"index": index, "session": self.name, **self.trace.summary(index)}
 
     def events_view(self, start: int = 0) -> Iterator[dict[str, Any]]:
-        start = max(0, start)
-        for index, event in enumerate(self.trace.iter_from(start), start):
-            yield self.event_view(index, event)
+        for index in range(max(0, start), len(self.trace)):
+            yield self.event_view(index)
 
     def describe(self) -> dict[str, Any]:
         task = self.task

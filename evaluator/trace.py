@@ -20,109 +20,35 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from enum import StrEnum
 from itertools import islice
+from operator import itemgetter
 from typing import Any
-from urllib.parse import urlsplit
 
-from webarena_live.evaluator.memo import BoundedMemo
+from webarena_live.evaluator.classify import (
+    EVENT_TYPES,
+    LOWERED_NAMES,
+    MUTATION_METHODS,
+    STATIC_ASSET_SUFFIXES,
+    Derived,
+    EventType,
+    classify,
+    counts_as_navigation,
+    derive,
+)
 
-# URL path endings the reference treats as static assets (never evaluation events).
-STATIC_ASSET_SUFFIXES = (
-    ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg",
-    ".woff", ".woff2", ".ttf", ".ico", ".webp",
-)  # fmt: skip
-
-MUTATION_METHODS = frozenset({"POST", "PUT", "DELETE", "PATCH"})
-
-
-class EventType(StrEnum):
-    """How the design (DESIGN §4) labels an event for people and the event stream."""
-
-    NAVIGATION = "navigation"
-    MUTATION = "mutation"
-    OTHER = "other"
-
-
-def classify(method: str, headers: dict[str, str]) -> EventType:
-    """Label an event from its method and lower-cased request headers (DESIGN §4).
-
-    Clients that send no `sec-fetch-*` headers (curl, requests) fall back to the
-    Accept header: a GET that accepts `text/html` first is a navigation.
-    """
-    method = method.upper()
-    if method in MUTATION_METHODS:
-        return EventType.MUTATION
-    if method != "GET":
-        return EventType.OTHER
-    dest = headers.get("sec-fetch-dest")
-    mode = headers.get("sec-fetch-mode")
-    if dest is not None or mode is not None:
-        if (dest or "").lower() == "document" and (mode or "").lower() == "navigate":
-            return EventType.NAVIGATION
-        return EventType.OTHER
-    if headers.get("accept", "").lower().startswith("text/html"):
-        return EventType.NAVIGATION
-    return EventType.OTHER
-
-
-def counts_as_navigation(method: str, headers: dict[str, str]) -> bool:
-    """The reference evaluator's own navigation rule, which decides verdicts.
-
-    It is stricter than `classify`: when the browser sends `sec-fetch-user`
-    (a user-activated navigation), all four of dest=document, mode=navigate,
-    user=?1 and an Accept with text/html are required; without it, an Accept
-    starting with text/html is enough. Verdict parity needs this exact rule.
-    """
-    if method != "GET":
-        return False
-    accept = headers.get("accept", "").lower()
-    if "sec-fetch-user" in headers:
-        return (
-            headers.get("sec-fetch-dest", "").lower() == "document"
-            and headers.get("sec-fetch-mode", "").lower() == "navigate"
-            and headers["sec-fetch-user"].lower() == "?1"
-            and "text/html" in accept
-        )
-    return accept.startswith("text/html")
-
-
-_LOWERED_NAMES: BoundedMemo[str, str] = BoundedMemo(str.lower, limit=4096)
-"""Lower-cased header names, shared by every event (names repeat on every request)."""
-
-
-def _is_static_asset(path: str) -> bool:
-    return path.endswith(STATIC_ASSET_SUFFIXES)
-
-
-_EVENT_TYPES = tuple(EventType)
-
-_NAVIGATION_HEADERS = frozenset({"sec-fetch-dest", "sec-fetch-mode", "sec-fetch-user", "accept"})
-"""The request headers `classify` and `counts_as_navigation` read."""
-
-
-Derived = tuple[str, int, bool, bool]
-"""(URL path, index of the event type in `_EVENT_TYPES`, reference navigation, not a static asset).
-
-The type is an index, not the enum member: a tuple of plain values is one the
-garbage collector stops tracking, and a long session holds one per event."""
-
-
-def derive(method: str, url: str, request_headers: Iterable[tuple[str, str]]) -> Derived:
-    """What evaluation asks of an event, from its upper-cased method, URL and request headers."""
-    lowered = _LOWERED_NAMES
-    wanted: dict[str, str] = {}  # the last value wins, as in `NetworkEvent.headers`
-    for name, value in request_headers:
-        key = lowered[name]
-        if key in _NAVIGATION_HEADERS:
-            wanted[key] = value
-    path = urlsplit(url).path
-    return (
-        path,
-        _EVENT_TYPES.index(classify(method, wanted)),
-        counts_as_navigation(method, wanted),
-        not _is_static_asset(path),
-    )
+__all__ = [
+    "MUTATION_METHODS",
+    "RECORD_FIELDS",
+    "STATIC_ASSET_SUFFIXES",
+    "EventRecord",
+    "EventType",
+    "NetworkEvent",
+    "NetworkTrace",
+    "as_event",
+    "classify",
+    "counts_as_navigation",
+    "derive",
+]
 
 
 @dataclass(slots=True, eq=False)
@@ -200,7 +126,7 @@ class NetworkEvent:
 
     @property
     def event_type(self) -> EventType:
-        return _EVENT_TYPES[(self._derived or self._derive())[1]]
+        return EVENT_TYPES[(self._derived or self._derive())[1]]
 
     @property
     def is_navigation(self) -> bool:
@@ -217,7 +143,7 @@ class NetworkEvent:
         """Request headers by lower-cased name, values as sent (the last one wins)."""
         headers = self._headers
         if headers is None:
-            lowered = _LOWERED_NAMES
+            lowered = LOWERED_NAMES
             headers = self._headers = {lowered[name]: value for name, value in self.request_headers}
         return headers
 
@@ -244,22 +170,43 @@ class NetworkEvent:
 
     def summary(self) -> dict[str, Any]:
         """A small JSON-ready view, for the event stream and the trace route."""
-        return {
-            "type": self.event_type.value,
-            "method": self.method,
-            "url": self.url,
-            "status": self.status,
-            "started": self.started,
-            "duration_ms": round(self.duration_ms, 3),
-            **({"redirect_url": self.redirect_url} if self.redirect_url else {}),
-            **({"error": self.error} if self.error else {}),
-        }
+        return _summary(self.event_type, self._summary_fields())
+
+    def _summary_fields(self) -> tuple[Any, ...]:
+        return (
+            self.method,
+            self.url,
+            self.status,
+            self.started,
+            self.duration_ms,
+            self.redirect_url,
+            self.error,
+        )
+
+
+_SUMMARY_FIELDS = ("method", "url", "status", "started", "duration_ms", "redirect_url", "error")
+
+
+def _summary(event_type: EventType, values: tuple[Any, ...]) -> dict[str, Any]:
+    method, url, status, started, duration_ms, redirect_url, error = values
+    return {
+        "type": event_type.value,
+        "method": method,
+        "url": url,
+        "status": status,
+        "started": started,
+        "duration_ms": round(duration_ms, 3),
+        **({"redirect_url": redirect_url} if redirect_url else {}),
+        **({"error": error} if error else {}),
+    }
 
 
 EventRecord = tuple[Any, ...]
 """`NetworkEvent`'s constructor fields in order (`RECORD_FIELDS`), with the method upper-cased."""
 
 RECORD_FIELDS = tuple(f.name for f in fields(NetworkEvent) if f.init)
+
+_record_summary_fields = itemgetter(*(RECORD_FIELDS.index(name) for name in _SUMMARY_FIELDS))
 
 _TYPE_MASK, _NAVIGATION, _EVALUATION = 0b11, 0b100, 0b1000
 """The bits of a classified event's byte in `NetworkTrace._kinds`."""
@@ -295,7 +242,7 @@ class NetworkTrace:
         self._kinds = bytearray()
         """One byte per classified event (type and flags, see `_kind`), in order."""
         self._last_navigation = -1
-        self._type_counts = [0] * len(_EVENT_TYPES)
+        self._type_counts = [0] * len(EVENT_TYPES)
         self.memo: dict[Any, Any] = {}
         """Per-trace cache for evaluators (e.g. how far a search got); valid because traces only grow."""
         self._found_at: dict[int, int] = {}
@@ -315,6 +262,14 @@ class NetworkTrace:
         items = self._items
         for index in range(max(0, start), len(items)):
             yield as_event(items[index])
+
+    def summary(self, index: int) -> dict[str, Any]:
+        """`event(index).summary()`, typed by the trace's own classification (done once per event, and
+        shared with `counts` and evaluation) and without making a record an object."""
+        self._classify()
+        item = self._items[index]
+        values = item._summary_fields() if isinstance(item, NetworkEvent) else _record_summary_fields(item)
+        return _summary(EVENT_TYPES[self._kinds[index] & _TYPE_MASK], values)
 
     def event(self, index: int) -> NetworkEvent:
         """The event at `index`, made an object once and kept (evaluators memoize on it)."""
@@ -396,5 +351,5 @@ class NetworkTrace:
     def counts(self) -> dict[str, int]:
         """Number of events by `EventType`, plus the total."""
         self._classify()
-        by_type = {kind.value: n for kind, n in zip(_EVENT_TYPES, self._type_counts, strict=True)}
+        by_type = {kind.value: n for kind, n in zip(EVENT_TYPES, self._type_counts, strict=True)}
         return {**by_type, "total": len(self._items)}

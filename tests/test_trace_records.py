@@ -66,6 +66,8 @@ def test_a_trace_of_records_reads_like_a_trace_of_events(items, as_record, split
     assert (last.url if last else None) == (navigation[-1] if navigation else None)
     assert [e.url for e in trace.first_evaluation_events(2)] == evaluation[:2]
     assert [(e.method, e.url, e.status) for e in trace] == [(e.method, e.url, e.status) for e in items]
+    # The event stream's view, from the trace's own classification, is each event's own summary.
+    assert [trace.summary(index) for index in range(len(items))] == [e.summary() for e in items]
     posts = trace.find(0, "POST", lambda event: event.post_data is not None)
     assert [e.url for e in posts] == [
         e.url for e in items if e.is_evaluation and e.method == "POST" and e.post_data
