@@ -10,7 +10,7 @@ models document the bodies in `/openapi.json`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import quote, unquote
 
 from fastapi import Depends, FastAPI, Header, Query, Request
@@ -83,6 +83,13 @@ async def _control(request: Request) -> ControlContext:
 
 Control = Annotated[ControlContext, Depends(_control)]
 Since = Annotated[int, Query(description="first event index to return")]
+EventDetail = Annotated[
+    Literal["each", "counts"],
+    Query(
+        description="`each`: every event as an `event` notice; `counts`: instead, at most one `counts` "
+        "notice per session per write (a few a second), with its event counts by type"
+    ),
+]
 
 
 def _via_proxy(request: Request) -> bool:
@@ -204,8 +211,11 @@ def create_app(control: ControlContext | None) -> FastAPI:
         summary="Server-Sent Events: every session's notices (session, event, reset, finished)",
         responses=_stream(*_GUARDED),
     )
-    async def get_all_events(request: Request, ctx: Control) -> Response:
-        return global_stream(app.state.streams, ctx.sessions, snapshot=_via_proxy(request))
+    async def get_all_events(request: Request, ctx: Control, events: EventDetail = "each") -> Response:
+        each_event = events == "each"
+        return global_stream(
+            app.state.streams, ctx.sessions, snapshot=_via_proxy(request), each_event=each_event
+        )
 
     @app.post(
         "/sessions/{session}/finish",

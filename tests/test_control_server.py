@@ -245,3 +245,79 @@ def test_stop_ends_open_streams(tmp_path):
         writer.close()
 
     asyncio.run(main())
+
+
+def _chunks(raw: bytes) -> list[bytes]:
+    """The chunks of a chunked HTTP body (what the server wrote, one `send` each)."""
+    chunks = []
+    while raw:
+        size_line, _, rest = raw.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0 or len(rest) < size + 2:
+            break
+        chunks.append(rest[:size])
+        raw = rest[size + 2 :]
+    return chunks
+
+
+def test_a_burst_of_events_goes_out_in_one_write_each_its_own_message(tmp_path):
+    """A busy run must not cost the proxy one write per event per watcher: the stream gathers what
+    arrives within FLUSH_SECONDS and writes it at once, every event still its own message, in order."""
+
+    async def scenario(server: ControlServer) -> None:
+        session = context_of(server).sessions.get_or_create("busy")
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /sessions/busy/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        await reader.readuntil(b"\r\n\r\n")
+        await read_until(reader, b"event: session")
+        for index in range(200):
+            session.append(event_from_flow(make_flow(url=f"{SHOP}/burst/{index}")))
+        body = await read_until(reader, f"{SHOP}/burst/199".encode())
+        events = [chunk for chunk in _chunks(body) if b"/burst/" in chunk]
+        assert len(events) == 1, [len(chunk) for chunk in events]
+        text = events[0].decode()
+        assert [int(line[4:]) for line in text.splitlines() if line.startswith("id: ")] == list(range(200))
+        assert text.count("\n\n") == 200  # one message per event
+        writer.close()
+
+    serve(tmp_path, scenario)
+
+
+def _messages(text: str) -> list[tuple[str, dict]]:
+    """(event, data) of each whole message in `text`."""
+    found = []
+    for block in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "data" in fields:
+            found.append((fields.get("event", "message"), json.loads(fields["data"])))
+    return found
+
+
+def test_the_global_stream_can_tell_counts_instead_of_every_event(tmp_path):
+    """`/events?events=counts`: what a list of sessions needs, at a few notices a second however busy."""
+
+    async def scenario(server: ControlServer) -> None:
+        ctx = context_of(server)
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /events?events=counts HTTP/1.1\r\nHost: x\r\n\r\n")
+        await read_until(reader, b"event: sessions")
+        session = ctx.sessions.start("c", ctx.tasks[9001])
+        for index in range(30):
+            session.append(event_from_flow(make_flow(url=f"{SHOP}/counted/{index}")))
+        seen = (await read_until(reader, b'"total":30')).decode()
+        assert "/counted/" not in seen and "event: event" not in seen
+        counts = [data for kind, data in _messages(seen) if kind == "counts"]
+        assert counts == [
+            {"session": "c", "counts": {"navigation": 0, "mutation": 0, "other": 30, "total": 30}}
+        ]
+        assert session.live is not None
+        session.live.finish({"task_type": "navigate", "status": "SUCCESS"})
+        await read_until(reader, b"event: finished")
+        writer.close()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /events?events=every HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, _, body = await read_response(reader)
+        assert status == 400 and json.loads(body)["error"], body
+        writer.close()
+
+    serve(tmp_path, scenario)
