@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
-from serve_process import shop, start_serve
+from serve_process import finish, shop, start_serve
 
 from webarena_live.client import proxy_url
 
@@ -122,7 +123,7 @@ def test_dashboard_follows_a_session_live(browser: Any, shop: str, tmp_path: Pat
         assert page.locator("#events tbody tr:visible").count() == len(pages)
 
         answer = {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": None}
-        finished = requests.post(f"{control}/sessions/{SESSION}/finish", json=answer, headers=auth)
+        finished = finish(control, SESSION, answer, headers=auth)
         assert finished.ok and finished.json()["status"] == "success", finished.text
         page.wait_for_selector("#verdict:not([hidden])", timeout=3000)
         assert "Verdict: success" in page.inner_text("#verdict")
@@ -130,6 +131,55 @@ def test_dashboard_follows_a_session_live(browser: Any, shop: str, tmp_path: Pat
         shot = artifacts(tmp_path) / f"dashboard-{'token' if token else 'open'}.png"
         page.screenshot(path=str(shot), full_page=True)
         print(f"screenshot: {shot}")
+        assert not problems, problems
+    finally:
+        page.close()
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=30)
+
+
+def test_dashboard_keeps_up_with_a_busy_run(browser: Any, shop: str, tmp_path: Path) -> None:
+    """Hundreds of events a second: the page keeps the newest 1,000 rows (newest first) and says how many
+    there were, keeps up (the last event shows within a second of the agent's last answer), and a page
+    opened afterwards starts at the events it keeps rather than reading the whole session."""
+    process, control, proxy = start_serve(tmp_path, shop, tmp_path / "state")
+    problems: list[str] = []
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(f"pageerror: {error}"))
+    streams: list[str] = []
+    try:
+        assert requests.post(f"{control}/sessions", json={"task_id": TASK, "session": SESSION}).ok
+        page.goto(f"{control}/#{SESSION}")
+        page.wait_for_selector("#live.on", timeout=5000)
+        total = 1300
+        through = proxy_url(SESSION, port=int(proxy.rsplit(":", 1)[1]))
+
+        def browse(count: int) -> None:
+            agent = requests.Session()
+            agent.proxies = {"http": through, "https": through}
+            for number in range(count):
+                assert agent.get(f"{shop}/?n={number}").ok
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(browse, [total // 8 + (1 if worker < total % 8 else 0) for worker in range(8)]))
+        page.wait_for_selector(f'#events tbody tr:first-child[data-index="{total - 1}"]', timeout=1000)
+        assert page.locator("#events tbody tr").count() == 1000
+        assert page.inner_text("#event-count") == f"the last 1000 of {total}"
+        indexes = page.eval_on_selector_all(
+            "#events tbody tr", "rows => rows.map(r => Number(r.dataset.index))"
+        )
+        assert indexes == list(range(total - 1, total - 1001, -1))
+
+        late = browser.new_page()
+        late.on("request", lambda r: streams.append(r.url) if "/events" in r.url else None)
+        late.goto(f"{control}/#{SESSION}")
+        late.wait_for_selector(f'#events tbody tr:first-child[data-index="{total - 1}"]', timeout=5000)
+        assert late.locator("#events tbody tr").count() == 1000
+        assert any(url.endswith(f"/sessions/{SESSION}/events?since={total - 1000}") for url in streams), (
+            streams
+        )
+        late.close()
         assert not problems, problems
     finally:
         page.close()

@@ -8,14 +8,46 @@ const state = {
   token: sessionStorage.getItem("webarena-live-token") || "",
   selected: null, // the session shown on the right
   sessionStream: null, // AbortController of its event stream
-  events: [], // its events so far
+  eventCount: 0, // its events so far (only the last SHOWN_EVENTS stay on the page)
+  pendingEvents: [], // received, not drawn yet
+  counts: new Map(), // event counts of sessions in the list, not drawn yet
+  progressShown: null, // the progress on the page, as JSON
   finished: false,
-  progressTimer: null,
-  sessionsTimer: null,
   following: false, // the global stream is being read
 };
 
 const $ = (selector) => document.querySelector(selector);
+
+// A long run has tens of thousands of events: the page keeps the newest rows only, so it stays fast.
+const SHOWN_EVENTS = 1000;
+// During a busy run notices arrive many times a second; the list and the progress are fetched again
+// at most this often (ms), and always after the last notice.
+const REFRESH_EVERY = 400;
+// The progress is computed by the proxy on each ask: during a busy run, once a second is plenty.
+const PROGRESS_EVERY = 1000;
+const DRAW_EVERY = 250;
+const FLASH_AT_MOST = 20;
+
+// Calls fn at once, then at most once every `every` ms while it keeps being asked for, and once more
+// after the last ask (so the page always ends up showing the latest state).
+function throttled(fn, every) {
+  let cooling = null;
+  let again = false;
+  const fire = () => {
+    cooling = setTimeout(() => {
+      cooling = null;
+      if (again) {
+        again = false;
+        fire();
+      }
+    }, every);
+    fn();
+  };
+  return () => {
+    if (cooling === null) fire();
+    else again = true;
+  };
+}
 
 function headers() {
   return state.token ? { Authorization: `Bearer ${state.token}` } : {};
@@ -114,18 +146,17 @@ async function refreshSessions() {
   $("#no-sessions").hidden = sessions.length > 0;
 }
 
-function sessionsChanged() {
-  clearTimeout(state.sessionsTimer);
-  state.sessionsTimer = setTimeout(refreshSessions, 150);
-}
+const sessionsChanged = throttled(refreshSessions, REFRESH_EVERY);
 
 // Every session's notices, for the list; polling where there is no such stream.
 async function followAllSessions() {
   for (;;) {
     try {
-      await readStream("events", undefined, () => {
+      // Event counts rather than every event: the list needs no more, and the proxy sends far less.
+      await readStream("events?events=counts", undefined, (kind, data) => {
         setLive(true);
-        sessionsChanged();
+        if (kind === "counts") showCount(data.session, data.counts);
+        else sessionsChanged();
       });
     } catch (error) {
       if (error instanceof Unauthorized) return;
@@ -135,6 +166,21 @@ async function followAllSessions() {
     await new Promise((resolve) => setTimeout(resolve, 2000));
   }
 }
+
+function showCount(session, counts) {
+  state.counts.set(session, counts.total);
+  drawCounts();
+}
+
+const drawCounts = throttled(() => {
+  for (const row of document.querySelectorAll("#sessions tbody tr")) {
+    const total = state.counts.get(row.dataset.session);
+    if (total !== undefined) row.cells[4].textContent = String(total);
+  }
+  const listed = new Set([...document.querySelectorAll("#sessions tbody tr")].map((row) => row.dataset.session));
+  if ([...state.counts.keys()].some((name) => !listed.has(name))) sessionsChanged(); // not in the list yet
+  state.counts.clear();
+}, REFRESH_EVERY);
 
 function setLive(on) {
   const badge = $("#live");
@@ -147,7 +193,7 @@ function setLive(on) {
 function select(name) {
   if (state.sessionStream) state.sessionStream.abort();
   state.selected = name;
-  state.events = [];
+  clearEvents();
   state.finished = false;
   for (const row of document.querySelectorAll("#sessions tbody tr")) {
     row.classList.toggle("selected", row.dataset.session === name);
@@ -155,10 +201,9 @@ function select(name) {
   $("#session-panel").hidden = false;
   $("#session-name").textContent = name;
   $("#session-task").textContent = "";
-  $("#events tbody").replaceChildren();
   $("#progress tbody").replaceChildren();
+  state.progressShown = null;
   $("#verdict").hidden = true;
-  $("#event-count").textContent = "0";
   const base = `sessions/${encodeURIComponent(name)}`;
   setDownload($("#har-link"), `${base}/har`, `${name}.har`);
   setDownload($("#trace-link"), `${base}/trace`, `${name}-trace.json`);
@@ -185,6 +230,13 @@ async function followSession(name) {
   const controller = new AbortController();
   state.sessionStream = controller;
   let lastId = null;
+  try {
+    // A long session's stream would open with every event so far: start at the ones the page keeps.
+    const total = (await api(`sessions/${encodeURIComponent(name)}`)).counts.total;
+    if (total > SHOWN_EVENTS) lastId = total - SHOWN_EVENTS - 1;
+  } catch (error) {
+    if (error instanceof Unauthorized) return;
+  }
   while (!controller.signal.aborted && !state.finished) {
     const since = lastId === null ? "" : `?since=${Number(lastId) + 1}`;
     try {
@@ -204,8 +256,7 @@ async function followSession(name) {
 function onSessionMessage(kind, data) {
   if (kind === "session" || kind === "reset") {
     if (kind === "reset") {
-      state.events = [];
-      $("#events tbody").replaceChildren();
+      clearEvents();
       $("#verdict").hidden = true;
     }
     $("#session-task").textContent = data.task_id == null ? "(no task)" : `task ${data.task_id}: ${data.intent}`;
@@ -225,21 +276,54 @@ function shownTypes() {
   return new Set([...document.querySelectorAll(".filters input:checked")].map((input) => input.value));
 }
 
+// Events are drawn newest first, in batches (a busy run brings hundreds a second): at once after a quiet
+// spell, then at most every DRAW_EVERY ms, only the newest SHOWN_EVENTS of a batch, in one insertion.
 function addEvent(view) {
-  state.events.push(view);
-  $("#event-count").textContent = String(state.events.length);
-  const row = $("#events tbody").insertRow();
-  row.dataset.index = view.index;
-  row.dataset.type = view.type;
-  row.className = "new";
-  // Only once: unhiding a row (the type filter) would replay the animation otherwise.
-  row.addEventListener("animationend", () => row.classList.remove("new"), { once: true });
-  row.hidden = !shownTypes().has(view.type);
-  cell(row, view.index);
-  cell(row, view.type);
-  cell(row, view.method);
-  cell(row, view.url, "url");
-  cell(row, view.status);
+  state.eventCount = view.index + 1;
+  state.pendingEvents.push(view);
+  drawSoon();
+}
+
+const drawSoon = throttled(() => setTimeout(drawEvents, 0), DRAW_EVERY); // after the rest of the chunk
+
+function drawEvents() {
+  const views = state.pendingEvents.slice(-SHOWN_EVENTS);
+  state.pendingEvents = [];
+  const types = shownTypes();
+  const flash = views.length <= FLASH_AT_MOST; // a burst cannot be read row by row: no flashing then
+  const rows = document.createDocumentFragment();
+  for (const view of views.reverse()) {
+    const row = document.createElement("tr");
+    row.dataset.index = view.index;
+    row.dataset.type = view.type;
+    if (flash) {
+      row.className = "new";
+      // Only once: unhiding a row (the type filter) would replay the animation otherwise.
+      row.addEventListener("animationend", () => row.classList.remove("new"), { once: true });
+    }
+    row.hidden = !types.has(view.type);
+    cell(row, view.index);
+    cell(row, view.type);
+    cell(row, view.method);
+    cell(row, view.url, "url");
+    cell(row, view.status);
+    rows.append(row);
+  }
+  const body = $("#events tbody");
+  if (views.length === SHOWN_EVENTS) body.replaceChildren(rows);
+  else {
+    body.prepend(rows);
+    for (let excess = body.rows.length - SHOWN_EVENTS; excess > 0; excess--) body.deleteRow(-1);
+  }
+  $("#event-count").textContent =
+    state.eventCount > body.rows.length ? `the last ${body.rows.length} of ${state.eventCount}` : String(state.eventCount);
+}
+
+function clearEvents() {
+  state.pendingEvents = [];
+  state.eventCount = 0;
+  $("#events tbody").replaceChildren();
+  $("#event-count").textContent = "0";
 }
 
 function applyFilter() {
@@ -247,10 +331,7 @@ function applyFilter() {
   for (const row of document.querySelectorAll("#events tbody tr")) row.hidden = !types.has(row.dataset.type);
 }
 
-function scheduleProgress() {
-  clearTimeout(state.progressTimer);
-  state.progressTimer = setTimeout(showProgress, 100);
-}
+const scheduleProgress = throttled(() => showProgress(), PROGRESS_EVERY);
 
 async function showProgress() {
   const name = state.selected;
@@ -261,6 +342,9 @@ async function showProgress() {
     return; // a session without a task has no progress
   }
   if (name !== state.selected) return;
+  const shown = JSON.stringify([name, progress.network, progress.last_navigation]);
+  if (shown === state.progressShown) return; // unchanged: nothing to lay out again
+  state.progressShown = shown;
   const body = $("#progress tbody");
   body.replaceChildren();
   for (const item of progress.network) {
