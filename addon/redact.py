@@ -74,10 +74,13 @@ def redact_header(name: str, value: str) -> str:
 
 def redact_form(text: str) -> str:
     """An urlencoded body (or query) with the password fields' values replaced."""
-    pairs = parse_qsl(text, keep_blank_values=True)
+    # Bytes that are not UTF-8 (raw, or percent-escaped) ride through as surrogates and come out as the
+    # same bytes, percent-escaped: a body is never refused or mangled for its encoding.
+    pairs = parse_qsl(text, keep_blank_values=True, errors="surrogateescape")
     if not any(is_password_field(name) for name, _ in pairs):
         return text  # untouched, byte for byte
-    return urlencode([(name, REDACTED if is_password_field(name) else value) for name, value in pairs])
+    redacted = [(name, REDACTED if is_password_field(name) else value) for name, value in pairs]
+    return urlencode(redacted, errors="surrogateescape")
 
 
 def redact_json(value: Any) -> Any:

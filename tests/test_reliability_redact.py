@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote_plus, unquote_to_bytes
 
 import pytest
 import requests
@@ -22,7 +23,7 @@ from tests.site.harness import start_proxy, write_config
 from webarena_live.addon.cli import build_parser
 from webarena_live.addon.outputs import write_outputs
 from webarena_live.addon.recovery import find_journal
-from webarena_live.addon.redact import REDACTED, redact_har, redact_har_entry
+from webarena_live.addon.redact import REDACTED, redact_har, redact_har_entry, redact_post_text, redact_url
 from webarena_live.addon.serve import addon_options
 from webarena_live.evaluator.evaluate import evaluate_task
 from webarena_live.evaluator.har import event_from_har_entry, event_to_har_entry, trace_to_har
@@ -133,6 +134,20 @@ def test_password_fields_in_json_and_multipart_posts(mime, text, kept):
         "text"
     ]
     assert "hunter3" not in redacted and REDACTED in redacted and kept in redacted
+
+
+def test_a_form_with_bytes_that_are_not_utf8_is_redacted_and_keeps_its_bytes():
+    """Raw and percent-escaped windows-1252 bytes (a hand-made client): the password goes, every other
+    byte stays (percent-escaped), and nothing raises on the capture path."""
+    raw = b"user=caf\xe9&password=s\xe9cret&note=%E9t%E9"
+    text = raw.decode("utf-8", "surrogateescape")  # how a body that is not UTF-8 reaches the redaction
+    redacted = redact_post_text(text, "application/x-www-form-urlencoded")
+    assert redacted.split("&")[1] == "password=" + quote_plus(REDACTED)
+    assert [unquote_to_bytes(pair) for pair in redacted.split("&")[::2]] == [
+        b"user=caf\xe9",
+        b"note=\xe9t\xe9",
+    ]
+    assert quote_plus(REDACTED) in redact_url(f"http://shop.test/login?{text}")
 
 
 def test_an_entry_without_secrets_is_left_as_it_is():
