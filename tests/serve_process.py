@@ -11,10 +11,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 
+from tests.site.harness import check_preview
 from webarena_live.addon import demo_site
 from webarena_live.addon.demo_stack import free_ports
 
@@ -76,3 +78,15 @@ def start_serve(
         env={"XDG_STATE_HOME": str(state)},
     )  # fmt: skip
     return served.process, served.control, f"http://127.0.0.1:{served.proxy_port}"
+
+
+def finish(
+    control: str, session: str, answer: Any, *, timeout: float = 30, **kwargs: Any
+) -> requests.Response:
+    """`POST {control}/sessions/{session}/finish`, preceded by a preview with the same body that must say
+    what the finish then did (`harness.check_preview`), as every finish through the live harness is."""
+    base = f"{control}/sessions/{session}"
+    preview = requests.post(f"{base}/preview", json=answer, timeout=timeout, **kwargs)
+    reply = requests.post(f"{base}/finish", json=answer, timeout=timeout, **kwargs)
+    check_preview(preview, reply)
+    return reply

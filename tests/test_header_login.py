@@ -20,7 +20,7 @@ import pytest
 import requests
 from addon_helpers import ORACLE_JUDGE
 from mitmproxy.test import taddons, tflow
-from serve_process import launch_serve
+from serve_process import finish, launch_serve
 
 from webarena_live.addon.header_login import HeaderLogin
 from webarena_live.evaluator.site_checks import config_problems
@@ -145,7 +145,7 @@ def test_serve_logs_agents_in_by_header_and_the_reference_agrees(
         assert page.status_code == 200 and "Dashboard" in page.text  # the site saw the header
         (event,) = requests.get(f"{control}/sessions/ops/trace", timeout=10).json()["events"]
         answer = {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": None}
-        result = requests.post(f"{control}/sessions/ops/finish", json=answer, timeout=10).json()
+        result = finish(control, "ops", answer, timeout=10).json()
     finally:
         serve.stop()
     assert event["status"] == 200 and result["status"] == "success", result

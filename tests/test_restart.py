@@ -12,7 +12,7 @@ import signal
 from pathlib import Path
 
 import requests
-from serve_process import shop, start_serve
+from serve_process import finish, shop, start_serve
 
 __all__ = ["shop"]  # the module's fixture, shared with other tests
 
@@ -37,7 +37,7 @@ def test_unfinished_sessions_are_named_on_stop_and_resumable_after_a_restart(
         ).raise_for_status()
         browse(proxy, "lee", f"{shop}/")
         done = {"task_type": "retrieve", "status": "SUCCESS", "retrieved_data": [34.99]}
-        assert requests.post(f"{control}/sessions/lee/finish", json=done, timeout=10).ok
+        assert finish(control, "lee", done, timeout=10).ok
         health = requests.get(f"{control}/health", timeout=10).json()
         assert health["journal_dir"] == str(state / "webarena-live" / "journal")
     finally:
@@ -57,7 +57,7 @@ def test_unfinished_sessions_are_named_on_stop_and_resumable_after_a_restart(
         resumed = requests.post(f"{control}/sessions", json=listed[0]["resume"], timeout=10).json()
         assert resumed["resumed_events"] == 1
         answer = {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": None}
-        result = requests.post(f"{control}/sessions/kim/finish", json=answer, timeout=10).json()
+        result = finish(control, "kim", answer, timeout=10).json()
         assert result["status"] == "success", result
         after = requests.get(f"{control}/sessions", timeout=10).json()["sessions"]
         assert [(s["session"], s["state"]) for s in after] == [("kim", "finished")]

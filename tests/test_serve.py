@@ -23,6 +23,7 @@ from addon_helpers import MUTATE_TASK, NAVIGATE_TASK, oracle_verdict, write_conf
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from mitmproxy.certs import CertStore
+from serve_process import finish
 
 CLI = Path(sys.executable).parent / "webarena-live"
 
@@ -171,9 +172,9 @@ def test_mutate_run_with_credentials_up_front_matches_the_oracle(proxy, shop, or
     assert done.ok and done.url == f"{shop}/cart"  # followed the 302
     # Finish through the proxy, at the reserved host, with the seed's field names.
     answer = {"action": "mutate", "status": "SUCCESS", "results": None}
-    finish = agent.post("http://webarena-live.invalid/sessions/alice/finish", json=answer, timeout=30)
-    assert finish.status_code == 200, finish.text
-    result = finish.json()
+    reply = agent.post("http://webarena-live.invalid/sessions/alice/finish", json=answer, timeout=30)
+    assert reply.status_code == 200, reply.text
+    result = reply.json()
     assert result["status"] == "success", result
     trace = requests.get(f"{proxy.control}/sessions/alice/trace", timeout=5).json()
     assert [(e["method"], e["url"], e["status"]) for e in trace["events"]] == [
@@ -208,9 +209,8 @@ def test_default_session_and_the_event_stream(proxy, shop):
             seen.append(json.loads(line[6:]))
             break
     assert seen[0]["url"] == f"{shop}/products/7" and seen[0]["type"] == "navigation"
-    finish = requests.post(f"{proxy.control}/sessions/default/finish",
-                           json={"task_type": "NAVIGATE", "status": "SUCCESS"}, timeout=30)  # fmt: skip
-    assert finish.json()["status"] == "success"
+    finished = finish(proxy.control, "default", {"task_type": "NAVIGATE", "status": "SUCCESS"})
+    assert finished.json()["status"] == "success"
     tail = [line for line in lines]
     assert "event: finished" in tail  # the stream ends with the verdict
     stream.close()

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import requests
-from serve_process import launch_serve, shop
+from serve_process import finish, launch_serve, shop
 
 from webarena_live.evaluator.site_checks import KNOWN_SITES, placeholder
 
@@ -45,7 +45,7 @@ def test_create_submission_pkg_accepts_the_proxys_run_directories(
         requests.get(
             f"{shop}/", proxies=proxies, headers={"Accept": "text/html"}, timeout=10
         ).raise_for_status()
-        requests.post(f"{control}/sessions/s{task_id}/finish", json=ANSWER, timeout=30).raise_for_status()
+        finish(control, f"s{task_id}", ANSWER).raise_for_status()
 
     try:
         for task_id in TASKS:
