@@ -1,7 +1,7 @@
 """Pick a session up again from its journal after the proxy died (issue 6, item 4).
 
 Every captured event is appended to the session run's journal the moment it
-completes (`addon.sessions.Journal`), so a killed proxy loses nothing already
+completes (`addon.journal.Journal`), so a killed proxy loses nothing already
 captured. After a restart, `POST /sessions {"task_id": N, "session": S,
 "resume_journal": true}` finds the newest journal of session S for task N
 and starts the session again with those events, so the agent can carry on
@@ -16,7 +16,7 @@ from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from pathlib import Path
 
-from webarena_live.addon.sessions import FINISHED_INDEX, journal_filename
+from webarena_live.addon.journal import FINISHED_INDEX, journal_filename
 from webarena_live.evaluator import NetworkTrace, WebArenaLiveError, load_trace
 
 # What `journal_filename` puts after "<session>-<task>-": a UTC time and the suffix.

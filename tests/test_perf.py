@@ -30,9 +30,10 @@ from webarena_live.addon import capture
 from webarena_live.addon.capture import event_from_flow, shared_header
 from webarena_live.addon.control import ControlContext
 from webarena_live.addon.har_spool import SPOOL_SUBDIR, HarSpool, replace_cheaply
+from webarena_live.addon.journal import entry_json_bytes
 from webarena_live.addon.process_memory import gc_paused
 from webarena_live.addon.redact import redact_har_entry
-from webarena_live.addon.sessions import SessionState, SessionStore, entry_json_bytes
+from webarena_live.addon.sessions import SessionState, SessionStore
 from webarena_live.evaluator.evaluate import evaluate_task
 from webarena_live.evaluator.har import (
     _iso,
