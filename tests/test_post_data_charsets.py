@@ -1,7 +1,7 @@
 # ruff: noqa: RUF001, RUF002  (the en dash and other non-ASCII text are what is tested)
 """Request bodies are decoded as the browser encoded them (DESIGN §4; issue 13, defect 1).
 
-`capture.decode_post_data` is tested directly on the bytes real Chromium sent (measured with
+`post_data.decode_post_data` is tested directly on the bytes real Chromium sent (measured with
 `tests/site/charsets.py`; see tests/test_form_charsets.py for the live run): UTF-8 when the bytes are
 UTF-8, else a declared charset, else UTF-8 with undecodable bytes kept as lone surrogates. Whatever
 the case, the exact bytes can be had back.
@@ -14,7 +14,8 @@ import json
 import pytest
 from addon_helpers import SHOP, make_flow
 
-from webarena_live.addon.capture import BODY_CAP, body_text, decode_post_data, event_from_flow
+from webarena_live.addon.capture import BODY_CAP, body_text, event_from_flow
+from webarena_live.addon.post_data import decode_post_data
 from webarena_live.evaluator.bodies import parse_body
 from webarena_live.evaluator.har import event_from_har_entry, event_to_har_entry, event_to_har_json
 from webarena_live.evaluator.trace import NetworkEvent
