@@ -83,6 +83,10 @@ async def _control(request: Request) -> ControlContext:
 
 Control = Annotated[ControlContext, Depends(_control)]
 Since = Annotated[int, Query(description="first event index to return")]
+Tail = Annotated[
+    int | None,
+    Query(ge=0, description="only the newest this many of the events so far (what follows is not limited)"),
+]
 EventDetail = Annotated[
     Literal["each", "counts"],
     Query(
@@ -195,6 +199,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
         request: Request,
         ctx: Control,
         since: Since = 0,
+        tail: Tail = None,
         last_event_id: Annotated[str | None, Header(include_in_schema=False)] = None,
     ) -> Response:
         found = find_session(ctx, unquote(session))
@@ -204,7 +209,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
             return Response(status_code=204, media_type="text/event-stream")
         if last_event_id and last_event_id.strip().isdigit():
             since = max(since, int(last_event_id) + 1)
-        return session_stream(app.state.streams, found, since, snapshot=_via_proxy(request))
+        return session_stream(app.state.streams, found, since, snapshot=_via_proxy(request), tail=tail)
 
     @app.get(
         "/events",

@@ -79,7 +79,7 @@ class Subscription:
             if batch:
                 last_write = loop.time()
                 yield batch
-            if self.closed:
+            if self.closed and not self.pending:  # what came in during the last write goes out first
                 return
 
 
@@ -139,20 +139,24 @@ def _response(events: AsyncIterator[bytes]) -> EventSourceResponse:
     return response
 
 
-def session_stream(streams: Streams, session: Session, since: int, *, snapshot: bool) -> EventSourceResponse:
-    """The session's state, its events from `since`, then each new one, and the verdict at the end."""
+def session_stream(
+    streams: Streams, session: Session, since: int, *, snapshot: bool, tail: int | None = None
+) -> EventSourceResponse:
+    """The session's state, its events from `since` (only the newest `tail` of them, with `tail`), then
+    each new one, and the verdict at the end."""
 
     async def events() -> AsyncIterator[bytes]:
         finished = session.result is not None
         subscription = None
-        if not snapshot and not finished:
-            subscription = streams.open()
-            session.listeners.append(subscription.put)
-        opening = [_RETRY, message(session.describe(), event="session")]
-        opening += [message(view, event_id=view["index"]) for view in session.events_view(since)]
-        if session.result is not None:
-            opening.append(message(session.result.to_dict(), event="finished"))
         try:
+            if not snapshot and not finished:
+                subscription = streams.open()
+                session.listeners.append(subscription.put)
+            start = since if tail is None else max(since, len(session.trace) - tail)
+            opening = [_RETRY, message(session.describe(), event="session")]
+            opening += [message(view, event_id=view["index"]) for view in session.events_view(start)]
+            if session.result is not None:
+                opening.append(message(session.result.to_dict(), event="finished"))
             yield b"".join(opening)
             if subscription is None:
                 return
@@ -188,6 +192,7 @@ def global_stream(
             assert subscription is not None
             if kind != "event":
                 subscription.put(kind, payload if "session" in payload else {**payload, "session": name})
+                counted.discard(name)  # events after this notice are told after it, by a counts of their own
             elif each_event:
                 subscription.put(kind, payload)  # an event's view names its session already
             elif name not in counted:
@@ -199,10 +204,10 @@ def global_stream(
             counts = session.trace.counts() if session is not None else {}
             return message({**payload, "counts": counts}, event="counts")
 
-        if subscription is not None:
-            store.listeners.append(listener)
-        sessions = [session.describe() for session in store]
         try:
+            if subscription is not None:
+                store.listeners.append(listener)
+            sessions = [session.describe() for session in store]
             yield _RETRY + message({"sessions": sessions}, event="sessions")
             if subscription is None:
                 return

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import islice
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from webarena_live.evaluator.classify import (
@@ -170,18 +170,7 @@ class NetworkEvent:
 
     def summary(self) -> dict[str, Any]:
         """A small JSON-ready view, for the event stream and the trace route."""
-        return _summary(self.event_type, self._summary_fields())
-
-    def _summary_fields(self) -> tuple[Any, ...]:
-        return (
-            self.method,
-            self.url,
-            self.status,
-            self.started,
-            self.duration_ms,
-            self.redirect_url,
-            self.error,
-        )
+        return _summary(self.event_type, _event_summary_fields(self))
 
 
 _SUMMARY_FIELDS = ("method", "url", "status", "started", "duration_ms", "redirect_url", "error")
@@ -207,6 +196,7 @@ EventRecord = tuple[Any, ...]
 RECORD_FIELDS = tuple(f.name for f in fields(NetworkEvent) if f.init)
 
 _record_summary_fields = itemgetter(*(RECORD_FIELDS.index(name) for name in _SUMMARY_FIELDS))
+_event_summary_fields = attrgetter(*_SUMMARY_FIELDS)
 
 _TYPE_MASK, _NAVIGATION, _EVALUATION = 0b11, 0b100, 0b1000
 """The bits of a classified event's byte in `NetworkTrace._kinds`."""
@@ -268,7 +258,9 @@ class NetworkTrace:
         shared with `counts` and evaluation) and without making a record an object."""
         self._classify()
         item = self._items[index]
-        values = item._summary_fields() if isinstance(item, NetworkEvent) else _record_summary_fields(item)
+        values = (
+            _event_summary_fields(item) if isinstance(item, NetworkEvent) else _record_summary_fields(item)
+        )
         return _summary(EVENT_TYPES[self._kinds[index] & _TYPE_MASK], values)
 
     def event(self, index: int) -> NetworkEvent:

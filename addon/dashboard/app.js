@@ -10,7 +10,8 @@ const state = {
   sessionStream: null, // AbortController of its event stream
   eventCount: 0, // its events so far (only the last SHOWN_EVENTS stay on the page)
   pendingEvents: [], // received, not drawn yet
-  counts: new Map(), // event counts of sessions in the list, not drawn yet
+  counts: new Map(), // the latest event count of each session's current run, from the global stream
+  sessionsAsked: 0, // refreshes of the list asked for (only the latest answer is drawn)
   progressShown: null, // the progress on the page, as JSON
   finished: false,
   following: false, // the global stream is being read
@@ -55,13 +56,20 @@ function headers() {
 
 class Unauthorized extends Error {}
 
+class HttpError extends Error {
+  constructor(path, status) {
+    super(`${path}: HTTP ${status}`);
+    this.status = status;
+  }
+}
+
 async function api(path) {
   const response = await fetch(path, { headers: headers() });
   if (response.status === 401) {
     askForToken();
     throw new Unauthorized(path);
   }
-  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  if (!response.ok) throw new HttpError(path, response.status);
   return response.json();
 }
 
@@ -79,7 +87,7 @@ async function readStream(path, signal, onMessage) {
     throw new Unauthorized(path);
   }
   if (response.status === 204) return "done"; // nothing more will come (a finished session)
-  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  if (!response.ok) throw new HttpError(path, response.status);
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   for (;;) {
@@ -121,6 +129,7 @@ function verdictText(result) {
 // --- the sessions list -----------------------------------------------------------------------
 
 async function refreshSessions() {
+  const ticket = ++state.sessionsAsked;
   let sessions;
   try {
     sessions = (await api("sessions")).sessions;
@@ -128,6 +137,7 @@ async function refreshSessions() {
     if (!(error instanceof Unauthorized)) console.warn(error);
     return;
   }
+  if (ticket !== state.sessionsAsked) return; // a later refresh is on its way: its answer is newer
   const body = $("#sessions tbody");
   body.replaceChildren();
   for (const view of sessions) {
@@ -139,7 +149,8 @@ async function refreshSessions() {
     cell(row, view.task_id);
     cell(row, view.intent);
     const counts = view.counts || { total: view.events || 0 };
-    cell(row, counts.total);
+    // A counts notice newer than this answer may have been drawn already; within a run counts only grow.
+    cell(row, Math.max(counts.total, state.counts.get(view.session) || 0));
     cell(row, verdictText(view.result), view.result ? view.result.status : "");
     row.addEventListener("click", () => select(view.session));
   }
@@ -156,7 +167,10 @@ async function followAllSessions() {
       await readStream("events?events=counts", undefined, (kind, data) => {
         setLive(true);
         if (kind === "counts") showCount(data.session, data.counts);
-        else sessionsChanged();
+        else {
+          if (kind === "session" || kind === "reset") state.counts.delete(data.session); // a new run
+          sessionsChanged();
+        }
       });
     } catch (error) {
       if (error instanceof Unauthorized) return;
@@ -173,13 +187,13 @@ function showCount(session, counts) {
 }
 
 const drawCounts = throttled(() => {
-  for (const row of document.querySelectorAll("#sessions tbody tr")) {
+  const rows = [...document.querySelectorAll("#sessions tbody tr")];
+  for (const row of rows) {
     const total = state.counts.get(row.dataset.session);
     if (total !== undefined) row.cells[4].textContent = String(total);
   }
-  const listed = new Set([...document.querySelectorAll("#sessions tbody tr")].map((row) => row.dataset.session));
+  const listed = new Set(rows.map((row) => row.dataset.session));
   if ([...state.counts.keys()].some((name) => !listed.has(name))) sessionsChanged(); // not in the list yet
-  state.counts.clear();
 }, REFRESH_EVERY);
 
 function setLive(on) {
@@ -209,6 +223,7 @@ function select(name) {
   setDownload($("#trace-link"), `${base}/trace`, `${name}-trace.json`);
   history.replaceState(null, "", `#${encodeURIComponent(name)}`);
   followSession(name);
+  showProgress(); // at once, whatever the throttle last did for another session
 }
 
 function setDownload(link, path, filename) {
@@ -229,25 +244,24 @@ function setDownload(link, path, filename) {
 async function followSession(name) {
   const controller = new AbortController();
   state.sessionStream = controller;
-  let lastId = null;
-  try {
-    // A long session's stream would open with every event so far: start at the ones the page keeps.
-    const total = (await api(`sessions/${encodeURIComponent(name)}`)).counts.total;
-    if (total > SHOWN_EVENTS) lastId = total - SHOWN_EVENTS - 1;
-  } catch (error) {
-    if (error instanceof Unauthorized) return;
-  }
+  let lastId = null; // the last event received: a reconnection goes on from the next
   while (!controller.signal.aborted && !state.finished) {
-    const since = lastId === null ? "" : `?since=${Number(lastId) + 1}`;
+    // A long session's stream would open with every event so far: the first asks for those the page keeps.
+    const from = lastId === null ? `?tail=${SHOWN_EVENTS}` : `?since=${Number(lastId) + 1}`;
     try {
-      const how = await readStream(`sessions/${encodeURIComponent(name)}/events${since}`, controller.signal,
+      const how = await readStream(`sessions/${encodeURIComponent(name)}/events${from}`, controller.signal,
         (kind, data, id) => {
+          if (kind === "reset") lastId = null; // a new run: its events start again at 0
           if (id !== null) lastId = id;
           onSessionMessage(kind, data);
         });
       if (how === "done") return;
     } catch (error) {
       if (controller.signal.aborted || error instanceof Unauthorized) return;
+      if (error instanceof HttpError && error.status === 404) {
+        $("#session-task").textContent = "(no such session)";
+        return;
+      }
     }
     if (!state.finished) await new Promise((resolve) => setTimeout(resolve, 1000));
   }
