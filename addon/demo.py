@@ -216,9 +216,20 @@ class _Interruption:
         if cls.requested:
             return  # a second Ctrl-C must not cut the cleanup short (the proxy would be left running)
         cls.requested = True
-        # The dead driver leaves futures whose errors asyncio would report at exit.
+        # The dead driver leaves futures whose errors asyncio would report at exit, and a subprocess
+        # transport that may be collected after its loop closed (reported as "unraisable").
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+        sys.unraisablehook = _quiet_about_closed_loops
         raise KeyboardInterrupt
+
+
+def _quiet_about_closed_loops(unraisable: sys.UnraisableHookArgs) -> None:
+    """After an interruption: asyncio's "Event loop is closed" from a transport collected too late (there
+    is nothing left for it to close) is not worth a traceback; anything else still gets one."""
+    error = unraisable.exc_value
+    if isinstance(error, RuntimeError) and str(error) == "Event loop is closed":
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def run(args: argparse.Namespace) -> int:
