@@ -28,8 +28,9 @@ from mitmproxy.net.http.headers import infer_content_encoding
 from webarena_live.addon.credentials import is_credentials
 from webarena_live.addon.post_data import decode_post_data
 from webarena_live.addon.sizes import request_body_size, response_sizes
+from webarena_live.evaluator.classify import STATIC_ASSET_SUFFIXES
 from webarena_live.evaluator.memo import BoundedMemo
-from webarena_live.evaluator.trace import STATIC_ASSET_SUFFIXES, EventRecord, NetworkEvent
+from webarena_live.evaluator.trace import EventRecord, NetworkEvent
 
 BODY_CAP = 256 * 1024
 """Largest decoded body (request or response) kept as text, in bytes."""

@@ -24,31 +24,7 @@ from itertools import islice
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from webarena_live.evaluator.classify import (
-    EVENT_TYPES,
-    LOWERED_NAMES,
-    MUTATION_METHODS,
-    STATIC_ASSET_SUFFIXES,
-    Derived,
-    EventType,
-    classify,
-    counts_as_navigation,
-    derive,
-)
-
-__all__ = [
-    "MUTATION_METHODS",
-    "RECORD_FIELDS",
-    "STATIC_ASSET_SUFFIXES",
-    "EventRecord",
-    "EventType",
-    "NetworkEvent",
-    "NetworkTrace",
-    "as_event",
-    "classify",
-    "counts_as_navigation",
-    "derive",
-]
+from webarena_live.evaluator.classify import EVENT_TYPES, LOWERED_NAMES, Derived, EventType, derive
 
 
 @dataclass(slots=True, eq=False)
@@ -130,7 +106,7 @@ class NetworkEvent:
 
     @property
     def is_navigation(self) -> bool:
-        """The reference's navigation rule (see `counts_as_navigation`)."""
+        """The reference's navigation rule (see `classify.counts_as_navigation`)."""
         return (self._derived or self._derive())[2]
 
     @property

@@ -27,6 +27,15 @@ async def read_through(reader: asyncio.StreamReader, needle: bytes) -> bytes:
     return seen
 
 
+async def assert_refused(server: ControlServer, target: bytes) -> None:
+    """`GET target` is answered with the JSON 400 of a bad parameter."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % target)
+    status, _, body = await read_response(reader)
+    assert status == 400 and json.loads(body)["error"], body
+    writer.close()
+
+
 def chunks(raw: bytes) -> list[bytes]:
     """The chunks of a chunked HTTP body (what the server wrote, one `send` each); the head is skipped."""
     raw = raw.split(b"\r\n\r\n", 1)[1] if raw.startswith(b"HTTP/") else raw
@@ -110,11 +119,7 @@ def test_tail_opens_with_the_newest_events_only(tmp_path):
         session.append(event_from_flow(make_flow(url=f"{SHOP}/long/50")))
         await read_through(reader, f"{SHOP}/long/50".encode())  # the live part is not limited
         writer.close()
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(b"GET /sessions/long/events?tail=-1 HTTP/1.1\r\nHost: x\r\n\r\n")
-        status, _, body = await read_response(reader)
-        assert status == 400 and json.loads(body)["error"], body
-        writer.close()
+        await assert_refused(server, b"/sessions/long/events?tail=-1")
 
     serve(tmp_path, scenario)
 
@@ -157,11 +162,7 @@ def test_the_global_stream_can_tell_counts_instead_of_every_event(tmp_path):
         session.live.finish({"task_type": "navigate", "status": "SUCCESS"})
         await read_until(reader, b"event: finished")
         writer.close()
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(b"GET /events?events=every HTTP/1.1\r\nHost: x\r\n\r\n")
-        status, _, body = await read_response(reader)
-        assert status == 400 and json.loads(body)["error"], body
-        writer.close()
+        await assert_refused(server, b"/events?events=every")
 
     serve(tmp_path, scenario)
 
