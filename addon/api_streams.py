@@ -5,13 +5,14 @@ takes the snapshot it opens with, so no event falls between the opening and
 the live part. Through the proxy (the reserved host) mitmproxy buffers whole
 responses, so a stream there is the snapshot only, and ends after it.
 
-Notices are written in batches: a stream writes at most once every
-`FLUSH_SECONDS`, all the notices that arrived since its last write at once
-(after a quiet spell, the first goes out straight away). Each write costs the
-proxy's loop far more than the messages in it (a trip through the middleware,
-the response's send timeout and the socket), so a stream watched during a
-busy run costs a few writes a second rather than one per event; every notice
-is still its own message, in order.
+Streams write in batches: at most once every `FLUSH_SECONDS`, all that
+happened since the last write at once (after a quiet spell, at once). Capture
+builds nothing for a watcher: it only wakes the stream, which reads the new
+events from the session's trace when it writes (`EventFeed`), so a watched
+run pays for each event's message in one tight loop a few times a second,
+not on the proxy's per-flow path. Lifecycle notices (`reset`, `finished`,
+`session`) are queued as they happen, with where they fell in the trace, so
+every event still comes out in order around them, each its own message.
 """
 
 from __future__ import annotations
@@ -23,14 +24,18 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from webarena_live.addon.sessions import Session, SessionStore
+from webarena_live.addon.sessions import Session, SessionStore, event_view
+from webarena_live.evaluator import NetworkTrace
 
 HEARTBEAT_SECONDS = 15
 """A comment this often keeps idle streams open through intermediaries and finds dead clients."""
 
 STREAM_BACKLOG = 10_000
-"""Notices held for one stream between two writes; past it the stream is cut off (a client reconnects
-with `since` and loses nothing)."""
+"""Lifecycle notices held for one stream between two writes; past it the stream is cut off (a client
+reconnects with `since` and loses nothing)."""
+
+EVENTS_PER_WRITE = 5_000
+"""The most events one write of a stream carries; a stream further behind catches up over the next ones."""
 
 FLUSH_SECONDS = 0.25
 """The least time between two writes of one stream: the most a notice waits."""
@@ -38,49 +43,94 @@ FLUSH_SECONDS = 0.25
 RETRY_MS = 1000
 """How soon a browser's EventSource reconnects after a stream ends."""
 
-Notice = tuple[str, dict[str, Any]]
-
 
 class Subscription:
-    """The notices waiting for one open stream, filled by the capture side, drained in batches."""
+    """One open stream's queue: the lifecycle notices waiting for it, and whether events came in."""
 
     def __init__(self) -> None:
-        self.pending: list[Notice] = []
+        self.pending: list[Any] = []
         self.overflowed = False
         self.closed = False
         self._ready = asyncio.Event()
+        self.wake = self._ready.set
+        """Called by capture for every event (`Session.wakers`): only marks the stream due to write."""
 
-    def put(self, kind: str, payload: dict[str, Any]) -> None:
-        """Called once per notice, on the proxy's loop: keep it cheap."""
+    def put(self, notice: Any) -> None:
         if len(self.pending) >= STREAM_BACKLOG:
             self.overflowed = True
         else:
-            self.pending.append((kind, payload))
+            self.pending.append(notice)
         self._ready.set()
 
     def close(self) -> None:
         self.closed = True
         self._ready.set()
 
-    async def batches(self) -> AsyncIterator[list[Notice]]:
-        """Each batch of notices, oldest first, until the stream is closed or overflows."""
+    async def batches(self) -> AsyncIterator[list[Any]]:
+        """At each write, the notices queued since the last one (maybe none: then only events came in),
+        until the stream is closed or overflows."""
         loop = asyncio.get_running_loop()
         last_write = -FLUSH_SECONDS
         while True:
             await self._ready.wait()
             if not (self.closed or self.overflowed):
-                # At once after a quiet spell (so a lone notice is not held back); in a busy one, the
-                # notices of the next FLUSH_SECONDS join it.
+                # At once after a quiet spell (so a lone event is not held back); in a busy one, what
+                # comes in during the next FLUSH_SECONDS joins it.
                 await asyncio.sleep(max(0.0, last_write + FLUSH_SECONDS - loop.time()))
             self._ready.clear()
             if self.overflowed:
                 return
             batch, self.pending = self.pending, []
-            if batch:
-                last_write = loop.time()
-                yield batch
+            last_write = loop.time()
+            yield batch
             if self.closed and not self.pending:  # what came in during the last write goes out first
                 return
+
+
+class EventFeed:
+    """The events of one session a stream has yet to write, read from the trace at write time.
+
+    A session's trace is replaced when it starts again (or, idle, when it
+    reaches its cap), and a replaced trace never grows: so the feed writes
+    what is left of the trace it was reading, then follows the new one.
+    """
+
+    def __init__(self, session: Session, start: int, *, named: bool = False) -> None:
+        self.session = session
+        self.trace = session.trace
+        self.next = start
+        self.named = named
+        """Messages named `event` (the global stream's) rather than numbered by index (a session's)."""
+
+    def before(self, trace: NetworkTrace, upto: int) -> list[bytes]:
+        """The messages of the events that came before a notice that fell at `upto` events of `trace`."""
+        return self._follow(trace) + self._take(upto)
+
+    def rest(self) -> list[bytes]:
+        """The messages of the events captured since the last write (at most `EVENTS_PER_WRITE`)."""
+        messages = self._follow(self.session.trace)
+        return messages + self._take(min(len(self.trace), self.next + EVENTS_PER_WRITE))
+
+    @property
+    def behind(self) -> bool:
+        return self.next < len(self.trace) or self.session.trace is not self.trace
+
+    def _follow(self, trace: NetworkTrace) -> list[bytes]:
+        """What is left of a replaced trace; from then on, `trace` from its start."""
+        if trace is self.trace:
+            return []
+        messages = self._take(len(self.trace))
+        self.trace, self.next = trace, 0
+        return messages
+
+    def _take(self, end: int) -> list[bytes]:
+        name, trace = self.session.name, self.trace
+        if self.named:
+            messages = [message(event_view(name, trace, i), event="event") for i in range(self.next, end)]
+        else:
+            messages = [message(event_view(name, trace, i), event_id=i) for i in range(self.next, end)]
+        self.next = max(self.next, end)
+        return messages
 
 
 class Streams:
@@ -120,14 +170,6 @@ def message(data: Any, *, event: str | None = None, event_id: int | None = None)
     return f"{head}data: {_JSON.encode(data)}\n\n".encode()
 
 
-def notice_message(kind: str, payload: dict[str, Any]) -> bytes:
-    """A session's notice as a message: events carry their index as the message id (what `since`
-    resumes from)."""
-    if kind == "event":
-        return message(payload, event_id=payload["index"])
-    return message(payload, event=kind)
-
-
 def _response(events: AsyncIterator[bytes]) -> EventSourceResponse:
     response = EventSourceResponse(
         events, ping=HEARTBEAT_SECONDS, sep="\n", headers={"Cache-Control": "no-cache"}
@@ -143,35 +185,50 @@ def session_stream(
     streams: Streams, session: Session, since: int, *, snapshot: bool, tail: int | None = None
 ) -> EventSourceResponse:
     """The session's state, its events from `since` (only the newest `tail` of them, with `tail`), then
-    each new one, and the verdict at the end."""
+    each new one, and the verdict at the end. Events carry their index as the message id (what
+    `since` resumes from)."""
 
     async def events() -> AsyncIterator[bytes]:
-        finished = session.result is not None
         subscription = None
+
+        def listener(kind: str, payload: dict[str, Any]) -> None:
+            assert subscription is not None
+            subscription.put((kind, payload, session.trace, len(session.trace)))
+
         try:
-            if not snapshot and not finished:
+            if not snapshot and session.result is None:
                 subscription = streams.open()
-                session.listeners.append(subscription.put)
+                session.listeners.append(listener)
+                session.wakers.append(subscription.wake)
             start = since if tail is None else max(since, len(session.trace) - tail)
             opening = [_RETRY, message(session.describe(), event="session")]
             opening += [message(view, event_id=view["index"]) for view in session.events_view(start)]
+            feed = EventFeed(session, len(session.trace))
             if session.result is not None:
                 opening.append(message(session.result.to_dict(), event="finished"))
             yield b"".join(opening)
             if subscription is None:
                 return
-            async for batch in subscription.batches():
-                ends = next((i for i, (kind, _) in enumerate(batch) if kind == "finished"), None)
-                yield b"".join(
-                    notice_message(*notice) for notice in batch[: None if ends is None else ends + 1]
-                )
-                if ends is not None:
-                    return
+            async for notices in subscription.batches():
+                written: list[bytes] = []
+                for kind, payload, trace, upto in notices:
+                    written += feed.before(trace, upto)
+                    written.append(message(payload, event=kind))
+                    if kind == "finished":
+                        yield b"".join(written)
+                        return
+                written += feed.rest()
+                if feed.behind:
+                    subscription.wake()
+                if written:
+                    yield b"".join(written)
         finally:
             if subscription is not None:
                 streams.done(subscription)
-                if subscription.put in session.listeners:
-                    session.listeners.remove(subscription.put)
+                if listener in session.listeners:
+                    session.listeners.remove(listener)
+                if subscription.wake in session.wakers:
+                    session.wakers.remove(subscription.wake)
 
     return _response(events())
 
@@ -180,47 +237,73 @@ def global_stream(
     streams: Streams, store: SessionStore, *, snapshot: bool, each_event: bool = True
 ) -> EventSourceResponse:
     """Every session as it is now, then every session's notices: `session` (started), `event`,
-    `reset`, `finished`; each names its session. Without `each_event`, a session's events are told
-    as one `counts` notice per write instead (its event counts by type then), for watchers that
-    only count them."""
+    `reset`, `finished`; each names its session, and each session's come in order. Without
+    `each_event`, a write tells a session's new events as one `counts` notice (its event counts by
+    type then), after the write's other notices, for watchers that only count them."""
 
     async def events() -> AsyncIterator[bytes]:
         subscription = None if snapshot else streams.open()
-        counted: set[str] = set()  # sessions with a `counts` notice in the batch being gathered
+        feeds: dict[str, EventFeed] = {}  # each_event: the sessions with events or notices since the opening
+        told = {session.name: (session.trace, len(session.trace)) for session in store}  # what counts said
 
         def listener(name: str, kind: str, payload: dict[str, Any]) -> None:
             assert subscription is not None
-            if kind != "event":
-                subscription.put(kind, payload if "session" in payload else {**payload, "session": name})
-                counted.discard(name)  # events after this notice are told after it, by a counts of their own
-            elif each_event:
-                subscription.put(kind, payload)  # an event's view names its session already
-            elif name not in counted:
-                counted.add(name)
-                subscription.put("counts", {"session": name})
+            session = store.get(name)
+            if session is None:
+                return
+            if each_event and name not in feeds:
+                feeds[name] = EventFeed(session, len(session.trace), named=True)
+            payload = payload if "session" in payload else {**payload, "session": name}
+            subscription.put((name, kind, payload, session.trace, len(session.trace)))
 
-        def counts_message(payload: dict[str, Any]) -> bytes:
-            session = store.get(payload["session"])
-            counts = session.trace.counts() if session is not None else {}
-            return message({**payload, "counts": counts}, event="counts")
+        def woken(session: Session) -> None:
+            assert subscription is not None
+            if each_event and session.name not in feeds:
+                # From the event just captured: its first since the stream opened.
+                feeds[session.name] = EventFeed(session, len(session.trace) - 1, named=True)
+            subscription.wake()
+
+        def counts() -> list[bytes]:
+            written = []
+            for session in store:
+                now = session.trace, len(session.trace)
+                last = told.get(session.name)
+                if last is None or last[0] is not now[0] or last[1] != now[1]:
+                    told[session.name] = now
+                    if now[1]:
+                        data = {"session": session.name, "counts": session.trace.counts()}
+                        written.append(message(data, event="counts"))
+            return written
 
         try:
             if subscription is not None:
                 store.listeners.append(listener)
+                store.wakers.append(woken)
             sessions = [session.describe() for session in store]
             yield _RETRY + message({"sessions": sessions}, event="sessions")
             if subscription is None:
                 return
-            async for batch in subscription.batches():
-                counted.clear()
-                yield b"".join(
-                    counts_message(payload) if kind == "counts" else message(payload, event=kind)
-                    for kind, payload in batch
-                )
+            async for notices in subscription.batches():
+                written: list[bytes] = []
+                for name, kind, payload, trace, upto in notices:
+                    if each_event:
+                        written += feeds[name].before(trace, upto)
+                    written.append(message(payload, event=kind))
+                if each_event:
+                    for feed in list(feeds.values()):
+                        written += feed.rest()
+                        if feed.behind:
+                            subscription.wake()
+                else:
+                    written += counts()
+                if written:
+                    yield b"".join(written)
         finally:
             if subscription is not None:
                 streams.done(subscription)
                 if listener in store.listeners:
                     store.listeners.remove(listener)
+                if woken in store.wakers:
+                    store.wakers.remove(woken)
 
     return _response(events())

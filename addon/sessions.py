@@ -58,10 +58,13 @@ class SessionState(StrEnum):
 
 
 Listener = Callable[[str, dict[str, Any]], None]
-"""Called with a notice kind (`event`, `reset`, `finished`) and its JSON-ready payload."""
+"""Called with a lifecycle notice's kind (`reset`, `finished`) and its JSON-ready payload."""
 
 StoreListener = Callable[[str, str, dict[str, Any]], None]
 """Called with a session name, a notice kind (a session's, or `session` when one starts) and its payload."""
+
+StoreWaker = Callable[["Session"], None]
+"""Called with the session that just captured an event."""
 
 
 @functools.lru_cache(maxsize=1024)  # asked for every request that names a session
@@ -74,6 +77,12 @@ def session_name_problem(name: str) -> str | None:
     if _CONTROL_CHARACTERS.search(name):
         return "a session name must not contain control characters"
     return None
+
+
+def event_view(session: str, trace: NetworkTrace, index: int) -> dict[str, Any]:
+    """An event of `trace` (a session's, now or before a restart) as the trace route and the event
+    streams show it."""
+    return {"index": index, "session": session, **trace.summary(index)}
 
 
 class Session:
@@ -95,6 +104,9 @@ class Session:
         self.live: LiveRun | None = None
         """The attempt at the session's task (None while idle)."""
         self.listeners: list[Listener] = []
+        self.wakers: list[Callable[[], None]] = []
+        """Called (without arguments) for every captured event: an event stream reads the new events
+        from the trace when it next writes, so capture builds no view of them."""
         self.task: Task | None = None
         self.run: str | None = None
         self.state = SessionState.IDLE
@@ -175,9 +187,11 @@ class Session:
                 spool.add(entry_json)
         if live is not None:
             live.added()
-        if self.listeners or (self.store is not None and self.store.listeners):
-            index = len(self.trace) - 1
-            self._notify("event", self.event_view(index))
+        for wake in self.wakers:
+            wake()
+        if self.store is not None:
+            for wake_store in self.store.wakers:
+                wake_store(self)
         return True
 
     def finish(self, result: TaskResult, outputs: dict[str, str] | None = None) -> None:
@@ -212,7 +226,7 @@ class Session:
 
     def event_view(self, index: int) -> dict[str, Any]:
         """An event as the trace route and the event stream show it."""
-        return {"index": index, "session": self.name, **self.trace.summary(index)}
+        return event_view(self.name, self.trace, index)
 
     def events_view(self, start: int = 0) -> Iterator[dict[str, Any]]:
         for index in range(max(0, start), len(self.trace)):
@@ -274,7 +288,9 @@ class SessionStore:
         """Finishes leave cookies, credentials and passwords out of the written network.har."""
         self.data_checksum: str | None = None
         self.listeners: list[StoreListener] = []
-        """Told every notice of every session (the global event stream)."""
+        """Told every lifecycle notice of every session (the global event stream)."""
+        self.wakers: list[StoreWaker] = []
+        """Called with the session for every event any session captures (see `Session.wakers`)."""
         self._sessions: dict[str, Session] = {}
 
     def settings(self) -> RunSettings:

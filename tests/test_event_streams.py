@@ -172,17 +172,90 @@ def test_a_closed_subscription_still_delivers_what_it_holds():
 
     async def main() -> None:
         subscription = Subscription()
-        subscription.put("event", {"index": 0})
+        subscription.put(("reset", 0))
         batches = subscription.batches()
-        assert await anext(batches) == [("event", {"index": 0})]
-        subscription.put("event", {"index": 1})  # arrives while the first batch is being written
+        assert await anext(batches) == [("reset", 0)]
+        subscription.put(("finished", 1))  # arrives while the first batch is being written
         subscription.close()
-        assert [batch async for batch in batches] == [[("event", {"index": 1})]]
+        assert [batch async for batch in batches] == [[("finished", 1)]]
 
         overflowing = Subscription()
         for index in range(api_streams.STREAM_BACKLOG + 1):
-            overflowing.put("event", {"index": index})
+            overflowing.put(("reset", index))
         assert overflowing.overflowed
         assert [batch async for batch in overflowing.batches()] == []  # cut off: the client reconnects
 
     asyncio.run(main())
+
+
+def test_events_around_a_restart_come_out_in_order_in_one_write(tmp_path):
+    """The stream reads events from the trace when it writes; a restart in between replaces the trace,
+    and the old run's last events still come before the `reset`, the new run's after it."""
+
+    async def scenario(server: ControlServer) -> None:
+        ctx = context_of(server)
+        session = ctx.sessions.start("r", ctx.tasks[9001])
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /sessions/r/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        await read_through(reader, b"event: session")
+        for index in range(3):
+            session.append(event_from_flow(make_flow(url=f"{SHOP}/old/{index}")))
+        session = ctx.sessions.start("r", ctx.tasks[9001])
+        for index in range(4):
+            session.append(event_from_flow(make_flow(url=f"{SHOP}/new/{index}")))
+        body = await read_through(reader, f"{SHOP}/new/3".encode())
+        (written,) = chunks(body)
+        told = [
+            (kind, data.get("url", "").removeprefix(SHOP), data.get("index"))
+            for kind, data in messages(written.decode())
+        ]
+        assert told == [
+            *[("message", f"/old/{i}", i) for i in range(3)],
+            ("reset", "", None),
+            *[("message", f"/new/{i}", i) for i in range(4)],
+        ]
+        writer.close()
+
+    serve(tmp_path, scenario)
+
+
+def test_a_stream_far_behind_catches_up_over_several_writes(tmp_path, monkeypatch):
+    monkeypatch.setattr(api_streams, "EVENTS_PER_WRITE", 10)
+    monkeypatch.setattr(api_streams, "FLUSH_SECONDS", 0.05)
+
+    async def scenario(server: ControlServer) -> None:
+        session = context_of(server).sessions.get_or_create("behind")
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /sessions/behind/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        await read_through(reader, b"event: session")
+        for index in range(35):
+            session.append(event_from_flow(make_flow(url=f"{SHOP}/many/{index}")))
+        body = await read_through(reader, f"{SHOP}/many/34".encode())
+        written = chunks(body)
+        assert [text.count(b"\n\n") for text in written] == [10, 10, 10, 5]
+        ids = [int(line[4:]) for line in b"".join(written).decode().splitlines() if line.startswith("id: ")]
+        assert ids == list(range(35))
+        writer.close()
+
+    serve(tmp_path, scenario)
+
+
+def test_the_global_stream_tells_each_sessions_events_in_order(tmp_path):
+    async def scenario(server: ControlServer) -> None:
+        ctx = context_of(server)
+        early = ctx.sessions.get_or_create("early")
+        early.append(event_from_flow(make_flow(url=f"{SHOP}/before-open")))
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        await read_through(reader, b"event: sessions")
+        late = ctx.sessions.get_or_create("late")
+        for index in range(5):
+            early.append(event_from_flow(make_flow(url=f"{SHOP}/e/{index}")))
+            late.append(event_from_flow(make_flow(url=f"{SHOP}/l/{index}")))
+        seen = messages((await read_through(reader, f"{SHOP}/l/4".encode())).decode())
+        events = [(data["session"], data["index"], data["url"]) for kind, data in seen if kind == "event"]
+        assert [e for e in events if e[0] == "early"] == [("early", i + 1, f"{SHOP}/e/{i}") for i in range(5)]
+        assert [e for e in events if e[0] == "late"] == [("late", i, f"{SHOP}/l/{i}") for i in range(5)]
+        writer.close()
+
+    serve(tmp_path, scenario)

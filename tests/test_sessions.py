@@ -82,31 +82,41 @@ def test_sessions_are_isolated(tmp_path):
     assert [e.url for e in store.get_or_create("bob").trace] == [f"{SHOP}/b"]
 
 
-def test_listeners_hear_events_resets_and_the_verdict(tmp_path):
+def test_listeners_hear_resets_and_the_verdict_and_wakers_each_event(tmp_path):
+    """Capture builds nothing for a watcher: it wakes it, and the stream reads the trace (api_streams)."""
     task = load_tasks(write_tasks(tmp_path))[NAVIGATE_TASK]
-    session = SessionStore().get_or_create("dave")
+    store = SessionStore()
+    session = store.get_or_create("dave")
     heard: list[tuple[str, dict]] = []
+    woken: list[int] = []
+    store_woken: list[str] = []
     session.listeners.append(lambda kind, payload: heard.append((kind, payload)))
+    session.wakers.append(lambda: woken.append(len(session.trace)))
+    store.wakers.append(lambda woke: store_woken.append(woke.name))
     session.append(_page("/x"))
+    view = session.event_view(0)
+    assert view["index"] == 0 and view["url"] == f"{SHOP}/x" and view["type"] == "navigation"
+    assert view["session"] == "dave"
     session.start(task)
     session.append(_page("/products/7"))
     session.finish(_result(task.task_id))
-    kinds = [kind for kind, _ in heard]
-    assert kinds == ["event", "reset", "event", "finished"]
-    first = heard[0][1]
-    assert first["index"] == 0 and first["url"] == f"{SHOP}/x" and first["type"] == "navigation"
-    assert heard[2][1]["session"] == "dave"
+    assert [kind for kind, _ in heard] == ["reset", "finished"]
+    assert woken == [1, 1] and store_woken == ["dave", "dave"]
+    assert not session.append(_page("/late")) and woken == [1, 1]  # a finished session wakes nobody
 
 
-def test_a_failing_listener_is_dropped_and_capture_goes_on():
+def test_a_failing_listener_is_dropped_and_capture_goes_on(tmp_path):
+    task = load_tasks(write_tasks(tmp_path))[NAVIGATE_TASK]
     session = SessionStore().get_or_create("erin")
 
     def broken(kind, payload):
         raise RuntimeError("subscriber bug")
 
     session.listeners.append(broken)
-    assert session.append(_page("/a")) and session.append(_page("/b"))
-    assert session.listeners == [] and len(session.trace) == 2
+    assert session.append(_page("/a"))
+    session.start(task)
+    assert session.append(_page("/b"))
+    assert session.listeners == [] and len(session.trace) == 1
 
 
 def test_journal_has_one_har_entry_per_event_readable_while_open(tmp_path):
