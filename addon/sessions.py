@@ -187,11 +187,8 @@ class Session:
                 spool.add(entry_json)
         if live is not None:
             live.added()
-        for wake in self.wakers:
-            wake()
-        if self.store is not None:
-            for wake_store in self.store.wakers:
-                wake_store(self)
+        if self.wakers or (self.store is not None and self.store.wakers):
+            self._wake()
         return True
 
     def finish(self, result: TaskResult, outputs: dict[str, str] | None = None) -> None:
@@ -262,6 +259,16 @@ class Session:
         if self.live is not None:
             self.live.stop()
 
+    def _wake(self) -> None:
+        for wake in list(self.wakers):
+            try:
+                wake()
+            except Exception:  # a broken subscriber must never break capture
+                logger.exception("session waker failed; dropping it")
+                self.wakers.remove(wake)
+        if self.store is not None:
+            self.store.wake(self)
+
     def _notify(self, kind: str, payload: dict[str, Any]) -> None:
         for listener in list(self.listeners):
             try:
@@ -304,6 +311,14 @@ class SessionStore:
             except Exception:  # a broken subscriber must never break capture
                 logger.exception("event stream listener failed; dropping it")
                 self.listeners.remove(listener)
+
+    def wake(self, session: Session) -> None:
+        for wake in list(self.wakers):
+            try:
+                wake(session)
+            except Exception:  # a broken subscriber must never break capture
+                logger.exception("event stream waker failed; dropping it")
+                self.wakers.remove(wake)
 
     def get(self, name: str) -> Session | None:
         return self._sessions.get(name)

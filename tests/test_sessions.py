@@ -105,15 +105,22 @@ def test_listeners_hear_resets_and_the_verdict_and_wakers_each_event(tmp_path):
     assert not session.append(_page("/late")) and woken == [1, 1]  # a finished session wakes nobody
 
 
-def test_a_failing_listener_is_dropped_and_capture_goes_on(tmp_path):
+def test_a_failing_listener_or_waker_is_dropped_and_capture_goes_on(tmp_path):
     task = load_tasks(write_tasks(tmp_path))[NAVIGATE_TASK]
     session = SessionStore().get_or_create("erin")
 
     def broken(kind, payload):
         raise RuntimeError("subscriber bug")
 
+    def broken_waker(*woken):
+        raise RuntimeError("subscriber bug")
+
     session.listeners.append(broken)
+    session.wakers.append(broken_waker)
+    assert session.store is not None
+    session.store.wakers.append(broken_waker)
     assert session.append(_page("/a"))
+    assert session.wakers == [] and session.store.wakers == []
     session.start(task)
     assert session.append(_page("/b"))
     assert session.listeners == [] and len(session.trace) == 1
