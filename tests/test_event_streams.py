@@ -27,6 +27,21 @@ async def read_through(reader: asyncio.StreamReader, needle: bytes) -> bytes:
     return seen
 
 
+async def open_stream(
+    server: ControlServer, target: str, opened: bytes = b"event: session"
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """`GET target` on the control port, read through the stream's opening (`opened`)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    await read_through(reader, opened)
+    return reader, writer
+
+
+def event_ids(text: str) -> list[int]:
+    """The `id:` of each message in `text`, in order."""
+    return [int(line[4:]) for line in text.splitlines() if line.startswith("id: ")]
+
+
 async def assert_refused(server: ControlServer, target: bytes) -> None:
     """`GET target` is answered with the JSON 400 of a bad parameter."""
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
@@ -62,16 +77,14 @@ def messages(text: str) -> list[tuple[str, dict]]:
 def test_a_burst_of_events_goes_out_in_one_write_each_its_own_message(tmp_path):
     async def scenario(server: ControlServer) -> None:
         session = context_of(server).sessions.get_or_create("busy")
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(b"GET /sessions/busy/events HTTP/1.1\r\nHost: x\r\n\r\n")
-        await read_through(reader, b"event: session")
+        reader, writer = await open_stream(server, "/sessions/busy/events")
         for index in range(200):
             session.append(event_from_flow(make_flow(url=f"{SHOP}/burst/{index}")))
         body = await read_through(reader, f"{SHOP}/burst/199".encode())
         written = chunks(body)
         assert len(written) == 1, [len(chunk) for chunk in written]
         text = written[0].decode()
-        assert [int(line[4:]) for line in text.splitlines() if line.startswith("id: ")] == list(range(200))
+        assert event_ids(text) == list(range(200))
         assert text.count("\n\n") == 200  # one message per event
         writer.close()
 
@@ -86,9 +99,7 @@ def test_a_lone_notice_goes_out_at_once_and_a_busy_stream_writes_at_most_once_pe
 
     async def scenario(server: ControlServer) -> None:
         session = context_of(server).sessions.get_or_create("paced")
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(b"GET /sessions/paced/events HTTP/1.1\r\nHost: x\r\n\r\n")
-        await read_through(reader, b"event: session")
+        reader, writer = await open_stream(server, "/sessions/paced/events")
         started = time.monotonic()
         session.append(event_from_flow(make_flow(url=f"{SHOP}/first")))
         await read_through(reader, f"{SHOP}/first".encode())
@@ -130,9 +141,7 @@ def test_the_global_stream_can_tell_counts_instead_of_every_event(tmp_path):
 
     async def scenario(server: ControlServer) -> None:
         ctx = context_of(server)
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(b"GET /events?events=counts HTTP/1.1\r\nHost: x\r\n\r\n")
-        await read_until(reader, b"event: sessions")
+        reader, writer = await open_stream(server, "/events?events=counts", b"event: sessions")
         session = ctx.sessions.start("c", ctx.tasks[9001])
         for index in range(30):
             session.append(event_from_flow(make_flow(url=f"{SHOP}/counted/{index}")))
@@ -195,9 +204,7 @@ def test_events_around_a_restart_come_out_in_order_in_one_write(tmp_path):
     async def scenario(server: ControlServer) -> None:
         ctx = context_of(server)
         session = ctx.sessions.start("r", ctx.tasks[9001])
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(b"GET /sessions/r/events HTTP/1.1\r\nHost: x\r\n\r\n")
-        await read_through(reader, b"event: session")
+        reader, writer = await open_stream(server, "/sessions/r/events")
         for index in range(3):
             session.append(event_from_flow(make_flow(url=f"{SHOP}/old/{index}")))
         session = ctx.sessions.start("r", ctx.tasks[9001])
@@ -225,15 +232,13 @@ def test_a_stream_far_behind_catches_up_over_several_writes(tmp_path, monkeypatc
 
     async def scenario(server: ControlServer) -> None:
         session = context_of(server).sessions.get_or_create("behind")
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(b"GET /sessions/behind/events HTTP/1.1\r\nHost: x\r\n\r\n")
-        await read_through(reader, b"event: session")
+        reader, writer = await open_stream(server, "/sessions/behind/events")
         for index in range(35):
             session.append(event_from_flow(make_flow(url=f"{SHOP}/many/{index}")))
         body = await read_through(reader, f"{SHOP}/many/34".encode())
         written = chunks(body)
         assert [text.count(b"\n\n") for text in written] == [10, 10, 10, 5]
-        ids = [int(line[4:]) for line in b"".join(written).decode().splitlines() if line.startswith("id: ")]
+        ids = event_ids(b"".join(written).decode())
         assert ids == list(range(35))
         writer.close()
 
@@ -245,9 +250,7 @@ def test_the_global_stream_tells_each_sessions_events_in_order(tmp_path):
         ctx = context_of(server)
         early = ctx.sessions.get_or_create("early")
         early.append(event_from_flow(make_flow(url=f"{SHOP}/before-open")))
-        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
-        writer.write(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
-        await read_through(reader, b"event: sessions")
+        reader, writer = await open_stream(server, "/events", b"event: sessions")
         late = ctx.sessions.get_or_create("late")
         for index in range(5):
             early.append(event_from_flow(make_flow(url=f"{SHOP}/e/{index}")))
