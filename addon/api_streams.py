@@ -24,7 +24,7 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from webarena_live.addon.sessions import Session, SessionStore, event_view
+from webarena_live.addon.sessions import TRACE_REPLACED, Session, SessionStore, event_view
 from webarena_live.evaluator import NetworkTrace
 
 HEARTBEAT_SECONDS = 15
@@ -91,8 +91,9 @@ class EventFeed:
     """The events of one session a stream has yet to write, read from the trace at write time.
 
     A session's trace is replaced when it starts again (or, idle, when it
-    reaches its cap), and a replaced trace never grows: so the feed writes
-    what is left of the trace it was reading, then follows the new one.
+    reaches its cap), and a replaced trace never grows: so at the notice of
+    a replacement (`reset`, `TRACE_REPLACED`) the feed writes what is left
+    of the trace it was reading, then follows the new one.
     """
 
     def __init__(self, session: Session, start: int, *, named: bool = False) -> None:
@@ -213,7 +214,8 @@ def session_stream(
                 written: list[bytes] = []
                 for kind, payload, trace, upto in notices:
                     written += feed.before(trace, upto)
-                    written.append(message(payload, event=kind))
+                    if kind != TRACE_REPLACED:
+                        written.append(message(payload, event=kind))
                     if kind == "finished":
                         yield b"".join(written)
                         return
@@ -244,7 +246,10 @@ def global_stream(
     async def events() -> AsyncIterator[bytes]:
         subscription = None if snapshot else streams.open()
         feeds: dict[str, EventFeed] = {}  # each_event: the sessions with events or notices since the opening
-        told = {session.name: (session.trace, len(session.trace)) for session in store}  # what counts said
+        # Counts only: the trace and length each session's last counts told (none are kept otherwise).
+        told: dict[str, tuple[NetworkTrace, int]] = {}
+        if not each_event:
+            told = {session.name: (session.trace, len(session.trace)) for session in store}
 
         def listener(name: str, kind: str, payload: dict[str, Any]) -> None:
             assert subscription is not None
@@ -288,7 +293,8 @@ def global_stream(
                 for name, kind, payload, trace, upto in notices:
                     if each_event:
                         written += feeds[name].before(trace, upto)
-                    written.append(message(payload, event=kind))
+                    if kind != TRACE_REPLACED:
+                        written.append(message(payload, event=kind))
                 if each_event:
                     for feed in list(feeds.values()):
                         written += feed.rest()

@@ -45,6 +45,10 @@ MAX_SESSION_NAME = 128
 IDLE_TRACE_LIMIT = 10_000
 """Events a session without a task keeps in memory; older ones are only in its journal."""
 
+TRACE_REPLACED = "trace-replaced"
+"""The notice of an idle session's trace replaced at `IDLE_TRACE_LIMIT`: not a message of any stream,
+it tells the streams reading the old trace (addon/api_streams.py) to finish it before the new one."""
+
 logger = logging.getLogger(__name__)
 
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
@@ -58,7 +62,8 @@ class SessionState(StrEnum):
 
 
 Listener = Callable[[str, dict[str, Any]], None]
-"""Called with a lifecycle notice's kind (`reset`, `finished`) and its JSON-ready payload."""
+"""Called with a lifecycle notice's kind (`reset`, `finished`, `TRACE_REPLACED`) and its JSON-ready
+payload."""
 
 StoreListener = Callable[[str, str, dict[str, Any]], None]
 """Called with a session name, a notice kind (a session's, or `session` when one starts) and its payload."""
@@ -176,6 +181,7 @@ class Session:
             # hours without tasks must not hold every event in memory; the journal keeps them all.
             self.dropped_idle_events += len(self.trace)
             self.trace = NetworkTrace()
+            self._notify(TRACE_REPLACED, {})
         self.trace.append(event)
         live = self.live
         journal, spool = self.journal, live.spool() if live is not None else None
@@ -265,7 +271,8 @@ class Session:
                 wake()
             except Exception:  # a broken subscriber must never break capture
                 logger.exception("session waker failed; dropping it")
-                self.wakers.remove(wake)
+                if wake in self.wakers:
+                    self.wakers.remove(wake)
         if self.store is not None:
             self.store.wake(self)
 
@@ -275,7 +282,8 @@ class Session:
                 listener(kind, payload)
             except Exception:  # a broken subscriber must never break capture
                 logger.exception("session listener failed; dropping it")
-                self.listeners.remove(listener)
+                if listener in self.listeners:
+                    self.listeners.remove(listener)
         if self.store is not None:
             self.store.notify(self.name, kind, payload)
 
@@ -310,7 +318,8 @@ class SessionStore:
                 listener(session, kind, payload)
             except Exception:  # a broken subscriber must never break capture
                 logger.exception("event stream listener failed; dropping it")
-                self.listeners.remove(listener)
+                if listener in self.listeners:
+                    self.listeners.remove(listener)
 
     def wake(self, session: Session) -> None:
         for wake in list(self.wakers):
@@ -318,7 +327,8 @@ class SessionStore:
                 wake(session)
             except Exception:  # a broken subscriber must never break capture
                 logger.exception("event stream waker failed; dropping it")
-                self.wakers.remove(wake)
+                if wake in self.wakers:
+                    self.wakers.remove(wake)
 
     def get(self, name: str) -> Session | None:
         return self._sessions.get(name)

@@ -12,6 +12,7 @@ from addon_helpers import SHOP, make_flow
 from test_control_server import context_of, read_response, read_until, serve
 
 from webarena_live.addon import api_streams
+from webarena_live.addon import sessions as sessions_module
 from webarena_live.addon.api_server import ControlServer
 from webarena_live.addon.api_streams import Subscription
 from webarena_live.addon.capture import event_from_flow
@@ -259,6 +260,41 @@ def test_the_global_stream_tells_each_sessions_events_in_order(tmp_path):
         events = [(data["session"], data["index"], data["url"]) for kind, data in seen if kind == "event"]
         assert [e for e in events if e[0] == "early"] == [("early", i + 1, f"{SHOP}/e/{i}") for i in range(5)]
         assert [e for e in events if e[0] == "late"] == [("late", i, f"{SHOP}/l/{i}") for i in range(5)]
+        writer.close()
+
+    serve(tmp_path, scenario)
+
+
+def test_an_idle_traces_replacement_loses_no_event_even_with_a_restart_in_the_same_write(
+    tmp_path, monkeypatch
+):
+    """An idle session's trace is replaced at its cap; that replacement is queued like a restart's, so
+    the stream writes the old trace's last events, then the new one's, and the restart after them."""
+    monkeypatch.setattr(sessions_module, "IDLE_TRACE_LIMIT", 3)
+    monkeypatch.setattr(api_streams, "FLUSH_SECONDS", 1.0)
+
+    async def scenario(server: ControlServer) -> None:
+        ctx = context_of(server)
+        session = ctx.sessions.get_or_create("idle")
+        reader, writer = await open_stream(server, "/sessions/idle/events")
+        for index in range(3):
+            session.append(event_from_flow(make_flow(url=f"{SHOP}/full/{index}")))
+        await read_through(reader, f"{SHOP}/full/2".encode())
+        # Within one flush interval: the cap replaces the trace twice, then a restart replaces it again.
+        for index in range(4):
+            session.append(event_from_flow(make_flow(url=f"{SHOP}/over/{index}")))
+        session = ctx.sessions.start("idle", ctx.tasks[9001])
+        session.append(event_from_flow(make_flow(url=f"{SHOP}/run/0")))
+        seen = messages((await read_through(reader, f"{SHOP}/run/0".encode())).decode())
+        told = [(kind, data.get("url", "").removeprefix(SHOP), data.get("index")) for kind, data in seen]
+        assert told == [
+            ("message", "/over/0", 0),
+            ("message", "/over/1", 1),
+            ("message", "/over/2", 2),
+            ("message", "/over/3", 0),
+            ("reset", "", None),
+            ("message", "/run/0", 0),
+        ]
         writer.close()
 
     serve(tmp_path, scenario)
