@@ -144,8 +144,21 @@ async def serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, master.shutdown)
+    # mitmproxy handles the loop's errors while it runs and gives this handler back when it stops,
+    # before asyncio.run cancels what is left.
+    loop.set_exception_handler(_quiet_cancellations)
     await master.run()
     return 0
+
+
+def _quiet_cancellations(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The event loop's error handler after the proxy stopped: asyncio.run then cancels the task of
+    every client connection still open (a keep-alive browser), and asyncio's stream protocol reports
+    each of those cancellations with a traceback (plain mitmdump prints them too). Nothing went
+    wrong, so they are left out; any other error is reported as usual."""
+    if isinstance(context.get("exception"), asyncio.CancelledError):
+        return
+    loop.default_exception_handler(context)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ from addon_helpers import MUTATE_TASK, NAVIGATE_TASK, oracle_verdict, write_conf
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from mitmproxy.certs import CertStore
-from serve_process import finish
+from serve_process import finish, start_serve
 
 CLI = Path(sys.executable).parent / "webarena-live"
 
@@ -268,6 +268,28 @@ def test_journal_and_clean_shutdown(proxy):
     # One log line per session start, finish and refused request (mitmproxy's log, info level).
     assert f"session alice started: task {MUTATE_TASK}" in out
     assert re.search(rf"session alice finished: task {MUTATE_TASK} success, score 1, \d+ events", out), out
+
+
+def test_stopping_with_keep_alive_clients_connected_prints_no_traceback(tmp_path, shop):
+    """Ctrl-C while a client keeps its connections open (to the proxy and to the control port): exit 0,
+    and no cancelled connection is reported as an error (plain mitmdump prints a traceback for each)."""
+    process, control, proxy_url = start_serve(tmp_path, shop, tmp_path / "state")
+    reserved = "http://webarena-live.invalid"  # answers HTTP/1.1 and keeps the connection, as browsers do
+    held = []
+    for url, request in (
+        (proxy_url, f"GET {reserved}/health HTTP/1.1\r\nHost: webarena-live.invalid\r\n\r\n"),
+        (control, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"),
+    ):
+        connection = socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=10)
+        connection.sendall(request.encode())
+        assert connection.recv(12) == b"HTTP/1.1 200"
+        held.append(connection)
+    process.send_signal(signal.SIGINT)
+    out = process.communicate(timeout=30)[0]
+    for connection in held:
+        connection.close()
+    assert process.returncode == 0, out
+    assert "Traceback" not in out and "CancelledError" not in out, out
 
 
 def test_loads_into_plain_mitmdump(tmp_path, shop):
