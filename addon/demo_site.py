@@ -15,10 +15,8 @@ browser contexts never see each other's changes.
 from __future__ import annotations
 
 import argparse
-import functools
 import hashlib
 import hmac
-import html
 import json
 import secrets
 import sys
@@ -28,60 +26,27 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import PurePosixPath
-from string import Template
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
-ASSETS: Traversable = resources.files(__package__ or "webarena_live.addon") / "demo_site_assets"
-"""Templates, static files and the catalog, shipped as package data."""
+from webarena_live.addon.demo_catalog import (
+    ASSETS,
+    MESSAGES_COOKIE,
+    Markup,
+    Product,
+    cards,
+    flash_cookie,
+    flash_html,
+    load_catalog,
+    money,
+    render,
+    search,
+)
+
 SESSION_COOKIE = "shop_sid"
-MESSAGES_COOKIE = "shop-messages"
-"""Flash messages travel in this cookie (URL-encoded JSON) across the POST-redirect-GET."""
 
 _STATIC_TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
-
-
-@dataclass(frozen=True)
-class Product:
-    id: int
-    slug: str
-    name: str
-    price: float
-    category: str
-    color: str
-    description: str
-    reviews: tuple[dict[str, Any], ...]
-
-    @property
-    def path(self) -> str:
-        return f"/{self.slug}.html"
-
-    def matches(self, query: str) -> bool:
-        """Every word of the query appears in the name, description or category."""
-        text = f"{self.name} {self.description} {self.category}".lower()
-        return all(word in text for word in query.lower().split())
-
-
-def load_catalog(path: Traversable = ASSETS / "catalog.json") -> tuple[str, tuple[Product, ...]]:
-    """The shop's name and products, from the catalog file."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    products = tuple(Product(**{**item, "reviews": tuple(item["reviews"])}) for item in data["products"])
-    return data["shop_name"], products
-
-
-def money(value: float) -> str:
-    return f"${value:,.2f}"
-
-
-def search(products: Sequence[Product], query: str, order: str = "", direction: str = "asc") -> list[Product]:
-    """Products matching `query`, in catalog order unless sorted by `price` or `name`."""
-    found = [p for p in products if query.strip() and p.matches(query)]
-    if order in ("price", "name"):
-        found.sort(key=lambda p: getattr(p, order), reverse=direction == "desc")
-    return found
 
 
 @dataclass
@@ -122,49 +87,6 @@ class DemoShopServer(ThreadingHTTPServer):
     def visitor(self, sid: str) -> Visitor:
         with self.lock:
             return self.visitors.setdefault(sid, Visitor())
-
-
-class Markup(str):
-    """HTML that is already safe to insert (rendered templates)."""
-
-    __slots__ = ()
-
-
-@functools.cache
-def _template(name: str, suffix: str) -> Template:
-    return Template((ASSETS.joinpath("templates", f"{name}{suffix}")).read_text(encoding="utf-8"))
-
-
-def render(template: str, /, *, suffix: str = ".html", **values: Any) -> str:
-    """Fill `template`; values are HTML-escaped unless passed pre-rendered as `Markup`."""
-    escaped = {
-        key: value if isinstance(value, Markup) else html.escape(str(value)) for key, value in values.items()
-    }
-    return _template(template, suffix).substitute(escaped)
-
-
-def _cards(products: Sequence[Product]) -> Markup:
-    return Markup(
-        "".join(render("card", path=p.path, id=p.id, name=p.name, price=money(p.price)) for p in products)
-    )
-
-
-def _flash_cookie(text: str, kind: str = "success") -> str:
-    value = quote(json.dumps([{"type": kind, "text": text}]), safe="")
-    return f"{MESSAGES_COOKIE}={value}; Path=/; SameSite=Lax"
-
-
-def _flash_html(raw: str) -> Markup:
-    try:
-        items = json.loads(unquote(raw))
-    except json.JSONDecodeError:
-        return Markup()
-    parts = [
-        render("message", kind=m.get("type", ""), text=m.get("text", ""))
-        for m in items
-        if isinstance(items, list) and isinstance(m, dict)
-    ]
-    return Markup("".join(parts))
 
 
 class ShopHandler(BaseHTTPRequestHandler):
@@ -223,7 +145,7 @@ class ShopHandler(BaseHTTPRequestHandler):
             query=parse_qs(urlsplit(self.path).query).get("q", [""])[0],
             wishlist_count=len(visitor.wishlist),
             cart_count=sum(visitor.cart.values()),
-            messages=_flash_html(raw_messages) if raw_messages else Markup(),
+            messages=flash_html(raw_messages) if raw_messages else Markup(),
             content=content,
         )
         self._send(status, page.encode(), "text/html; charset=utf-8", [("Set-Cookie", c) for c in cookies])
@@ -245,7 +167,7 @@ class ShopHandler(BaseHTTPRequestHandler):
         sid, cookies = self._session()
         visitor = self.server.visitor(sid)
         if path == "/":
-            content = render("home", cards=_cards(self.server.products))
+            content = render("home", cards=cards(self.server.products))
             return self._page("Home", Markup(content), sid, cookies)
         if path == "/catalogsearch/result/":
             return self._search(params, sid, cookies)
@@ -301,7 +223,7 @@ class ShopHandler(BaseHTTPRequestHandler):
             return urlencode({"q": query, "product_list_order": order, "product_list_dir": direction})
 
         results = (
-            Markup(f'<div class="grid results">{_cards(found)}</div>')
+            Markup(f'<div class="grid results">{cards(found)}</div>')
             if found
             else Markup("<p>Your search returned no results.</p>")
         )
@@ -379,7 +301,7 @@ class ShopHandler(BaseHTTPRequestHandler):
     def _wishlist(self, visitor: Visitor, sid: str, cookies: list[str]) -> None:
         products = [self.server.by_id[pid] for pid in visitor.wishlist]
         listing = (
-            f'<div class="grid">{_cards(products)}</div>' if products else "<p>Your wish list is empty.</p>"
+            f'<div class="grid">{cards(products)}</div>' if products else "<p>Your wish list is empty.</p>"
         )
         self._page("My Wish List", Markup(render("wishlist", listing=Markup(listing))), sid, cookies)
 
@@ -389,17 +311,17 @@ class ShopHandler(BaseHTTPRequestHandler):
 
         back = self.headers.get("Referer") or "/"
         if not hmac.compare_digest(field_value("form_key"), self.server.form_key(sid)):
-            error = _flash_cookie("Invalid form key. Please refresh the page.", "error")
+            error = flash_cookie("Invalid form key. Please refresh the page.", "error")
             return self._redirect(back, [*cookies, error])
         product_id = field_value("product")
         product = self.server.by_id.get(int(product_id)) if product_id.isdigit() else None
         if product is None:
-            return self._redirect(back, [*cookies, _flash_cookie("That product does not exist.", "error")])
+            return self._redirect(back, [*cookies, flash_cookie("That product does not exist.", "error")])
         qty = int(field_value("qty")) if field_value("qty").isdigit() else 1
         visitor = self.server.visitor(sid)
         with self.server.lock:
             visitor.cart[product.id] = visitor.cart.get(product.id, 0) + max(qty, 1)
-        message = _flash_cookie(f"You added {product.name} to your shopping cart.")
+        message = flash_cookie(f"You added {product.name} to your shopping cart.")
         self._redirect("/checkout/cart/", [*cookies, message])
 
     def _add_to_wishlist(self, body: str, sid: str, cookies: list[str]) -> None:

@@ -1,4 +1,5 @@
-"""The Demo Shop (`webarena_live.addon.demo_site`), over real sockets on 127.0.0.1."""
+"""The Demo Shop (`webarena_live.addon.demo_site`; its catalog and pages: `demo_catalog`), over real sockets
+on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from urllib.parse import unquote, urlencode
 
 import pytest
 
-from webarena_live.addon import demo_site
+from webarena_live.addon import demo_catalog, demo_site
 from webarena_live.addon.demo_stack import free_ports
 
 
@@ -74,25 +75,25 @@ def product_names(page: str) -> list[str]:
 
 
 def test_search_matches_every_word_and_sorts() -> None:
-    _, products = demo_site.load_catalog()
-    assert [p.name for p in demo_site.search(products, "mug")] == [
+    _, products = demo_catalog.load_catalog()
+    assert [p.name for p in demo_catalog.search(products, "mug")] == [
         "Stoneware Coffee Mug 12 oz",
         "Enamel Camp Mug",
         "Double-Wall Travel Mug",
     ]
-    assert [p.price for p in demo_site.search(products, "mug", "price", "asc")] == [9.75, 12.5, 21.0]
-    most_expensive = demo_site.search(products, "BACKPACK", "price", "desc")[0]
+    assert [p.price for p in demo_catalog.search(products, "mug", "price", "asc")] == [9.75, 12.5, 21.0]
+    most_expensive = demo_catalog.search(products, "BACKPACK", "price", "desc")[0]
     assert most_expensive.slug == "trailblazer-hiking-backpack-40l"
-    assert demo_site.search(products, "desk lamp")[0].name == "Aurora Desk Lamp"
-    assert demo_site.search(products, "   ") == []
-    assert demo_site.search(products, "mug lamp") == []
+    assert demo_catalog.search(products, "desk lamp")[0].name == "Aurora Desk Lamp"
+    assert demo_catalog.search(products, "   ") == []
+    assert demo_catalog.search(products, "mug lamp") == []
 
 
 def test_render_escapes_values_but_not_markup() -> None:
-    html = demo_site.render("message", kind="error", text="<b>&</b>")
+    html = demo_catalog.render("message", kind="error", text="<b>&</b>")
     assert "&lt;b&gt;&amp;&lt;/b&gt;" in html and 'class="message error"' in html
-    assert "<i>x</i>" in demo_site.render("message", kind="", text=demo_site.Markup("<i>x</i>"))
-    assert demo_site.money(1234.5) == "$1,234.50"
+    assert "<i>x</i>" in demo_catalog.render("message", kind="", text=demo_catalog.Markup("<i>x</i>"))
+    assert demo_catalog.money(1234.5) == "$1,234.50"
 
 
 def test_pages_search_and_static_assets(shop: Any) -> None:
