@@ -90,6 +90,18 @@ def event_view(session: str, trace: NetworkTrace, index: int) -> dict[str, Any]:
     return {"index": index, "session": session, **trace.summary(index)}
 
 
+def _call_each(subscribers: list[Any], what: str, *args: Any) -> None:
+    """Call every subscriber with `args`; one that raises is logged and dropped, because a broken
+    subscriber must never break capture."""
+    for subscriber in list(subscribers):
+        try:
+            subscriber(*args)
+        except Exception:
+            logger.exception("%s failed; dropping it", what)
+            if subscriber in subscribers:
+                subscribers.remove(subscriber)
+
+
 class Session:
     """One named session: its task, trace, journal, state and (once finished) verdict."""
 
@@ -266,24 +278,12 @@ class Session:
             self.live.stop()
 
     def _wake(self) -> None:
-        for wake in list(self.wakers):
-            try:
-                wake()
-            except Exception:  # a broken subscriber must never break capture
-                logger.exception("session waker failed; dropping it")
-                if wake in self.wakers:
-                    self.wakers.remove(wake)
+        _call_each(self.wakers, "session waker")
         if self.store is not None:
             self.store.wake(self)
 
     def _notify(self, kind: str, payload: dict[str, Any]) -> None:
-        for listener in list(self.listeners):
-            try:
-                listener(kind, payload)
-            except Exception:  # a broken subscriber must never break capture
-                logger.exception("session listener failed; dropping it")
-                if listener in self.listeners:
-                    self.listeners.remove(listener)
+        _call_each(self.listeners, "session listener", kind, payload)
         if self.store is not None:
             self.store.notify(self.name, kind, payload)
 
@@ -313,22 +313,10 @@ class SessionStore:
         return RunSettings(self.site_map, self.output_dir, self.redact, self.data_checksum)
 
     def notify(self, session: str, kind: str, payload: dict[str, Any]) -> None:
-        for listener in list(self.listeners):
-            try:
-                listener(session, kind, payload)
-            except Exception:  # a broken subscriber must never break capture
-                logger.exception("event stream listener failed; dropping it")
-                if listener in self.listeners:
-                    self.listeners.remove(listener)
+        _call_each(self.listeners, "event stream listener", session, kind, payload)
 
     def wake(self, session: Session) -> None:
-        for wake in list(self.wakers):
-            try:
-                wake(session)
-            except Exception:  # a broken subscriber must never break capture
-                logger.exception("event stream waker failed; dropping it")
-                if wake in self.wakers:
-                    self.wakers.remove(wake)
+        _call_each(self.wakers, "event stream waker", session)
 
     def get(self, name: str) -> Session | None:
         return self._sessions.get(name)
