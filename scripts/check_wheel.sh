@@ -73,7 +73,7 @@ wait_health() {  # URL LOG PID
 
 read -r site_port proxy_port session_port control_port <<<"$(free_ports 4)"
 step "the demo shop from the installed package on :$site_port"
-"$venv/python" -m webarena_live.addon.demo_site --port "$site_port" >"$work/site.log" 2>&1 &
+"$venv/python" -m webarena_live.addon.demo.site --port "$site_port" >"$work/site.log" 2>&1 &
 pids+=($!)
 demo_tasks="$("$venv/python" -c 'from webarena_live.evaluator.tasks import default_tasks_path; print(default_tasks_path())')"
 printf '{"test_data_file": "%s", "environments": {"__SHOPPING__": {"urls": ["http://127.0.0.1:%s"]}}}\n' \

@@ -13,8 +13,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from webarena_live.addon.api import CALLER_HEADER, create_app
-from webarena_live.addon.control import ControlContext
+from webarena_live.addon.control.app import CALLER_HEADER, create_app
+from webarena_live.addon.control.context import ControlContext
 
 _APPS: weakref.WeakKeyDictionary[ControlContext, FastAPI] = weakref.WeakKeyDictionary()
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from mitmproxy import http
 
-from webarena_live.addon.live_run import LiveRun
+from webarena_live.addon.runs.attempt import LiveRun
 
 REPORT = Path(os.environ["GC_PROBE_REPORT"])
 

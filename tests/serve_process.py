@@ -17,8 +17,8 @@ import pytest
 import requests
 
 from tests.site.harness import check_preview
-from webarena_live.addon import demo_site
-from webarena_live.addon.demo_stack import free_ports
+from webarena_live.addon.demo import site as demo_site
+from webarena_live.addon.demo.stack import free_ports
 
 CLI = Path(sys.executable).parent / "webarena-live"
 

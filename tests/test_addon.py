@@ -11,9 +11,9 @@ from addon_helpers import NAVIGATE_TASK, SHOP, browser_headers, make_flow, write
 from mitmproxy import exceptions
 from mitmproxy.test import taddons, tflow
 
-from webarena_live.addon.credentials import proxy_username
-from webarena_live.addon.live import CAPTURED_KEY, WebArenaLive
-from webarena_live.addon.sessions import DEFAULT_SESSION
+from webarena_live.addon.proxy.addon import CAPTURED_KEY, WebArenaLive
+from webarena_live.addon.proxy.credentials import proxy_username
+from webarena_live.addon.runs.sessions import DEFAULT_SESSION
 
 SESSION_PORT = 8082
 

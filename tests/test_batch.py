@@ -141,7 +141,7 @@ def test_summary_counts_by_site_key(run_dir: Path, dataset: Path) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "webarena_live.addon.cli", "evaluate", *args]
+    command = [sys.executable, "-m", "webarena_live.addon.commands.cli", "evaluate", *args]
     return subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120)
 
 
@@ -183,8 +183,8 @@ def test_cli_reads_the_official_dataset_from_its_package(run_dir: Path, oracle_p
         [str(oracle_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
-    command = [sys.executable, "-c", "import sys; sys.path.append(sys.argv.pop(1)); "
-               "from webarena_live.addon.cli import main; sys.exit(main(sys.argv[1:]))", site_packages,
+    command = [sys.executable, "-c", "import sys; sys.path.append(sys.argv.pop(1)); from "
+               "webarena_live.addon.commands.cli import main; sys.exit(main(sys.argv[1:]))", site_packages,
                "evaluate", "--output-dir", str(run_dir), "--tasks", "webarena-verified",
                "--config", str(run_dir.parent / "config.json")]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=120)

@@ -7,8 +7,8 @@ import json
 
 from addon_helpers import SHOP, browser_headers, make_flow
 
-from webarena_live.addon import capture
-from webarena_live.addon.capture import event_from_flow, keeps_response_body, shrink_multipart
+from webarena_live.addon.proxy import capture
+from webarena_live.addon.proxy.capture import event_from_flow, keeps_response_body, shrink_multipart
 from webarena_live.evaluator.trace import EventType
 
 JSON = {"Content-Type": "application/json; charset=utf-8"}

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from webarena_live.addon.cli import build_parser
+from webarena_live.addon.commands.cli import build_parser
 
-CLI = [sys.executable, "-m", "webarena_live.addon.cli"]
+CLI = [sys.executable, "-m", "webarena_live.addon.commands.cli"]
 
 
 @pytest.mark.parametrize(

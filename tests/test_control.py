@@ -18,10 +18,10 @@ from addon_helpers import (
 )
 from control_in_process import Reply, handle_request
 
-from webarena_live.addon.capture import event_from_flow
-from webarena_live.addon.control import ControlContext
-from webarena_live.addon.control_input import parse_final_response
-from webarena_live.addon.sessions import SessionStore
+from webarena_live.addon.control.bodies import parse_final_response
+from webarena_live.addon.control.context import ControlContext
+from webarena_live.addon.proxy.capture import event_from_flow
+from webarena_live.addon.runs.sessions import SessionStore
 from webarena_live.evaluator.har import load_trace
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import load_tasks

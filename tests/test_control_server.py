@@ -8,12 +8,12 @@ import signal
 
 from addon_helpers import SHOP, browser_headers, make_flow, write_tasks
 
-from webarena_live.addon import api_middleware
-from webarena_live.addon.api import create_app
-from webarena_live.addon.api_server import ControlServer
-from webarena_live.addon.capture import event_from_flow
-from webarena_live.addon.control import ControlContext
-from webarena_live.addon.sessions import SessionStore
+from webarena_live.addon.control import middleware as api_middleware
+from webarena_live.addon.control.app import create_app
+from webarena_live.addon.control.context import ControlContext
+from webarena_live.addon.control.server import ControlServer
+from webarena_live.addon.proxy.capture import event_from_flow
+from webarena_live.addon.runs.sessions import SessionStore
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import load_tasks
 

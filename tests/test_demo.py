@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from webarena_live.addon.demo import event_differences, failure_reason
+from webarena_live.addon.demo.command import event_differences, failure_reason
 from webarena_live.evaluator.tasks import load_tasks
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""The Demo Shop (`webarena_live.addon.demo_site`; its catalog and pages: `demo_catalog`), over real sockets
+"""The Demo Shop (`webarena_live.addon.demo.site`; its catalog and pages: `demo_catalog`), over real sockets
 on 127.0.0.1."""
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from urllib.parse import unquote, urlencode
 
 import pytest
 
-from webarena_live.addon import demo_catalog, demo_site
-from webarena_live.addon.demo_stack import free_ports
+from webarena_live.addon.demo import catalog as demo_catalog
+from webarena_live.addon.demo import site as demo_site
+from webarena_live.addon.demo.stack import free_ports
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -121,7 +122,7 @@ def test_pages_search_and_static_assets(shop: Any) -> None:
         status, headers, _ = browser.request(path)
         assert (status, headers["content-type"]) == (200, [kind]), path
     assert browser.request("/no-such-product.html")[0] == 404
-    assert browser.request("/static/../demo_site.py")[0] == 404
+    assert browser.request("/static/../site.py")[0] == 404
     assert browser.request("/media/99.svg")[0] == 404
 
 
@@ -194,7 +195,7 @@ def test_wishlist_json_api(shop: Any) -> None:
 def test_runs_as_a_script_on_the_given_port(tmp_path: Path) -> None:
     (port,) = free_ports(1)
     process = subprocess.Popen(
-        [sys.executable, "-m", "webarena_live.addon.demo_site", "--port", str(port)],
+        [sys.executable, "-m", "webarena_live.addon.demo.site", "--port", str(port)],
         stdout=subprocess.PIPE,
         text=True,
     )

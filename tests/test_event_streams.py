@@ -11,11 +11,11 @@ import time
 from addon_helpers import SHOP, make_flow
 from test_control_server import context_of, read_response, read_until, serve
 
-from webarena_live.addon import api_streams
-from webarena_live.addon import sessions as sessions_module
-from webarena_live.addon.api_server import ControlServer
-from webarena_live.addon.api_streams import Subscription
-from webarena_live.addon.capture import event_from_flow
+from webarena_live.addon.control import streams as api_streams
+from webarena_live.addon.control.server import ControlServer
+from webarena_live.addon.control.streams import Subscription
+from webarena_live.addon.proxy.capture import event_from_flow
+from webarena_live.addon.runs import sessions as sessions_module
 
 
 async def read_through(reader: asyncio.StreamReader, needle: bytes) -> bytes:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from serve_process import shop, start_serve
 
-from webarena_live.addon.demo_stack import free_ports
+from webarena_live.addon.demo.stack import free_ports
 
 __all__ = ["shop"]
 

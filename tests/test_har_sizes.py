@@ -244,7 +244,7 @@ def test_capture_measures_sizes_without_keeping_bodies(coding: str) -> None:
     """Real mitmproxy flows: the record has the body sizes as sent and received, decoded size included."""
 
     from tests.addon_helpers import make_flow
-    from webarena_live.addon.capture import record_from_flow
+    from webarena_live.addon.proxy.capture import record_from_flow
 
     picture = bytes(range(256)) * 400  # 100 KiB of image: measured, never kept
     headers = [(b"Content-Type", b"image/png")]
@@ -270,7 +270,7 @@ def test_capture_measures_sizes_without_keeping_bodies(coding: str) -> None:
 
 def test_a_failed_flow_has_a_request_size_and_no_response_sizes() -> None:
     from tests.addon_helpers import make_flow
-    from webarena_live.addon.capture import record_from_flow
+    from webarena_live.addon.proxy.capture import record_from_flow
 
     event = NetworkEvent(*record_from_flow(make_flow("POST", "http://shop.test/x", body=b"abc", status=None,
                                                      error="connection refused")))  # fmt: skip

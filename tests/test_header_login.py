@@ -22,7 +22,7 @@ from addon_helpers import ORACLE_JUDGE
 from mitmproxy.test import taddons, tflow
 from serve_process import finish, launch_serve
 
-from webarena_live.addon.header_login import HeaderLogin
+from webarena_live.addon.proxy.header_login import HeaderLogin
 from webarena_live.evaluator.site_checks import config_problems
 from webarena_live.evaluator.sites import SiteMap
 

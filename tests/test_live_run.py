@@ -8,10 +8,10 @@ import json
 import pytest
 from addon_helpers import MUTATE_TASK, NAVIGATE_TASK, SHOP, browser_headers, make_flow, write_tasks
 
-from webarena_live.addon.capture import event_from_flow
-from webarena_live.addon.har_spool import SPOOL_SUBDIR
-from webarena_live.addon.live_run import FinishRefused, OutputsFailed
-from webarena_live.addon.sessions import SessionState, SessionStore
+from webarena_live.addon.proxy.capture import event_from_flow
+from webarena_live.addon.runs.attempt import FinishRefused, OutputsFailed
+from webarena_live.addon.runs.har_spool import SPOOL_SUBDIR
+from webarena_live.addon.runs.sessions import SessionState, SessionStore
 from webarena_live.evaluator import SiteMap, evaluate_task, load_tasks
 
 NAVIGATE_DONE = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}

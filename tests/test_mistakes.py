@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from webarena_live.addon.demo_stack import free_ports
+from webarena_live.addon.demo.stack import free_ports
 from webarena_live.evaluator.tasks import default_tasks_path
 
 CLI = str(Path(sys.executable).parent / "webarena-live")

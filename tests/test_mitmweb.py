@@ -16,10 +16,10 @@ import pytest
 import requests
 from serve_process import shop, start_serve
 
-from webarena_live.addon.cli import build_parser
-from webarena_live.addon.demo_stack import free_ports
-from webarena_live.addon.live import WebArenaLive
-from webarena_live.addon.serve import addon_options
+from webarena_live.addon.commands.cli import build_parser
+from webarena_live.addon.commands.serve import addon_options
+from webarena_live.addon.demo.stack import free_ports
+from webarena_live.addon.proxy.addon import WebArenaLive
 from webarena_live.client import proxy_url
 
 __all__ = ["shop"]

@@ -29,7 +29,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.site.harness import RESERVED_HOST, ProxyProcess, start_proxy, write_config
-from webarena_live.addon.api import openapi_document
+from webarena_live.addon.control.app import openapi_document
 
 TOKEN = "fuzz-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -26,14 +26,14 @@ from addon_helpers import (
 )
 from control_in_process import handle_request
 
-from webarena_live.addon import capture
-from webarena_live.addon.capture import event_from_flow, shared_header
-from webarena_live.addon.control import ControlContext
-from webarena_live.addon.har_spool import SPOOL_SUBDIR, HarSpool, replace_cheaply
-from webarena_live.addon.journal import entry_json_bytes
-from webarena_live.addon.process_memory import gc_paused
-from webarena_live.addon.redact import redact_har_entry
-from webarena_live.addon.sessions import SessionState, SessionStore
+from webarena_live.addon.commands.process_memory import gc_paused
+from webarena_live.addon.control.context import ControlContext
+from webarena_live.addon.proxy import capture
+from webarena_live.addon.proxy.capture import event_from_flow, shared_header
+from webarena_live.addon.runs.har_spool import SPOOL_SUBDIR, HarSpool, replace_cheaply
+from webarena_live.addon.runs.journal import entry_json_bytes
+from webarena_live.addon.runs.redact import redact_har_entry
+from webarena_live.addon.runs.sessions import SessionState, SessionStore
 from webarena_live.evaluator.evaluate import evaluate_task
 from webarena_live.evaluator.har import (
     _iso,
@@ -335,7 +335,7 @@ def test_journal_lines_read_back_as_the_same_events(tmp_path):
 
 
 def test_replacing_without_an_atomic_exchange_falls_back_to_a_hard_link(tmp_path, monkeypatch):
-    from webarena_live.addon import har_spool
+    from webarena_live.addon.runs import har_spool
 
     monkeypatch.setattr(har_spool, "_exchange", lambda source, target: False)
     target, source = tmp_path / "network.har", tmp_path / "new"

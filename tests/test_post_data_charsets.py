@@ -14,8 +14,8 @@ import json
 import pytest
 from addon_helpers import SHOP, make_flow
 
-from webarena_live.addon.capture import BODY_CAP, body_text, event_from_flow
-from webarena_live.addon.post_data import decode_post_data
+from webarena_live.addon.proxy.capture import BODY_CAP, body_text, event_from_flow
+from webarena_live.addon.proxy.post_data import decode_post_data
 from webarena_live.evaluator.bodies import parse_body
 from webarena_live.evaluator.har import event_from_har_entry, event_to_har_entry, event_to_har_json
 from webarena_live.evaluator.trace import NetworkEvent

@@ -29,7 +29,12 @@ import requests
 
 from tests.site.agents import NAVIGATE_DONE
 from tests.site.harness import TASKS_FILE, start_proxy, write_config
-from webarena_live.addon.process_memory import LARGE_BODY, LargeBodyCollector, freeze_startup_heap, gc_paused
+from webarena_live.addon.commands.process_memory import (
+    LARGE_BODY,
+    LargeBodyCollector,
+    freeze_startup_heap,
+    gc_paused,
+)
 
 MEGABYTE = 1024 * 1024
 PROBE = Path(__file__).with_name("gc_probe.py")

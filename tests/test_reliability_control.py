@@ -18,13 +18,13 @@ from addon_helpers import MUTATE_TASK, NAVIGATE_TASK, SHOP, browser_headers, mak
 from control_in_process import handle_request
 
 from tests.site.harness import free_port, start_proxy, write_config
-from webarena_live.addon.api import openapi_document
-from webarena_live.addon.api_middleware import MAX_CONTROL_BODY
-from webarena_live.addon.capture import event_from_flow
-from webarena_live.addon.control import ControlContext
-from webarena_live.addon.guard import page_request_problem, token_problem
-from webarena_live.addon.recovery import JournalNotFoundError, find_journal, read_journal
-from webarena_live.addon.sessions import SessionStore
+from webarena_live.addon.control.app import openapi_document
+from webarena_live.addon.control.context import ControlContext
+from webarena_live.addon.control.guard import page_request_problem, token_problem
+from webarena_live.addon.control.middleware import MAX_CONTROL_BODY
+from webarena_live.addon.proxy.capture import event_from_flow
+from webarena_live.addon.runs.recovery import JournalNotFoundError, find_journal, read_journal
+from webarena_live.addon.runs.sessions import SessionStore
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import load_tasks
 

@@ -22,7 +22,7 @@ import requests
 from addon_helpers import MUTATE_TASK, NAVIGATE_TASK, RETRIEVE_TASK, oracle_verdict, write_tasks
 
 from tests.site.harness import ProxyProcess, start_proxy, write_config
-from webarena_live.addon.recovery import find_journal
+from webarena_live.addon.runs.recovery import find_journal
 from webarena_live.evaluator.evaluate import evaluate_task
 from webarena_live.evaluator.har import load_trace, trace_to_har
 from webarena_live.evaluator.sites import SiteMap

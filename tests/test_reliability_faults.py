@@ -23,7 +23,7 @@ from addon_helpers import MUTATE_TASK, NAVIGATE_TASK, oracle_verdict, write_task
 from faulty_upstream import FaultyUpstream, run_faulty_upstream
 
 from tests.site.harness import ProxyProcess, start_proxy, write_config
-from webarena_live.addon.recovery import find_journal
+from webarena_live.addon.runs.recovery import find_journal
 from webarena_live.evaluator.har import load_trace
 
 CLIENT_TIMEOUT = 2.0

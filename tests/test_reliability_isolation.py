@@ -20,7 +20,7 @@ from addon_helpers import MUTATE_TASK, write_tasks
 
 from tests.site.certs import make_self_signed
 from tests.site.harness import ProxyProcess, start_proxy, write_config
-from webarena_live.addon.recovery import find_journal
+from webarena_live.addon.runs.recovery import find_journal
 from webarena_live.evaluator.har import load_trace
 
 SESSIONS = 24

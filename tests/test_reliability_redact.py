@@ -20,11 +20,17 @@ import requests
 from addon_helpers import TASKS, oracle_verdict
 
 from tests.site.harness import start_proxy, write_config
-from webarena_live.addon.cli import build_parser
-from webarena_live.addon.outputs import write_outputs
-from webarena_live.addon.recovery import find_journal
-from webarena_live.addon.redact import REDACTED, redact_har, redact_har_entry, redact_post_text, redact_url
-from webarena_live.addon.serve import addon_options
+from webarena_live.addon.commands.cli import build_parser
+from webarena_live.addon.commands.serve import addon_options
+from webarena_live.addon.runs.outputs import write_outputs
+from webarena_live.addon.runs.recovery import find_journal
+from webarena_live.addon.runs.redact import (
+    REDACTED,
+    redact_har,
+    redact_har_entry,
+    redact_post_text,
+    redact_url,
+)
 from webarena_live.evaluator.evaluate import evaluate_task
 from webarena_live.evaluator.har import event_from_har_entry, event_to_har_entry, trace_to_har
 from webarena_live.evaluator.sites import SiteMap

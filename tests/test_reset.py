@@ -14,9 +14,9 @@ import pytest
 from addon_helpers import NAVIGATE_TASK, SHOP, write_tasks
 from control_in_process import handle_request
 
-from webarena_live.addon.control import ControlContext
-from webarena_live.addon.reset import reset_sites, sites_without_reset
-from webarena_live.addon.sessions import SessionStore
+from webarena_live.addon.control.context import ControlContext
+from webarena_live.addon.control.reset import reset_sites, sites_without_reset
+from webarena_live.addon.runs.sessions import SessionStore
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import load_tasks
 

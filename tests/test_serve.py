@@ -335,8 +335,8 @@ def test_entry_script_holds_only_the_addon():
     from mitmproxy import hooks
     from mitmproxy.addons import script
 
-    from webarena_live.addon.cli import addon_path
-    from webarena_live.addon.live import WebArenaLive
+    from webarena_live.addon.commands.cli import addon_path
+    from webarena_live.addon.proxy.addon import WebArenaLive
 
     module = script.load_script(addon_path())
     assert module is not None

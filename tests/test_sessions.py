@@ -11,9 +11,9 @@ from pathlib import Path
 
 from addon_helpers import NAVIGATE_TASK, SHOP, browser_headers, make_flow, write_tasks
 
-from webarena_live.addon import sessions as sessions_module
-from webarena_live.addon.capture import event_from_flow
-from webarena_live.addon.sessions import (
+from webarena_live.addon.proxy.capture import event_from_flow
+from webarena_live.addon.runs import sessions as sessions_module
+from webarena_live.addon.runs.sessions import (
     DEFAULT_SESSION,
     Journal,
     SessionState,
@@ -159,8 +159,8 @@ def test_journal_survives_a_crash_of_the_process(tmp_path):
         sys.path.insert(0, {str(REPO / "tests")!r})
         from pathlib import Path
         from addon_helpers import make_flow
-        from webarena_live.addon.capture import event_from_flow
-        from webarena_live.addon.sessions import SessionStore
+        from webarena_live.addon.proxy.capture import event_from_flow
+        from webarena_live.addon.runs.sessions import SessionStore
         session = SessionStore(journal_dir=Path({str(tmp_path)!r})).get_or_create("crash")
         for n in range(50):
             session.append(event_from_flow(make_flow(url=f"http://shop.test/page/{{n}}")))

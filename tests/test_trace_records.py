@@ -17,8 +17,8 @@ from addon_helpers import SHOP, browser_headers, make_flow
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webarena_live.addon.capture import event_from_flow, record_from_flow
-from webarena_live.addon.credentials import take_credentials
+from webarena_live.addon.proxy.capture import event_from_flow, record_from_flow
+from webarena_live.addon.proxy.credentials import take_credentials
 from webarena_live.evaluator.har import _query_string_json, event_to_har_entry, event_to_har_json
 from webarena_live.evaluator.memo import BoundedMemo
 from webarena_live.evaluator.trace import RECORD_FIELDS, EventType, NetworkEvent, NetworkTrace

@@ -25,7 +25,7 @@ import requests
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from webarena_live.addon.cli import addon_path
+from webarena_live.addon.commands.cli import addon_path
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS_FILE = Path(__file__).resolve().parent / "tasks.json"

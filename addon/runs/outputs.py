@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from webarena_live.addon.har_spool import HarSpool
-from webarena_live.addon.redact import redact_har
+from webarena_live.addon.runs.har_spool import HarSpool
+from webarena_live.addon.runs.redact import redact_har
 from webarena_live.evaluator import NetworkTrace, TaskResult, trace_to_har
 from webarena_live.evaluator.run_dir import (
     RESPONSE_FILE,

@@ -23,17 +23,17 @@ from urllib.parse import quote
 from mitmproxy import connection, ctx, exceptions, http
 from mitmproxy.utils import human
 
-from webarena_live.addon.api import CALLER_HEADER, create_app
-from webarena_live.addon.api_middleware import MAX_CONTROL_BODY
-from webarena_live.addon.api_server import ControlServer
-from webarena_live.addon.capture import BODY_CAP, record_from_flow, tunnel_failure_event
-from webarena_live.addon.control import RESERVED_HOST, ControlContext
-from webarena_live.addon.credentials import challenge, take_credentials
-from webarena_live.addon.flow_notes import FlowNotes
-from webarena_live.addon.header_login import HeaderLogin
-from webarena_live.addon.redact import redact_har_entry
-from webarena_live.addon.reserved_host import answer_too_large, serve_on_flow
-from webarena_live.addon.sessions import DEFAULT_SESSION, SessionState, SessionStore
+from webarena_live.addon.control.app import CALLER_HEADER, create_app
+from webarena_live.addon.control.context import RESERVED_HOST, ControlContext
+from webarena_live.addon.control.middleware import MAX_CONTROL_BODY
+from webarena_live.addon.control.server import ControlServer
+from webarena_live.addon.proxy.capture import BODY_CAP, record_from_flow, tunnel_failure_event
+from webarena_live.addon.proxy.credentials import challenge, take_credentials
+from webarena_live.addon.proxy.flow_notes import FlowNotes
+from webarena_live.addon.proxy.header_login import HeaderLogin
+from webarena_live.addon.proxy.reserved_host import answer_too_large, serve_on_flow
+from webarena_live.addon.runs.redact import redact_har_entry
+from webarena_live.addon.runs.sessions import DEFAULT_SESSION, SessionState, SessionStore
 from webarena_live.evaluator import SiteMap, TaskSet, WebArenaLiveError, load_tasks, prepare_output_dir
 
 logger = logging.getLogger(__name__)

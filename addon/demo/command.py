@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from webarena_live.addon.demo_stack import (
+from webarena_live.addon.demo.stack import (
     CONFIG_FILE,
     ControlClient,
     DemoError,
@@ -134,7 +134,7 @@ def drive_tasks(client: ControlClient, ports: Ports, chromium: Path, tasks: Task
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
-    from webarena_live.addon.demo_agent import ATTEMPTS, TIMEOUT_MS
+    from webarena_live.addon.demo.agent import ATTEMPTS, TIMEOUT_MS
 
     proxy_server = f"http://127.0.0.1:{ports.session}"
     verdicts = []

@@ -183,17 +183,17 @@ def addon_path() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        from webarena_live.addon.serve import run as run_serve
+        from webarena_live.addon.commands.serve import run as run_serve
 
         return run_serve(args)
     if args.command == "evaluate":
-        from webarena_live.addon.offline import run as run_evaluate
+        from webarena_live.addon.commands.evaluate import run as run_evaluate
 
         return run_evaluate(args)
     if args.command == "addon-path":
         print(addon_path())
         return 0
-    from webarena_live.addon.demo import run as run_demo
+    from webarena_live.addon.demo.command import run as run_demo
 
     return run_demo(args)
 

@@ -27,10 +27,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from webarena_live.addon.har_spool import HarSpool
-from webarena_live.addon.journal import EntryFilter, Journal, entry_json_bytes, journal_filename
-from webarena_live.addon.live_run import LiveRun, RunSettings
-from webarena_live.addon.outputs import EARLIER_ATTEMPT
+from webarena_live.addon.runs.attempt import LiveRun, RunSettings
+from webarena_live.addon.runs.har_spool import HarSpool
+from webarena_live.addon.runs.journal import EntryFilter, Journal, entry_json_bytes, journal_filename
+from webarena_live.addon.runs.outputs import EARLIER_ATTEMPT
 from webarena_live.evaluator import (
     NetworkEvent,
     NetworkTrace,

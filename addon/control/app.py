@@ -18,13 +18,10 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import ValidationError
 from starlette.responses import Response
 
-from webarena_live.addon import api_models as models
-from webarena_live.addon.api_agent import agent_router
-from webarena_live.addon.api_errors import JsonResponse, install_error_handlers, validation_detail
-from webarena_live.addon.api_middleware import BodyCap, CommonHeaders, Guard, RawPath
-from webarena_live.addon.api_models import SessionName
-from webarena_live.addon.api_streams import Streams, global_stream, session_stream
-from webarena_live.addon.control import (
+from webarena_live.addon.control import models
+from webarena_live.addon.control.agent_routes import agent_router
+from webarena_live.addon.control.bodies import ControlError, parse_final_response, parse_json_body
+from webarena_live.addon.control.context import (
     ControlContext,
     begin_session,
     find_session,
@@ -34,10 +31,13 @@ from webarena_live.addon.control import (
     plan_start,
     task_view,
 )
-from webarena_live.addon.control_input import ControlError, parse_final_response, parse_json_body
-from webarena_live.addon.live_run import FinishRefused, OutputsFailed
-from webarena_live.addon.reset import ResetOutcome, reset_sites, sites_without_reset
-from webarena_live.addon.sessions import Session
+from webarena_live.addon.control.errors import JsonResponse, install_error_handlers, validation_detail
+from webarena_live.addon.control.middleware import BodyCap, CommonHeaders, Guard, RawPath
+from webarena_live.addon.control.models import SessionName
+from webarena_live.addon.control.reset import ResetOutcome, reset_sites, sites_without_reset
+from webarena_live.addon.control.streams import Streams, global_stream, session_stream
+from webarena_live.addon.runs.attempt import FinishRefused, OutputsFailed
+from webarena_live.addon.runs.sessions import Session
 from webarena_live.evaluator import __version__, trace_to_har
 
 CALLER_HEADER = "X-WebArena-Live-Caller"

@@ -13,7 +13,7 @@ import binascii
 
 from mitmproxy import http
 
-from webarena_live.addon.sessions import session_name_problem
+from webarena_live.addon.runs.sessions import session_name_problem
 from webarena_live.evaluator.memo import BoundedMemo
 
 PROXY_AUTHORIZATION = "proxy-authorization"

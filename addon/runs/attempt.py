@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from webarena_live.addon.har_spool import SPOOL_SUBDIR, HarSpool
-from webarena_live.addon.outputs import EARLIER_ATTEMPT, write_outputs
+from webarena_live.addon.runs.har_spool import SPOOL_SUBDIR, HarSpool
+from webarena_live.addon.runs.outputs import EARLIER_ATTEMPT, write_outputs
 from webarena_live.evaluator import (
     NetworkTrace,
     SiteMap,

@@ -14,8 +14,8 @@ from collections import OrderedDict
 
 from mitmproxy import ctx, hooks, http
 
-from webarena_live.addon.live_run import LiveRun
-from webarena_live.addon.sessions import Session
+from webarena_live.addon.runs.attempt import LiveRun
+from webarena_live.addon.runs.sessions import Session
 
 logger = logging.getLogger(__name__)
 

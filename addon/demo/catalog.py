@@ -18,7 +18,7 @@ from string import Template
 from typing import Any
 from urllib.parse import quote, unquote
 
-ASSETS: Traversable = resources.files(__package__ or "webarena_live.addon") / "demo_site_assets"
+ASSETS: Traversable = resources.files("webarena_live.addon.demo") / "site_assets"
 """Templates, static files and the catalog, shipped as package data."""
 MESSAGES_COOKIE = "shop-messages"
 """Flash messages travel in this cookie (URL-encoded JSON) across the POST-redirect-GET."""

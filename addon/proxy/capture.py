@@ -25,9 +25,9 @@ from mitmproxy.net.http import url as mitmproxy_url
 from mitmproxy.net.http.cookies import parse_set_cookie_header
 from mitmproxy.net.http.headers import infer_content_encoding
 
-from webarena_live.addon.credentials import is_credentials
-from webarena_live.addon.post_data import decode_post_data
-from webarena_live.addon.sizes import request_body_size, response_sizes
+from webarena_live.addon.proxy.credentials import is_credentials
+from webarena_live.addon.proxy.post_data import decode_post_data
+from webarena_live.addon.proxy.sizes import request_body_size, response_sizes
 from webarena_live.evaluator.classify import STATIC_ASSET_SUFFIXES
 from webarena_live.evaluator.memo import BoundedMemo
 from webarena_live.evaluator.trace import EventRecord, NetworkEvent

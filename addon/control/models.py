@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from webarena_live.addon.reset import RESET_TIMEOUT
+from webarena_live.addon.control.reset import RESET_TIMEOUT
 
 SessionName = Annotated[
     str,

@@ -24,7 +24,7 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from webarena_live.addon.sessions import TRACE_REPLACED, Session, SessionStore, event_view
+from webarena_live.addon.runs.sessions import TRACE_REPLACED, Session, SessionStore, event_view
 from webarena_live.evaluator import NetworkTrace
 
 HEARTBEAT_SECONDS = 15

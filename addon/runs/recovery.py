@@ -16,7 +16,7 @@ from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from pathlib import Path
 
-from webarena_live.addon.journal import FINISHED_INDEX, journal_filename
+from webarena_live.addon.runs.journal import FINISHED_INDEX, journal_filename
 from webarena_live.evaluator import NetworkTrace, WebArenaLiveError, load_trace
 
 # What `journal_filename` puts after "<session>-<task>-": a UTC time and the suffix.

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webarena_live.addon import demo_site
+from webarena_live.addon.demo import site as demo_site
 from webarena_live.evaluator.errors import WebArenaLiveError
 
 CONFIG_FILE = "config.json"
@@ -121,7 +121,7 @@ def running_proxy(ports: Ports, output_dir: Path, config: Path, tasks_file: Path
     command = [
         sys.executable,
         "-m",
-        "webarena_live.addon.cli",
+        "webarena_live.addon.commands.cli",
         "serve",
         "--tasks",
         str(tasks_file),

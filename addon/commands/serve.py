@@ -25,9 +25,9 @@ from mitmproxy import ctx, exceptions, options
 from mitmproxy.master import Master
 from mitmproxy.tools.dump import DumpMaster
 
-from webarena_live.addon.control import RESERVED_HOST
-from webarena_live.addon.live import WebArenaLive
-from webarena_live.addon.process_memory import ProcessMemory, gc_paused
+from webarena_live.addon.commands.process_memory import ProcessMemory, gc_paused
+from webarena_live.addon.control.context import RESERVED_HOST
+from webarena_live.addon.proxy.addon import WebArenaLive
 from webarena_live.evaluator import __version__
 
 

@@ -13,7 +13,6 @@ not in the dataset (judging it would only overwrite its verdict with an error).
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -216,9 +215,3 @@ def _evaluate(
             write_summary=whole,
         )
     return report.model_copy(update={"skipped_task_ids": tuple(batch.skipped)})
-
-
-if __name__ == "__main__":  # pragma: no cover - convenience for `python -m webarena_live.addon.offline`
-    from webarena_live.addon.cli import main
-
-    sys.exit(main(["evaluate", *sys.argv[1:]]))

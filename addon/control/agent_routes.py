@@ -17,14 +17,14 @@ from urllib.parse import unquote
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
-from webarena_live.addon.api_errors import JsonResponse
-from webarena_live.addon.api_models import SessionName
-from webarena_live.addon.control import ControlContext, find_session
-from webarena_live.addon.control_input import ControlError, parse_final_response
-from webarena_live.addon.live_run import FinishRefused, LiveRun
-from webarena_live.addon.sessions import Session
+from webarena_live.addon.control.bodies import ControlError, parse_final_response
+from webarena_live.addon.control.context import ControlContext, find_session
+from webarena_live.addon.control.errors import JsonResponse
+from webarena_live.addon.control.models import SessionName
+from webarena_live.addon.runs.attempt import FinishRefused, LiveRun
+from webarena_live.addon.runs.sessions import Session
 
-DASHBOARD = resources.files("webarena_live.addon") / "dashboard"
+DASHBOARD = resources.files("webarena_live.addon.control") / "dashboard"
 DASHBOARD_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css"}
 
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webarena_live.addon.api_models import StartSession
-from webarena_live.addon.control_input import ControlError
-from webarena_live.addon.recovery import JournalNotFoundError, find_journal, read_journal, resumable_runs
-from webarena_live.addon.sessions import (
+from webarena_live.addon.control.bodies import ControlError
+from webarena_live.addon.control.models import StartSession
+from webarena_live.addon.runs.recovery import JournalNotFoundError, find_journal, read_journal, resumable_runs
+from webarena_live.addon.runs.sessions import (
     DEFAULT_SESSION,
     Session,
     SessionState,
