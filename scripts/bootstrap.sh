@@ -77,6 +77,8 @@ case "$what" in
         .venv/bin/ruff check .
         step mypy
         .venv/bin/mypy
+        step "import contracts (which part may import which: pyproject.toml, [tool.importlinter])"
+        .venv/bin/lint-imports
         step "the installed product: wheel in a fresh venv, used from outside the checkout"
         bash scripts/check_wheel.sh
         step pytest
