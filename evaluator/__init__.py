@@ -17,6 +17,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "AgentResponseError": "webarena_live.evaluator.errors",
     "EvalStatus": "webarena_live.evaluator.results",
+    "EventRecord": "webarena_live.evaluator.trace",
+    "FinalAnswer": "webarena_live.evaluator.responses",
     "NetworkEvent": "webarena_live.evaluator.trace",
     "NetworkTrace": "webarena_live.evaluator.trace",
     "NormalizationError": "webarena_live.evaluator.errors",
@@ -47,6 +49,8 @@ _EXPORTS = {
 __all__ = [
     "AgentResponseError",
     "EvalStatus",
+    "EventRecord",
+    "FinalAnswer",
     "NetworkEvent",
     "NetworkTrace",
     "NormalizationError",
@@ -89,12 +93,12 @@ if TYPE_CHECKING:
     from webarena_live.evaluator.evaluate import evaluate_task, prepare_evaluation
     from webarena_live.evaluator.har import event_to_har_entry, event_to_har_json, load_trace, trace_to_har
     from webarena_live.evaluator.progress import TaskProgress, task_progress
-    from webarena_live.evaluator.responses import parse_response
+    from webarena_live.evaluator.responses import FinalAnswer, parse_response
     from webarena_live.evaluator.results import EvalStatus, TaskResult
     from webarena_live.evaluator.run_dir import prepare_output_dir, run_name_problem
     from webarena_live.evaluator.sites import SiteMap
     from webarena_live.evaluator.tasks import Task, TaskSet, load_tasks
-    from webarena_live.evaluator.trace import NetworkEvent, NetworkTrace
+    from webarena_live.evaluator.trace import EventRecord, NetworkEvent, NetworkTrace
 
 
 def __getattr__(name: str) -> Any:

@@ -16,7 +16,7 @@ from webarena_live.evaluator.answer_shape import shape_warnings
 from webarena_live.evaluator.errors import WebArenaLiveError
 from webarena_live.evaluator.network_evaluator import evaluate_network
 from webarena_live.evaluator.response_evaluator import evaluate_response
-from webarena_live.evaluator.responses import response_document, response_warnings
+from webarena_live.evaluator.responses import FinalAnswer, response_warnings
 from webarena_live.evaluator.results import EvaluatorResult, TaskResult
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import AgentResponseEvaluatorConfig, NetworkEventEvaluatorConfig, Task
@@ -36,12 +36,12 @@ def task_fields(task: Task) -> dict[str, Any]:
     }
 
 
-def _warnings_for(response: Any, task: Task) -> tuple[str, ...] | None:
+def _warnings_for(answer: FinalAnswer, task: Task) -> tuple[str, ...] | None:
     # Warnings are advice about the answer's shape (the seed's rules, the response schema and the
     # task's results_schema); they never change a verdict, and a failure to produce them is no error.
     try:
-        found = response_warnings(response)
-        found += shape_warnings(response_document(response), task.response_config.results_schema)
+        found = response_warnings(answer)
+        found += shape_warnings(answer.document, task.response_config.results_schema)
     except Exception:
         return None
     return tuple(dict.fromkeys(found)) or None
@@ -60,7 +60,7 @@ def _run_one(
     config: AgentResponseEvaluatorConfig | NetworkEventEvaluatorConfig,
     *,
     task: Task,
-    response: Any,
+    answer: FinalAnswer,
     trace: NetworkTrace,
     site_map: SiteMap,
 ) -> EvaluatorResult:
@@ -68,7 +68,7 @@ def _run_one(
     try:
         if isinstance(config, AgentResponseEvaluatorConfig):
             derender = functools.partial(site_map.derender, sites=task.sites)
-            return evaluate_response(config, response, task=task, derender_url=derender)
+            return evaluate_response(config, answer, task=task, derender_url=derender)
         return evaluate_network(config, trace, task=task, site_map=site_map)
     except Exception as error:  # an evaluator bug or unforeseen input scores as an error, like the reference
         detail = (
@@ -88,11 +88,13 @@ def evaluate_task(
     """Score one agent run of `task`.
 
     `response` is whatever the agent sent as its final answer (a dict, JSON
-    text possibly inside a code fence, None, ...). Evaluators run in the order
-    the task lists them; the task succeeds only when all of them do.
+    text possibly inside a code fence, None, ...), or that answer already read
+    (`FinalAnswer`). Evaluators run in the order the task lists them; the task
+    succeeds only when all of them do.
     """
     fields = {**task_fields(task), "webarena_verified_data_checksum": data_checksum}
-    warnings = _warnings_for(response, task)
+    answer = FinalAnswer.read(response)
+    warnings = _warnings_for(answer, task)
     if not len(trace):
         # The reference cannot load a trace without events and scores the run as an error,
         # even for tasks that only check the response; the verdict must be the same.
@@ -111,7 +113,7 @@ def evaluate_task(
             **fields,
         )
     results = [
-        _run_one(config, task=task, response=response, trace=trace, site_map=effective_map)
+        _run_one(config, task=task, answer=answer, trace=trace, site_map=effective_map)
         for config in task.eval
     ]
     return TaskResult.from_evaluators(evaluators_results=results, warnings=warnings, **fields)

@@ -23,8 +23,8 @@ from webarena_live.evaluator.errors import AgentResponseError
 from webarena_live.evaluator.responses import (
     RETRIEVED_DATA_FIELDS,
     TASK_TYPE_FIELDS,
+    FinalAnswer,
     first_present,
-    response_document,
 )
 from webarena_live.evaluator.results import Assertion, EvaluatorResult
 from webarena_live.evaluator.tasks import AgentResponseEvaluatorConfig, Task, TaskType
@@ -108,7 +108,7 @@ def actual_response(
     raw: Any, config: AgentResponseEvaluatorConfig, *, task: Task, derender_url: DerenderUrl | None = None
 ) -> Any:
     """The agent's answer, normalized like the expected one; non-objects are returned as read."""
-    document = response_document(raw)
+    document = FinalAnswer.read(raw).document
     if not isinstance(document, Mapping):
         return document
     normalized: dict[str, Any] = {}
@@ -183,24 +183,25 @@ def evaluate_response(
     `derender_url(url, strict=False)` turns real site URLs inside answers back
     into placeholders (pass the site map's, bound to the task's sites).
     """
+    answer = FinalAnswer.read(raw_response)
     expected: Any = None
     actual: Any = None
     try:
         expected = expected_response(config, derender_url)
-        actual = actual_response(raw_response, config, task=task, derender_url=derender_url)
+        actual = actual_response(answer, config, task=task, derender_url=derender_url)
         failures = response_assertions(actual, expected, config, task=task)
     except Exception as error:  # the reference turns any failure to evaluate into an error verdict
         return EvaluatorResult.from_error(
             EVALUATOR_NAME,
             f"cannot evaluate the response of task {task.task_id}: {type(error).__name__}: {error}",
-            actual=raw_response,
+            actual=answer.raw,
             actual_normalized=report(actual),
             expected=report(expected),
         )
     return EvaluatorResult.from_assertions(
         EVALUATOR_NAME,
         failures,
-        actual=raw_response,
+        actual=answer.raw,
         actual_normalized=report(actual),
         expected=report(expected),
     )

@@ -16,6 +16,7 @@ import contextlib
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -30,12 +31,31 @@ RETRIEVED_DATA_FIELDS = ("retrieved_data", "results")
 _FENCED = re.compile(r"```(?:json)?\s*\n?(.*?)\n?```", re.DOTALL)
 
 
-def response_document(raw: Any) -> Any:
-    """What an answer holds: text is unfenced and parsed as JSON when it is JSON.
+@dataclass(frozen=True, slots=True)
+class FinalAnswer:
+    """An agent's final answer, read once: what it sent, and the document that holds.
 
-    Follows the reference: text that is not JSON stays text, and an empty
-    answer (None, "", {}, [], 0, false) becomes None.
+    Every step from the finish to the verdict (the seed's rules, the answer-shape
+    warnings, the response evaluator, `agent_response.json`) reads `document`, so
+    a fenced or JSON-text answer is decoded once, however many steps look at it.
     """
+
+    raw: Any
+    """The answer as sent (an object, JSON text, fenced text, None): results show it as `actual`."""
+    document: Any
+    """What it holds: text is unfenced and parsed as JSON when it is JSON; an empty answer is None."""
+
+    @classmethod
+    def read(cls, raw: Any) -> FinalAnswer:
+        """`raw` read (an answer already read is returned as it is)."""
+        if isinstance(raw, FinalAnswer):
+            return raw
+        return cls(raw, _document(raw))
+
+
+def _document(raw: Any) -> Any:
+    # Follows the reference: text that is not JSON stays text, and an empty answer (None, "", {}, [],
+    # 0, false) becomes None.
     value = raw
     if isinstance(raw, str):
         value = raw.strip()
@@ -45,6 +65,11 @@ def response_document(raw: Any) -> Any:
         with contextlib.suppress(json.JSONDecodeError):
             value = json.loads(value)
     return value or None
+
+
+def response_document(raw: Any) -> Any:
+    """What an answer holds (`FinalAnswer.document`)."""
+    return FinalAnswer.read(raw).document
 
 
 def first_present(document: Mapping[str, Any], names: tuple[str, ...]) -> str | None:
@@ -100,7 +125,8 @@ def parse_response(raw: Any) -> AgentResponse:
     """
     if isinstance(raw, AgentResponse):
         return raw
-    document = response_document(raw)
+    answer = FinalAnswer.read(raw)
+    document, raw = answer.document, answer.raw
     if not isinstance(document, Mapping):
         shown = raw if not isinstance(raw, str) or len(raw) < 200 else raw[:200] + "..."
         raise AgentResponseError(f"the response must be a JSON object, got {shown!r}")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from webarena_live.evaluator.errors import AgentResponseError, OutputDirError
-from webarena_live.evaluator.responses import parse_response
+from webarena_live.evaluator.responses import FinalAnswer, parse_response
 
 RESPONSE_FILE = "agent_response.json"
 TRACE_FILE = "network.har"
@@ -76,12 +76,13 @@ def agent_response_text(raw_response: Any) -> str:
     names the agent used; one we cannot parse is written exactly as received,
     so the reference reaches the same (error) verdict on it.
     """
+    answer = FinalAnswer.read(raw_response)
     try:
-        official = parse_response(raw_response).to_official_dict()
+        official = parse_response(answer).to_official_dict()
     except AgentResponseError:
-        if isinstance(raw_response, str):
-            return raw_response
-        return json.dumps(raw_response, indent=2, ensure_ascii=False)
+        if isinstance(answer.raw, str):
+            return answer.raw
+        return json.dumps(answer.raw, indent=2, ensure_ascii=False)
     return json.dumps(official, indent=2, ensure_ascii=False)
 
 

@@ -17,6 +17,8 @@ from webarena_live.evaluator import __version__
 __all__ = [
     "AgentResponseError",
     "EvalStatus",
+    "EventRecord",
+    "FinalAnswer",
     "NetworkEvent",
     "NetworkTrace",
     "NormalizationError",
@@ -49,6 +51,8 @@ if TYPE_CHECKING:
     from webarena_live.evaluator import (
         AgentResponseError,
         EvalStatus,
+        EventRecord,
+        FinalAnswer,
         NetworkEvent,
         NetworkTrace,
         NormalizationError,

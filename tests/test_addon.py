@@ -64,7 +64,7 @@ def test_configure_loads_tasks_site_map_and_journal_dir(live, tmp_path):
     assert live.context is not None
     assert NAVIGATE_TASK in live.context.tasks
     assert live.context.site_map.render("__SHOPPING__/x", sites=["shopping"]) == f"{SHOP}/x"
-    assert live.context.sessions.journal_dir == tmp_path / "out" / ".journal"
+    assert live.context.settings.journal_dir == tmp_path / "out" / ".journal"
 
 
 def test_bad_task_file_is_an_options_error(tmp_path):

@@ -21,6 +21,7 @@ from control_in_process import Reply, handle_request
 from webarena_live.addon.control.bodies import parse_final_response
 from webarena_live.addon.control.context import ControlContext
 from webarena_live.addon.proxy.capture import event_from_flow
+from webarena_live.addon.runs.attempt import RunSettings
 from webarena_live.addon.runs.sessions import SessionStore
 from webarena_live.evaluator.har import load_trace
 from webarena_live.evaluator.sites import SiteMap
@@ -33,10 +34,8 @@ NAVIGATE_DONE = {"action": "navigate", "status": "SUCCESS", "results": None}
 def context(tmp_path) -> ControlContext:
     tasks = load_tasks(write_tasks(tmp_path))
     site_map = SiteMap.from_dict({"environments": {"__SHOPPING__": {"urls": [SHOP]}}})
-    return ControlContext(
-        tasks=tasks, site_map=site_map, sessions=SessionStore(journal_dir=tmp_path / "journal"),
-        output_dir=tmp_path / "out",
-    )  # fmt: skip
+    settings = RunSettings(site_map, output_dir=tmp_path / "out", journal_dir=tmp_path / "journal")
+    return ControlContext(tasks=tasks, sessions=SessionStore(settings))
 
 
 def call(ctx: ControlContext, method: str, target: str, body: object = b"", **kwargs) -> tuple[int, object]:
@@ -222,7 +221,7 @@ def test_parse_final_response():
 
 
 def test_outputs_dir_not_needed(context, tmp_path):
-    context.output_dir = None
+    context.sessions.configure(output_dir=None)
     call(context, "POST", "/sessions", {"task_id": NAVIGATE_TASK})
     visit(context, "default", "/products/7")  # a session without events cannot finish (409)
     assert call(context, "POST", "/sessions/default/finish", NAVIGATE_DONE)[0] == 200

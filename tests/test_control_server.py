@@ -14,13 +14,12 @@ from webarena_live.addon.control.context import ControlContext
 from webarena_live.addon.control.server import ControlServer
 from webarena_live.addon.proxy.capture import event_from_flow
 from webarena_live.addon.runs.sessions import SessionStore
-from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import load_tasks
 
 
 def make_context(tmp_path) -> ControlContext:
     tasks = load_tasks(write_tasks(tmp_path))
-    return ControlContext(tasks=tasks, site_map=SiteMap(), sessions=SessionStore())  # no site map: unrendered
+    return ControlContext(tasks=tasks, sessions=SessionStore())  # no site map: unrendered
 
 
 async def read_response(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
@@ -49,8 +48,7 @@ def context_of(server: ControlServer) -> ControlContext:
 def finished_session(ctx: ControlContext) -> None:
     session = ctx.sessions.start("done", ctx.tasks[9001])
     session.append(event_from_flow(make_flow(url=f"{SHOP}/x")))
-    assert session.live is not None
-    assert session.live.finish({"task_type": "navigate", "status": "SUCCESS"}).result.status.value
+    assert session.finish({"task_type": "navigate", "status": "SUCCESS"}).result.status.value
 
 
 def serve(tmp_path, scenario) -> None:
@@ -96,17 +94,17 @@ def test_event_stream_pushes_events_as_they_are_captured(tmp_path):
         head = await reader.readuntil(b"\r\n\r\n")
         assert b"text/event-stream" in head and b"chunked" in head.lower()
         await read_until(reader, b"event: session")
-        assert len(session.listeners) == 1
+        assert context_of(server).sessions.notices.count("live") == 1
         for path in ("/one", "/two"):
             flow = make_flow(url=f"{SHOP}{path}", headers=browser_headers(navigate=True))
             session.append(event_from_flow(flow))
             await read_until(reader, f"{SHOP}{path}".encode())
         writer.close()
         for _ in range(100):  # the server notices the hang-up and unsubscribes
-            if not session.listeners:
+            if not context_of(server).sessions.notices.count("live"):
                 break
             await asyncio.sleep(0.02)
-        assert session.listeners == []
+        assert context_of(server).sessions.notices.count("live") == 0
 
     serve(tmp_path, scenario)
 
@@ -215,18 +213,17 @@ def test_the_global_stream_tells_every_sessions_notices(tmp_path):
         await read_until(reader, b"event: sessions")
         session = ctx.sessions.start("g", ctx.tasks[9001])
         session.append(event_from_flow(make_flow(url=f"{SHOP}/global")))
-        assert session.live is not None
-        session.live.finish({"task_type": "navigate", "status": "SUCCESS"})
+        session.finish({"task_type": "navigate", "status": "SUCCESS"})
         seen = (await read_until(reader, b"event: finished")).decode()
         kinds = [line.split(": ", 1)[1] for line in seen.splitlines() if line.startswith("event: ")]
         assert kinds[-4:] == ["reset", "session", "event", "finished"], seen
         assert seen.count('"session":"g"') == 4 and f"{SHOP}/global" in seen
         writer.close()
         for _ in range(100):
-            if not ctx.sessions.listeners:
+            if not ctx.sessions.notices.count():
                 break
             await asyncio.sleep(0.02)
-        assert ctx.sessions.listeners == []
+        assert ctx.sessions.notices.count() == 0
 
     serve(tmp_path, scenario)
 

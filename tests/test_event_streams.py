@@ -167,9 +167,7 @@ def test_the_global_stream_can_tell_counts_instead_of_every_event(tmp_path):
             "counts",
             {"session": "c", "counts": {**counts[0]["counts"], "other": 5, "total": 5}},
         )
-
-        assert session.live is not None
-        session.live.finish({"task_type": "navigate", "status": "SUCCESS"})
+        session.finish({"task_type": "navigate", "status": "SUCCESS"})
         await read_until(reader, b"event: finished")
         writer.close()
         await assert_refused(server, b"/events?events=every")

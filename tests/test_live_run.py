@@ -9,7 +9,7 @@ import pytest
 from addon_helpers import MUTATE_TASK, NAVIGATE_TASK, SHOP, browser_headers, make_flow, write_tasks
 
 from webarena_live.addon.proxy.capture import event_from_flow
-from webarena_live.addon.runs.attempt import FinishRefused, OutputsFailed
+from webarena_live.addon.runs.attempt import FinishRefused, OutputsFailed, RunSettings
 from webarena_live.addon.runs.har_spool import SPOOL_SUBDIR
 from webarena_live.addon.runs.sessions import SessionState, SessionStore
 from webarena_live.evaluator import SiteMap, evaluate_task, load_tasks
@@ -19,10 +19,8 @@ NAVIGATE_DONE = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data":
 
 @pytest.fixture
 def store(tmp_path) -> SessionStore:
-    store = SessionStore(journal_dir=tmp_path / "journal")
-    store.site_map = SiteMap.from_dict({"environments": {"__SHOPPING__": {"urls": [SHOP]}}})
-    store.output_dir = tmp_path / "out"
-    return store
+    site_map = SiteMap.from_dict({"environments": {"__SHOPPING__": {"urls": [SHOP]}}})
+    return SessionStore(RunSettings(site_map, output_dir=tmp_path / "out", journal_dir=tmp_path / "journal"))
 
 
 @pytest.fixture
@@ -35,18 +33,16 @@ def visit(path: str):
 
 
 def test_a_session_with_a_task_has_a_run_and_an_idle_one_has_none(store, tasks):
-    assert store.get_or_create("idle").live is None
+    assert store.get_or_create("idle").attempt.task is None
     session = store.start("a", tasks[NAVIGATE_TASK])
-    assert session.live is not None and session.live.task is tasks[NAVIGATE_TASK]
-    assert session.live.trace is session.trace
+    assert session.task is tasks[NAVIGATE_TASK]
+    assert session.attempt.trace is session.trace
 
 
 def test_finish_evaluates_writes_the_outputs_and_marks_the_session_finished(store, tasks, tmp_path):
     session = store.start("a", tasks[NAVIGATE_TASK])
     session.append(visit("/products/7"))
-    run = session.live
-    assert run is not None
-    outcome = run.finish(NAVIGATE_DONE)
+    outcome = session.finish(NAVIGATE_DONE)
     assert outcome.result.status.value == "success" and outcome.earlier_attempt is None
     assert set(outcome.timings) == {"evaluate", "total"} and outcome.timings["total"] >= 0
     task_dir = tmp_path / "out" / str(NAVIGATE_TASK)
@@ -56,23 +52,21 @@ def test_finish_evaluates_writes_the_outputs_and_marks_the_session_finished(stor
     assert json.loads((task_dir / "eval_result.json").read_text()) == outcome.result.to_dict()
     assert json.loads((task_dir / "agent_response.json").read_text())["task_type"] == "NAVIGATE"
     assert session.state is SessionState.FINISHED and session.result is outcome.result
-    assert session.outputs == outcome.outputs
+    assert session.attempt.outputs == outcome.outputs
     assert list((tmp_path / "out" / SPOOL_SUBDIR).iterdir()) == []  # the spool became network.har
 
 
 def test_finish_twice_and_without_events_are_refused_and_change_nothing(store, tasks, tmp_path):
     empty = store.start("empty", tasks[NAVIGATE_TASK])
-    assert empty.live is not None
     with pytest.raises(FinishRefused) as refused:
-        empty.live.finish(NAVIGATE_DONE)
+        empty.finish(NAVIGATE_DONE)
     assert refused.value.reason == "no_events" and empty.state is SessionState.RUNNING
     session = store.start("a", tasks[NAVIGATE_TASK])
     session.append(visit("/products/7"))
-    assert session.live is not None
-    session.live.finish(NAVIGATE_DONE)
+    session.finish(NAVIGATE_DONE)
     before = (tmp_path / "out" / str(NAVIGATE_TASK) / "eval_result.json").read_bytes()
     with pytest.raises(FinishRefused) as again:
-        session.live.finish({"task_type": "NAVIGATE", "status": "FAILURE"})
+        session.finish({"task_type": "NAVIGATE", "status": "FAILURE"})
     assert again.value.reason == "already_finished"
     assert (tmp_path / "out" / str(NAVIGATE_TASK) / "eval_result.json").read_bytes() == before
 
@@ -81,8 +75,7 @@ def test_a_second_attempt_keeps_the_first_and_says_where(store, tasks, tmp_path)
     for name in ("first", "second"):
         session = store.start(name, tasks[NAVIGATE_TASK])
         session.append(visit("/products/7"))
-        assert session.live is not None
-        outcome = session.live.finish(NAVIGATE_DONE)
+        outcome = session.finish(NAVIGATE_DONE)
     kept = tmp_path / "out" / ".attempts" / str(NAVIGATE_TASK) / "1"
     assert outcome.earlier_attempt == str(kept) and (kept / "eval_result.json").is_file()
 
@@ -91,18 +84,17 @@ def test_outputs_that_cannot_be_written_leave_the_session_running(store, tasks, 
     (tmp_path / "out").write_text("a file where the output directory should be")
     session = store.start("a", tasks[NAVIGATE_TASK])
     session.append(visit("/products/7"))
-    assert session.live is not None
     with pytest.raises(OutputsFailed):
-        session.live.finish(NAVIGATE_DONE)
+        session.finish(NAVIGATE_DONE)
     assert session.state is SessionState.RUNNING and session.result is None
 
 
 def test_without_an_output_dir_nothing_is_written(store, tasks, tmp_path):
-    store.output_dir = None
+    store.configure(output_dir=None)
     session = store.start("a", tasks[NAVIGATE_TASK])
     session.append(visit("/products/7"))
-    assert session.live is not None and session.live.har_spool is None
-    outcome = session.live.finish(NAVIGATE_DONE)
+    assert session.attempt.har_spool is None
+    outcome = session.finish(NAVIGATE_DONE)
     assert outcome.outputs is None and outcome.result.status.value == "success"
     assert not (tmp_path / "out").exists()
 
@@ -110,9 +102,8 @@ def test_without_an_output_dir_nothing_is_written(store, tasks, tmp_path):
 def test_settings_changed_while_running_apply_to_the_finish(store, tasks, tmp_path):
     session = store.start("a", tasks[NAVIGATE_TASK])
     session.append(visit("/products/7"))
-    store.redact = True  # the spool holds unredacted entries: the finish serializes instead
-    assert session.live is not None
-    session.live.finish(NAVIGATE_DONE)
+    store.configure(redact=True)  # the spool holds unredacted entries: the finish serializes instead
+    session.finish(NAVIGATE_DONE)
     har = json.loads((tmp_path / "out" / str(NAVIGATE_TASK) / "network.har").read_text())
     assert [entry["request"]["url"] for entry in har["log"]["entries"]] == [f"{SHOP}/products/7"]
 
@@ -129,14 +120,14 @@ def test_evaluation_is_prepared_while_the_run_goes_on_and_the_verdict_is_unchang
         session = store.start("m", tasks[MUTATE_TASK])
         for event in events:
             session.append(event)
-        assert session.live is not None and session.live._prepare_timer is not None
+        assert session.attempt._prepare_timer is not None
         await asyncio.sleep(0.3)
-        assert session.live._prepare_timer is None
+        assert session.attempt._prepare_timer is None
         assert session.trace.memo  # the evaluators scanned the events already
 
     asyncio.run(run())
     session = store.get_or_create("m")
-    assert session.live is not None
-    live = session.live.finish(answer).result
-    cold = evaluate_task(tasks[MUTATE_TASK], answer, session.trace.__class__(events), site_map=store.site_map)
+    live = session.finish(answer).result
+    site_map = store.settings.site_map
+    cold = evaluate_task(tasks[MUTATE_TASK], answer, session.trace.__class__(events), site_map=site_map)
     assert live.to_dict()["evaluators_results"] == cold.to_dict()["evaluators_results"]

@@ -30,6 +30,7 @@ from webarena_live.addon.commands.process_memory import gc_paused
 from webarena_live.addon.control.context import ControlContext
 from webarena_live.addon.proxy import capture
 from webarena_live.addon.proxy.capture import event_from_flow, shared_header
+from webarena_live.addon.runs.attempt import RunSettings
 from webarena_live.addon.runs.har_spool import SPOOL_SUBDIR, HarSpool, replace_cheaply
 from webarena_live.addon.runs.journal import entry_json_bytes
 from webarena_live.addon.runs.redact import redact_har_entry
@@ -193,9 +194,8 @@ def test_replacing_a_large_file_is_atomic_and_the_old_one_goes_later(tmp_path):
 def context(tmp_path) -> ControlContext:
     tasks = load_tasks(write_tasks(tmp_path))
     site_map = SiteMap.from_dict({"environments": {"__SHOPPING__": {"urls": [SHOP]}}})
-    store = SessionStore(journal_dir=tmp_path / "journal")
-    store.output_dir, store.site_map = tmp_path / "out", site_map
-    return ControlContext(tasks=tasks, site_map=site_map, sessions=store, output_dir=tmp_path / "out")
+    settings = RunSettings(site_map, output_dir=tmp_path / "out", journal_dir=tmp_path / "journal")
+    return ControlContext(tasks=tasks, sessions=SessionStore(settings))
 
 
 def _finish(ctx: ControlContext, session: str, answer: dict) -> dict:
@@ -215,13 +215,13 @@ def test_finish_renames_the_spool_into_place_and_the_oracle_agrees(context, tmp_
         session.append(
             event_from_flow(make_flow(url=f"{SHOP}{path}", headers=browser_headers(navigate=True)))
         )
-    spool = session.har_spool
+    spool = session.attempt.har_spool
     assert spool is not None and spool.path is not None and spool.entries == 3
     result = _finish(context, "a", NAVIGATE_DONE)
     assert result["status"] == "success"
     task_dir = tmp_path / "out" / str(NAVIGATE_TASK)
     assert json.loads((task_dir / "network.har").read_text()) == trace_to_har(session.trace)
-    assert list((tmp_path / "out" / SPOOL_SUBDIR).iterdir()) == [] and session.har_spool is None
+    assert list((tmp_path / "out" / SPOOL_SUBDIR).iterdir()) == [] and session.attempt.har_spool is None
     assert oracle_verdict(oracle_python, tmp_path / "tasks.json", NAVIGATE_TASK, task_dir) == {
         "status": "success",
         "score": 1.0,
@@ -238,7 +238,7 @@ def test_a_restart_drops_the_old_spool_and_a_redaction_mismatch_falls_back(conte
     session.append(
         event_from_flow(make_flow(url=f"{SHOP}/products/7", headers=browser_headers(navigate=True)))
     )
-    context.redact = True  # the spool holds unredacted entries: the finish must not use it
+    context.sessions.configure(redact=True)  # the spool holds unredacted entries: the finish must not use it
     _finish(context, "b", NAVIGATE_DONE)
     har = json.loads((tmp_path / "out" / str(NAVIGATE_TASK) / "network.har").read_text())
     assert [e["request"]["url"] for e in har["log"]["entries"]] == [f"{SHOP}/products/7"]
@@ -247,9 +247,9 @@ def test_a_restart_drops_the_old_spool_and_a_redaction_mismatch_falls_back(conte
 
 def test_sessions_without_an_output_dir_spool_nothing(tmp_path):
     task = load_tasks(write_tasks(tmp_path))[NAVIGATE_TASK]
-    session = SessionStore(journal_dir=tmp_path / "journal").start("c", task)
+    session = SessionStore(RunSettings(journal_dir=tmp_path / "journal")).start("c", task)
     session.append(event_from_flow(make_flow(url=f"{SHOP}/")))
-    assert session.har_spool is None and session.journal is not None and session.journal.lines == 1
+    assert session.attempt.har_spool is None and session.attempt.journal is not None and session.attempt.journal.lines == 1
 
 
 # --- evaluation prepared while the session runs -----------------------------------------------------
@@ -280,9 +280,9 @@ def test_events_are_scanned_while_the_session_runs_and_the_verdict_is_unchanged(
         session = context.sessions.get_or_create("m")
         for event in events:
             session.append(event)
-        assert session.live._prepare_timer is not None  # one timer for the whole burst
+        assert session.attempt._prepare_timer is not None  # one timer for the whole burst
         await asyncio.sleep(0.3)
-        assert session.live._prepare_timer is None
+        assert session.attempt._prepare_timer is None
         scanned = [value for key, value in session.trace.memo.items() if isinstance(value, tuple)]
         assert scanned and all(count == len(events) for count, _found in scanned)
 
@@ -303,9 +303,9 @@ def test_no_warm_up_outside_an_event_loop_and_none_after_the_finish(context):
     )
     session = context.sessions.get_or_create("n")
     session.append(_mutate_events()[-1])
-    assert session.live._prepare_timer is None
+    assert session.attempt._prepare_timer is None
     _finish(context, "n", MUTATE_DONE)
-    session.prepare_evaluation()  # a late timer on a finished session does nothing
+    session.attempt.prepare_evaluation()  # a late timer on a finished session does nothing
     assert session.state is SessionState.FINISHED
 
 
@@ -325,12 +325,12 @@ def test_gc_is_paused_only_inside_the_window():
 
 def test_journal_lines_read_back_as_the_same_events(tmp_path):
     task = load_tasks(write_tasks(tmp_path))[NAVIGATE_TASK]
-    session = SessionStore(journal_dir=tmp_path / "journal").start("j", task)
+    session = SessionStore(RunSettings(journal_dir=tmp_path / "journal")).start("j", task)
     events = _events()
     for event in events:
         session.append(event)
-    assert session.journal is not None
-    again = load_trace(Path(session.journal.path))
+    assert session.attempt.journal is not None
+    again = load_trace(Path(session.attempt.journal.path))
     assert [event_to_har_entry(e) for e in again] == [event_to_har_entry(e) for e in events]
 
 

@@ -23,6 +23,7 @@ from webarena_live.addon.control.context import ControlContext
 from webarena_live.addon.control.guard import page_request_problem, token_problem
 from webarena_live.addon.control.middleware import MAX_CONTROL_BODY
 from webarena_live.addon.proxy.capture import event_from_flow
+from webarena_live.addon.runs.attempt import RunSettings
 from webarena_live.addon.runs.recovery import JournalNotFoundError, find_journal, read_journal
 from webarena_live.addon.runs.sessions import SessionStore
 from webarena_live.evaluator.sites import SiteMap
@@ -35,12 +36,8 @@ NAVIGATE_DONE = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data":
 def context(tmp_path: Path) -> ControlContext:
     tasks = load_tasks(write_tasks(tmp_path))
     site_map = SiteMap.from_dict({"environments": {"__SHOPPING__": {"urls": [SHOP]}}})
-    ctx = ControlContext(
-        tasks=tasks,
-        site_map=site_map,
-        sessions=SessionStore(journal_dir=tmp_path / "journal"),
-        output_dir=tmp_path / "out",
-    )
+    settings = RunSettings(site_map, output_dir=tmp_path / "out", journal_dir=tmp_path / "journal")
+    ctx = ControlContext(tasks=tasks, sessions=SessionStore(settings))
     # A running session with two events, a finished one, an idle one, an empty running one.
     for name, task in (("runner", NAVIGATE_TASK), ("done", NAVIGATE_TASK), ("empty", MUTATE_TASK)):
         assert call(ctx, "POST", "/sessions", {"task_id": task, "session": name})[0] == 200
@@ -72,7 +69,7 @@ def snapshot(ctx: ControlContext, tmp_path: Path) -> Any:
     for session in ctx.sessions:
         view = session.describe()
         events = [(e.method, e.url, e.status) for e in session.trace]
-        sessions[session.name] = (view["state"], view["task_id"], events, view.get("result"), session.started)
+        sessions[session.name] = (view["state"], view["task_id"], events, view.get("result"), session.attempt.started)
     files = {
         str(path.relative_to(tmp_path)): path.read_bytes()
         for path in sorted(tmp_path.rglob("*"))
@@ -276,14 +273,9 @@ def test_harness_clients_are_not_mistaken_for_pages(context):
 
 def test_resume_from_the_journal_restores_the_trace_in_a_new_store(context, tmp_path):
     """What a restarted proxy does: a new store on the same journal directory picks the run up."""
-    journal = context.sessions.get_or_create("runner").journal
+    journal = context.sessions.get_or_create("runner").attempt.journal
     assert journal is not None and journal.lines == 2
-    restarted = ControlContext(
-        tasks=context.tasks,
-        site_map=context.site_map,
-        sessions=SessionStore(journal_dir=tmp_path / "journal"),
-        output_dir=tmp_path / "out",
-    )
+    restarted = ControlContext(tasks=context.tasks, sessions=SessionStore(context.settings))
     body = {"task_id": NAVIGATE_TASK, "session": "runner", "resume_journal": True}
     status, started = call(restarted, "POST", "/sessions", body)
     assert status == 200 and started["resumed_events"] == 2 and started["state"] == "running"
@@ -408,7 +400,7 @@ def test_token_problem():
 
 
 def test_journal_lookup_does_not_confuse_similar_session_names(tmp_path):
-    store = SessionStore(journal_dir=tmp_path)
+    store = SessionStore(RunSettings(journal_dir=tmp_path))
     tasks = load_tasks(write_tasks(tmp_path))
     for name in ("a", "a-9001", "a b"):
         store.start(name, tasks[NAVIGATE_TASK]).append(

@@ -16,6 +16,7 @@ from control_in_process import handle_request
 
 from webarena_live.addon.control.context import ControlContext
 from webarena_live.addon.control.reset import reset_sites, sites_without_reset
+from webarena_live.addon.runs.attempt import RunSettings
 from webarena_live.addon.runs.sessions import SessionStore
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import load_tasks
@@ -94,11 +95,8 @@ def test_post_sessions_resets_first_and_refuses_to_start_when_a_reset_fails(
 
     def context(reset_path: str) -> ControlContext:
         env = {"__SHOPPING__": {"urls": [SHOP], "reset_url": f"{control}{reset_path}"}}
-        return ControlContext(
-            tasks=load_tasks(write_tasks(tmp_path)),
-            site_map=SiteMap.from_dict({"environments": env}),
-            sessions=SessionStore(journal_dir=tmp_path / "journal"),
-        )
+        settings = RunSettings(SiteMap.from_dict({"environments": env}), journal_dir=tmp_path / "journal")
+        return ControlContext(tasks=load_tasks(write_tasks(tmp_path)), sessions=SessionStore(settings))
 
     body = json.dumps({"task_id": NAVIGATE_TASK, "session": "fresh", "reset": True}).encode()
     CALLS.clear()

@@ -13,16 +13,17 @@ from addon_helpers import NAVIGATE_TASK, SHOP, browser_headers, make_flow, write
 
 from webarena_live.addon.proxy.capture import event_from_flow
 from webarena_live.addon.runs import sessions as sessions_module
+from webarena_live.addon.runs.attempt import RunSettings
+from webarena_live.addon.runs.journal import Journal, journal_filename
 from webarena_live.addon.runs.sessions import (
     DEFAULT_SESSION,
-    Journal,
+    EVENT,
     SessionState,
     SessionStore,
-    journal_filename,
     session_name_problem,
 )
 from webarena_live.evaluator.har import load_trace
-from webarena_live.evaluator.results import EvalStatus, TaskResult
+from webarena_live.evaluator.results import EvalStatus
 from webarena_live.evaluator.tasks import load_tasks
 from webarena_live.evaluator.trace import NetworkEvent
 
@@ -33,14 +34,12 @@ def _page(path: str) -> NetworkEvent:
     return event_from_flow(make_flow(url=f"{SHOP}{path}", headers=browser_headers(navigate=True)))
 
 
-def _result(task_id: int) -> TaskResult:
-    return TaskResult.from_evaluators(
-        evaluators_results=[], task_id=task_id, intent_template_id=1, sites=("shopping",), task_revision=1
-    )
+GAVE_UP = {"task_type": "NAVIGATE", "status": "FAILURE"}
+"""A final answer that fails the navigate task."""
 
 
 def test_get_or_create_finds_the_same_session(tmp_path):
-    store = SessionStore(journal_dir=tmp_path)
+    store = SessionStore(RunSettings(journal_dir=tmp_path))
     first = store.get_or_create("alice")
     assert store.get_or_create("alice") is first
     assert store.get("bob") is None
@@ -50,7 +49,7 @@ def test_get_or_create_finds_the_same_session(tmp_path):
 
 def test_start_clears_the_trace_and_restart_clears_it_again(tmp_path):
     task = load_tasks(write_tasks(tmp_path))[NAVIGATE_TASK]
-    store = SessionStore(journal_dir=tmp_path / "journal")
+    store = SessionStore(RunSettings(journal_dir=tmp_path / "journal"))
     session = store.get_or_create(DEFAULT_SESSION)
     session.append(_page("/before"))
     assert len(session.trace) == 1
@@ -63,11 +62,11 @@ def test_start_clears_the_trace_and_restart_clears_it_again(tmp_path):
 
 def test_finished_session_keeps_its_trace_and_ignores_late_events(tmp_path):
     task = load_tasks(write_tasks(tmp_path))[NAVIGATE_TASK]
-    session = SessionStore(journal_dir=None).start("carol", task)
+    session = SessionStore(RunSettings(journal_dir=None)).start("carol", task)
     session.append(_page("/products/7"))
-    session.finish(_result(task.task_id))
+    session.finish(GAVE_UP)
     assert session.append(_page("/late")) is False
-    assert len(session.trace) == 1 and session.late_events == 1
+    assert len(session.trace) == 1 and session.attempt.late_events == 1
     view = session.describe()
     assert view["state"] == "finished" and view["late_events"] == 1
     assert view["result"] == {"status": EvalStatus.FAILURE.value, "score": 0.0}
@@ -75,64 +74,82 @@ def test_finished_session_keeps_its_trace_and_ignores_late_events(tmp_path):
 
 
 def test_sessions_are_isolated(tmp_path):
-    store = SessionStore(journal_dir=tmp_path)
+    store = SessionStore(RunSettings(journal_dir=tmp_path))
     store.get_or_create("alice").append(_page("/a"))
     store.get_or_create("bob").append(_page("/b"))
     assert [e.url for e in store.get_or_create("alice").trace] == [f"{SHOP}/a"]
     assert [e.url for e in store.get_or_create("bob").trace] == [f"{SHOP}/b"]
 
 
-def test_listeners_hear_resets_and_the_verdict_and_wakers_each_event(tmp_path):
-    """Capture builds nothing for a watcher: it wakes it, and the stream reads the trace (api_streams)."""
+def test_subscribers_hear_resets_the_verdict_and_each_event(tmp_path):
+    """Capture builds nothing for a watcher: an event only wakes it, and the stream reads the trace
+    (control/streams.py)."""
     task = load_tasks(write_tasks(tmp_path))[NAVIGATE_TASK]
     store = SessionStore()
     session = store.get_or_create("dave")
-    heard: list[tuple[str, dict]] = []
+    heard: list[tuple[str, dict | None]] = []
     woken: list[int] = []
-    store_woken: list[str] = []
-    session.listeners.append(lambda kind, payload: heard.append((kind, payload)))
-    session.wakers.append(lambda: woken.append(len(session.trace)))
-    store.wakers.append(lambda woke: store_woken.append(woke.name))
+    everyone: list[tuple[str, str]] = []
+
+    def own(subject, kind, payload):
+        if kind == EVENT:
+            woken.append(len(subject.trace))
+        else:
+            heard.append((kind, payload))
+
+    store.notices.subscribe(own, session="dave")
+    store.notices.subscribe(lambda subject, kind, payload: everyone.append((subject.name, kind)))
+    store.get_or_create("other").append(_page("/elsewhere"))  # not dave's: only everyone hears it
     session.append(_page("/x"))
     view = session.event_view(0)
     assert view["index"] == 0 and view["url"] == f"{SHOP}/x" and view["type"] == "navigation"
     assert view["session"] == "dave"
     session.start(task)
     session.append(_page("/products/7"))
-    session.finish(_result(task.task_id))
-    assert [kind for kind, _ in heard] == ["reset", "finished"]
-    assert woken == [1, 1] and store_woken == ["dave", "dave"]
+    session.finish(GAVE_UP)
+    assert [kind for kind, _ in heard] == ["reset", "session", "finished"]
+    assert heard[0][1] is not None and heard[0][1]["task_id"] == task.task_id
+    assert woken == [1, 1]
+    assert everyone == [("other", EVENT)] + [("dave", kind) for kind in (EVENT, "reset", "session", EVENT,
+                                                                        "finished")]  # fmt: skip
     assert not session.append(_page("/late")) and woken == [1, 1]  # a finished session wakes nobody
 
 
-def test_a_failing_listener_or_waker_is_dropped_and_capture_goes_on(tmp_path):
+def test_a_failing_subscriber_is_dropped_and_capture_goes_on(tmp_path):
     task = load_tasks(write_tasks(tmp_path))[NAVIGATE_TASK]
-    session = SessionStore().get_or_create("erin")
+    store = SessionStore()
+    session = store.get_or_create("erin")
 
-    def broken(kind, payload):
+    def broken(*notice):
         raise RuntimeError("subscriber bug")
 
-    def broken_waker(*woken):
-        raise RuntimeError("subscriber bug")
-
-    session.listeners.append(broken)
-    session.wakers.append(broken_waker)
-    assert session.store is not None
-    session.store.wakers.append(broken_waker)
+    store.notices.subscribe(broken, session="erin")
+    store.notices.subscribe(broken)
     assert session.append(_page("/a"))
-    assert session.wakers == [] and session.store.wakers == []
+    assert store.notices.count("erin") == 0 and store.notices.count() == 0
     session.start(task)
     assert session.append(_page("/b"))
-    assert session.listeners == [] and len(session.trace) == 1
+    assert len(session.trace) == 1
+
+
+def test_an_unsubscribed_subscriber_hears_nothing_more(tmp_path):
+    store = SessionStore()
+    heard: list[str] = []
+    unsubscribe = store.notices.subscribe(lambda subject, kind, payload: heard.append(kind), session="fay")
+    store.get_or_create("fay").append(_page("/a"))
+    unsubscribe()
+    unsubscribe()  # twice is harmless
+    store.get_or_create("fay").append(_page("/b"))
+    assert heard == [EVENT] and not store.notices
 
 
 def test_journal_has_one_har_entry_per_event_readable_while_open(tmp_path):
-    store = SessionStore(journal_dir=tmp_path)
+    store = SessionStore(RunSettings(journal_dir=tmp_path))
     session = store.get_or_create("frank")
     session.append(_page("/one"))
     session.append(_page("/two"))
-    assert session.journal is not None
-    path = session.journal.path
+    assert session.attempt.journal is not None
+    path = session.attempt.journal.path
     # Still open: every line has already been handed to the OS.
     lines = path.read_text().splitlines()
     assert [json.loads(line)["request"]["url"] for line in lines] == [f"{SHOP}/one", f"{SHOP}/two"]
@@ -143,7 +160,7 @@ def test_journal_has_one_har_entry_per_event_readable_while_open(tmp_path):
 def test_each_run_gets_its_own_journal_file(tmp_path):
     task = load_tasks(write_tasks(tmp_path))[NAVIGATE_TASK]
     journal_dir = tmp_path / "journal"
-    session = SessionStore(journal_dir=journal_dir).get_or_create("gina")
+    session = SessionStore(RunSettings(journal_dir=journal_dir)).get_or_create("gina")
     session.append(_page("/idle"))
     session.start(task)
     session.append(_page("/products/7"))
@@ -160,8 +177,9 @@ def test_journal_survives_a_crash_of_the_process(tmp_path):
         from pathlib import Path
         from addon_helpers import make_flow
         from webarena_live.addon.proxy.capture import event_from_flow
+        from webarena_live.addon.runs.attempt import RunSettings
         from webarena_live.addon.runs.sessions import SessionStore
-        session = SessionStore(journal_dir=Path({str(tmp_path)!r})).get_or_create("crash")
+        session = SessionStore(RunSettings(journal_dir=Path({str(tmp_path)!r}))).get_or_create("crash")
         for n in range(50):
             session.append(event_from_flow(make_flow(url=f"http://shop.test/page/{{n}}")))
         os._exit(9)  # no close, no flush at exit, no atexit handlers
@@ -197,9 +215,9 @@ def test_session_name_rules():
 
 def test_idle_sessions_do_not_grow_without_bound(tmp_path, monkeypatch):
     monkeypatch.setattr(sessions_module, "IDLE_TRACE_LIMIT", 3)
-    session = SessionStore(journal_dir=tmp_path).get_or_create("browsing")
+    session = SessionStore(RunSettings(journal_dir=tmp_path)).get_or_create("browsing")
     for n in range(7):
         session.append(_page(f"/{n}"))
     assert [event.url for event in session.trace] == [f"{SHOP}/6"]
     assert session.describe()["dropped_idle_events"] == 6
-    assert session.journal is not None and session.journal.lines == 7  # the journal keeps everything
+    assert session.attempt.journal is not None and session.attempt.journal.lines == 7  # the journal keeps everything

@@ -90,7 +90,7 @@ class Banner:
             )
         if context.output_dir is not None:
             lines.append(f"  outputs       {context.output_dir}")
-        lines.append(f"  journal       {context.sessions.journal_dir}")
+        lines.append(f"  journal       {context.settings.journal_dir}")
         if context.site_map.environments:
             for name, urls in context.site_map.urls.items():
                 lines.append(f"  site          {name} = {', '.join(urls)}")

@@ -1,6 +1,6 @@
 """Routes for agents and learners that ask how they are doing, and the dashboard that shows it.
 
-`progress` and `preview` answer from the session's live run: what each network
+`progress` and `preview` answer from the session's attempt at its task: what each network
 evaluator would say now, and the result a finish with a tentative answer
 would give now, marked `preview` (nothing finished, nothing written). The
 dashboard is a static page with its script and style, shipped as package
@@ -21,7 +21,7 @@ from webarena_live.addon.control.bodies import ControlError, parse_final_respons
 from webarena_live.addon.control.context import ControlContext, find_session
 from webarena_live.addon.control.errors import JsonResponse
 from webarena_live.addon.control.models import SessionName
-from webarena_live.addon.runs.attempt import FinishRefused, LiveRun
+from webarena_live.addon.runs.attempt import Attempt, FinishRefused
 from webarena_live.addon.runs.sessions import Session
 
 DASHBOARD = resources.files("webarena_live.addon.control") / "dashboard"
@@ -35,11 +35,15 @@ async def _control(request: Request) -> ControlContext:
 Control = Annotated[ControlContext, Depends(_control)]
 
 
-def live_run(session: Session) -> LiveRun:
-    if session.live is None:
-        detail = f"session {session.name!r} has no task; POST /sessions with a task_id first"
-        raise ControlError(409, "no_task", detail)
-    return session.live
+def no_task_detail(session: Session) -> str:
+    return f"session {session.name!r} has no task; POST /sessions with a task_id first"
+
+
+def task_attempt(session: Session) -> Attempt:
+    """The session's attempt at its task; 409 while it has none (idle traffic only)."""
+    if session.task is None:
+        raise ControlError(409, "no_task", no_task_detail(session))
+    return session.attempt
 
 
 def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> APIRouter:
@@ -52,9 +56,9 @@ def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> A
         responses=documented["progress"],
     )
     async def get_progress(session: SessionName, ctx: Control) -> Response:
-        run = live_run(find_session(ctx, unquote(session)))
+        attempt = task_attempt(find_session(ctx, unquote(session)))
         started = time.perf_counter()
-        progress = run.progress().model_dump(mode="json")
+        progress = attempt.progress().model_dump(mode="json")
         return JsonResponse(progress, headers=server_timing(started))
 
     @router.post(
@@ -69,11 +73,11 @@ def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> A
         },
     )
     async def post_preview(session: SessionName, request: Request, ctx: Control) -> Response:
-        run = live_run(find_session(ctx, unquote(session)))
+        attempt = task_attempt(find_session(ctx, unquote(session)))
         response = parse_final_response(await request.body())
         started = time.perf_counter()
         try:
-            result = run.preview(response)
+            result = attempt.preview(response)
         except FinishRefused as refused:
             raise ControlError(409, refused.reason, refused.detail) from None
         return JsonResponse(result.to_dict(), headers=server_timing(started))

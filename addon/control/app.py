@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from starlette.responses import Response
 
 from webarena_live.addon.control import models
-from webarena_live.addon.control.agent_routes import agent_router
+from webarena_live.addon.control.agent_routes import agent_router, no_task_detail
 from webarena_live.addon.control.bodies import ControlError, parse_final_response, parse_json_body
 from webarena_live.addon.control.context import (
     ControlContext,
@@ -209,7 +209,9 @@ def create_app(control: ControlContext | None) -> FastAPI:
             return Response(status_code=204, media_type="text/event-stream")
         if last_event_id and last_event_id.strip().isdigit():
             since = max(since, int(last_event_id) + 1)
-        return session_stream(app.state.streams, found, since, snapshot=_via_proxy(request), tail=tail)
+        return session_stream(
+            app.state.streams, ctx.sessions, found, since, snapshot=_via_proxy(request), tail=tail
+        )
 
     @app.get(
         "/events",
@@ -265,15 +267,13 @@ async def reset_first(ctx: ControlContext, sites: tuple[str, ...], timeout: floa
 
 
 def finish(ctx: ControlContext, session: Session, body: bytes) -> Response:
-    """The finish route's work: the live run judges, the answer is its `eval_result.json`."""
-    run = session.live
-    if run is None:
-        detail = f"session {session.name!r} has no task; POST /sessions with a task_id first"
-        raise ControlError(409, "no_task", detail)
+    """The finish route's work: the session's attempt judges, the answer is its `eval_result.json`."""
+    if session.task is None:  # before reading the body, as any request to a session without a task
+        raise ControlError(409, "no_task", no_task_detail(session))
     response = parse_final_response(body)
     try:
         with ctx.finish_guard():
-            outcome = run.finish(response)
+            outcome = session.finish(response)
     except FinishRefused as refused:
         raise ControlError(409, refused.reason, refused.detail) from None
     except OutputsFailed as error:

@@ -17,6 +17,7 @@ from typing import Any
 
 from webarena_live.addon.control.bodies import ControlError
 from webarena_live.addon.control.models import StartSession
+from webarena_live.addon.runs.attempt import RunSettings
 from webarena_live.addon.runs.recovery import JournalNotFoundError, find_journal, read_journal, resumable_runs
 from webarena_live.addon.runs.sessions import (
     DEFAULT_SESSION,
@@ -44,31 +45,20 @@ logger = logging.getLogger(__name__)
 
 
 class ControlContext:
-    """The loaded tasks and site map, the sessions, and the settings every run's finish uses.
-
-    The run settings (site map, output directory, redaction) live in the session
-    store, where each live run reads them at its finish; these properties write
-    through, so changing one here changes what the next finish does.
-    """
+    """What the routes work on: the loaded tasks, the sessions (with the settings their attempts read)
+    and the control API's own settings."""
 
     def __init__(
         self,
         *,
         tasks: TaskSet,
-        site_map: SiteMap,
         sessions: SessionStore,
-        output_dir: Path | None = None,
         token: str | None = None,
-        redact: bool = False,
         extra_health: dict[str, Any] | None = None,
         finish_guard: Callable[[], AbstractContextManager[object]] = nullcontext,
     ) -> None:
         self.tasks = tasks
         self.sessions = sessions
-        sessions.data_checksum = tasks.checksum
-        self.site_map = site_map
-        self.output_dir = output_dir
-        self.redact = redact
         self.token = token
         """When set, every route but /health and /openapi.json needs `Authorization: Bearer <token>`."""
         self.extra_health = extra_health if extra_health is not None else {}
@@ -78,28 +68,16 @@ class ControlContext:
         """Control requests refused because a web page sent them (shown by /health)."""
 
     @property
-    def site_map(self) -> SiteMap:
-        return self.sessions.site_map
+    def settings(self) -> RunSettings:
+        return self.sessions.settings
 
-    @site_map.setter
-    def site_map(self, value: SiteMap) -> None:
-        self.sessions.site_map = value
+    @property
+    def site_map(self) -> SiteMap:
+        return self.sessions.settings.site_map
 
     @property
     def output_dir(self) -> Path | None:
-        return self.sessions.output_dir
-
-    @output_dir.setter
-    def output_dir(self, value: Path | None) -> None:
-        self.sessions.output_dir = value
-
-    @property
-    def redact(self) -> bool:
-        return self.sessions.redact
-
-    @redact.setter
-    def redact(self, value: bool) -> None:
-        self.sessions.redact = value
+        return self.sessions.settings.output_dir
 
 
 def render_url(site_map: SiteMap, template: str, sites: tuple[str, ...]) -> str:
@@ -145,10 +123,10 @@ def health(ctx: ControlContext) -> dict[str, Any]:
         "tasks_source": ctx.tasks.source,
         "sessions": len(ctx.sessions),
         "output_dir": str(ctx.output_dir) if ctx.output_dir else None,
-        "journal_dir": str(ctx.sessions.journal_dir) if ctx.sessions.journal_dir else None,
+        "journal_dir": str(ctx.settings.journal_dir) if ctx.settings.journal_dir else None,
         "refused_page_requests": ctx.refused_page_requests,
         "control_token": bool(ctx.token),
-        "redact": ctx.redact,
+        "redact": ctx.settings.redact,
         "sites": {name: list(urls) for name, urls in ctx.site_map.urls.items()},
         **ctx.extra_health,
     }
@@ -157,8 +135,8 @@ def health(ctx: ControlContext) -> dict[str, Any]:
 def list_sessions(ctx: ControlContext) -> list[dict[str, Any]]:
     """The live sessions, then unfinished runs found in the journals (resumable after a restart)."""
     live = [session.describe() for session in ctx.sessions]
-    own = {session.journal.path for session in ctx.sessions if session.journal is not None}
-    return live + resumable_runs(ctx.sessions.journal_dir, skip=own)
+    own = {session.attempt.journal.path for session in ctx.sessions if session.attempt.journal is not None}
+    return live + resumable_runs(ctx.settings.journal_dir, skip=own)
 
 
 _START_FIELDS = ("task_id", "intent", "start_urls", "sites")
@@ -187,7 +165,7 @@ def plan_start(ctx: ControlContext, request: StartSession, *, caller: str | None
     resumed = None
     if request.resume_journal:
         try:  # read before the restart clears the session: a failure changes nothing
-            resumed = read_journal(find_journal(ctx.sessions.journal_dir, name, task.task_id))
+            resumed = read_journal(find_journal(ctx.settings.journal_dir, name, task.task_id))
         except JournalNotFoundError as error:
             raise ControlError(404, "no_journal", str(error)) from None
         except WebArenaLiveError as error:

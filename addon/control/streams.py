@@ -24,7 +24,15 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from webarena_live.addon.runs.sessions import TRACE_REPLACED, Session, SessionStore, event_view
+from webarena_live.addon.runs.sessions import (
+    EVENT,
+    FINISHED,
+    STARTED,
+    TRACE_REPLACED,
+    Session,
+    SessionStore,
+    event_view,
+)
 from webarena_live.evaluator import NetworkTrace
 
 HEARTBEAT_SECONDS = 15
@@ -53,7 +61,7 @@ class Subscription:
         self.closed = False
         self._ready = asyncio.Event()
         self.wake = self._ready.set
-        """Called by capture for every event (`Session.wakers`): only marks the stream due to write."""
+        """Called for every event captured (an `EVENT` notice): only marks the stream due to write."""
 
     def put(self, notice: Any) -> None:
         if len(self.pending) >= STREAM_BACKLOG:
@@ -183,7 +191,13 @@ def _response(events: AsyncIterator[bytes]) -> EventSourceResponse:
 
 
 def session_stream(
-    streams: Streams, session: Session, since: int, *, snapshot: bool, tail: int | None = None
+    streams: Streams,
+    store: SessionStore,
+    session: Session,
+    since: int,
+    *,
+    snapshot: bool,
+    tail: int | None = None,
 ) -> EventSourceResponse:
     """The session's state, its events from `since` (only the newest `tail` of them, with `tail`), then
     each new one, and the verdict at the end. Events carry their index as the message id (what
@@ -191,16 +205,19 @@ def session_stream(
 
     async def events() -> AsyncIterator[bytes]:
         subscription = None
+        unsubscribe = None
 
-        def listener(kind: str, payload: dict[str, Any]) -> None:
+        def listener(session: Session, kind: str, payload: dict[str, Any] | None) -> None:
             assert subscription is not None
-            subscription.put((kind, payload, session.trace, len(session.trace)))
+            if kind == EVENT:
+                subscription.wake()
+            elif kind != STARTED:  # the global stream's notice; this one opened with the session's state
+                subscription.put((kind, payload, session.trace, len(session.trace)))
 
         try:
             if not snapshot and session.result is None:
                 subscription = streams.open()
-                session.listeners.append(listener)
-                session.wakers.append(subscription.wake)
+                unsubscribe = store.notices.subscribe(listener, session=session.name)
             start = since if tail is None else max(since, len(session.trace) - tail)
             opening = [_RETRY, message(session.describe(), event="session")]
             opening += [message(view, event_id=view["index"]) for view in session.events_view(start)]
@@ -216,7 +233,7 @@ def session_stream(
                     written += feed.before(trace, upto)
                     if kind != TRACE_REPLACED:
                         written.append(message(payload, event=kind))
-                    if kind == "finished":
+                    if kind == FINISHED:
                         yield b"".join(written)
                         return
                 written += feed.rest()
@@ -227,10 +244,8 @@ def session_stream(
         finally:
             if subscription is not None:
                 streams.done(subscription)
-                if listener in session.listeners:
-                    session.listeners.remove(listener)
-                if subscription.wake in session.wakers:
-                    session.wakers.remove(subscription.wake)
+            if unsubscribe is not None:
+                unsubscribe()
 
     return _response(events())
 
@@ -251,22 +266,20 @@ def global_stream(
         if not each_event:
             told = {session.name: (session.trace, len(session.trace)) for session in store}
 
-        def listener(name: str, kind: str, payload: dict[str, Any]) -> None:
+        def listener(session: Session, kind: str, payload: dict[str, Any] | None) -> None:
             assert subscription is not None
-            session = store.get(name)
-            if session is None:
+            name = session.name
+            if kind == EVENT:
+                if each_event and name not in feeds:
+                    # From the event just captured: its first since the stream opened.
+                    feeds[name] = EventFeed(session, len(session.trace) - 1, named=True)
+                subscription.wake()
                 return
             if each_event and name not in feeds:
                 feeds[name] = EventFeed(session, len(session.trace), named=True)
+            payload = payload or {}
             payload = payload if "session" in payload else {**payload, "session": name}
             subscription.put((name, kind, payload, session.trace, len(session.trace)))
-
-        def woken(session: Session) -> None:
-            assert subscription is not None
-            if each_event and session.name not in feeds:
-                # From the event just captured: its first since the stream opened.
-                feeds[session.name] = EventFeed(session, len(session.trace) - 1, named=True)
-            subscription.wake()
 
         def counts() -> list[bytes]:
             written = []
@@ -280,10 +293,10 @@ def global_stream(
                         written.append(message(data, event="counts"))
             return written
 
+        unsubscribe = None
         try:
             if subscription is not None:
-                store.listeners.append(listener)
-                store.wakers.append(woken)
+                unsubscribe = store.notices.subscribe(listener)
             sessions = [session.describe() for session in store]
             yield _RETRY + message({"sessions": sessions}, event="sessions")
             if subscription is None:
@@ -307,9 +320,7 @@ def global_stream(
         finally:
             if subscription is not None:
                 streams.done(subscription)
-                if listener in store.listeners:
-                    store.listeners.remove(listener)
-                if woken in store.wakers:
-                    store.wakers.remove(woken)
+            if unsubscribe is not None:
+                unsubscribe()
 
     return _response(events())

@@ -32,8 +32,8 @@ from webarena_live.addon.proxy.credentials import challenge, take_credentials
 from webarena_live.addon.proxy.flow_notes import FlowNotes
 from webarena_live.addon.proxy.header_login import HeaderLogin
 from webarena_live.addon.proxy.reserved_host import answer_too_large, serve_on_flow
-from webarena_live.addon.runs.redact import redact_har_entry
-from webarena_live.addon.runs.sessions import DEFAULT_SESSION, SessionState, SessionStore
+from webarena_live.addon.runs.attempt import RunSettings, SessionState
+from webarena_live.addon.runs.sessions import DEFAULT_SESSION, SessionStore
 from webarena_live.evaluator import SiteMap, TaskSet, WebArenaLiveError, load_tasks, prepare_output_dir
 
 logger = logging.getLogger(__name__)
@@ -87,7 +87,8 @@ def unfinished_lines(sessions: SessionStore) -> list[str]:
         task = session.task
         if session.state is not SessionState.RUNNING or task is None or not len(session.trace):
             continue
-        where = f", journal {session.journal.path}" if session.journal is not None else ""
+        journal = session.attempt.journal
+        where = f", journal {journal.path}" if journal is not None else ""
         resume = json.dumps({"task_id": task.task_id, "session": session.name, "resume_journal": True})
         lines.append(
             f"unfinished: session {session.name}, task {task.task_id}, {len(session.trace)} events{where}; "
@@ -201,29 +202,27 @@ class WebArenaLive:
             raise exceptions.OptionsError("\n".join(problems))
         site_map = site_map or SiteMap()
         journal_dir = Path(options.webarena_journal_dir or default_journal_dir(options.webarena_output_dir))
+        settings = RunSettings(
+            site_map=site_map,
+            output_dir=output_dir,
+            journal_dir=journal_dir,
+            redact=options.webarena_redact,
+            data_checksum=tasks.checksum,
+        )
         if self.context is None:
-            sessions = SessionStore(journal_dir=journal_dir)
-        else:  # reconfigured while running: sessions live on, new runs journal to the new place
+            sessions = SessionStore(settings)
+        else:  # reconfigured while running: sessions live on; attempts started from now on use these
             sessions = self.context.sessions
-            sessions.move_journal(journal_dir)
-        journal_filter = redact_har_entry if options.webarena_redact else None
-        sessions.journal_filter = journal_filter
-        sessions.output_dir = output_dir  # task runs spool their network.har there (issue 5)
-        sessions.site_map = site_map  # running sessions prepare their evaluation with it
+            sessions.settings = settings
         self.header_login.use(site_map)
         for name in site_map.header_login_without_credentials:
             logger.warning(
                 "webarena-live: %s has use_header_login but no credentials: no header is added", name
             )
-        for session in sessions:  # runs started from now on journal with the new setting
-            session.journal_filter = journal_filter
         self.context = ControlContext(
             tasks=tasks,
-            site_map=site_map,
             sessions=sessions,
-            output_dir=output_dir,
             token=options.webarena_control_token or None,
-            redact=options.webarena_redact,
             extra_health=self.extra_health,
             finish_guard=self.finish_guard,
         )

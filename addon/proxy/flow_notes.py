@@ -14,7 +14,7 @@ from collections import OrderedDict
 
 from mitmproxy import ctx, hooks, http
 
-from webarena_live.addon.runs.attempt import LiveRun
+from webarena_live.addon.runs.attempt import Attempt
 from webarena_live.addon.runs.sessions import Session
 
 logger = logging.getLogger(__name__)
@@ -35,8 +35,8 @@ _NOTES_KEY = "webarena_live.notes"
 class _Run:
     """What is known of one session's running attempt (a restart starts a new one)."""
 
-    def __init__(self, live: LiveRun | None) -> None:
-        self.live = live
+    def __init__(self, attempt: Attempt) -> None:
+        self.attempt = attempt
         self.flows: OrderedDict[int, http.HTTPFlow] = OrderedDict()
         self.notes: dict[int, tuple[int, str]] = {}
         """Per evaluator: the event index whose flow carries its note, and the note."""
@@ -57,22 +57,22 @@ class FlowNotes:
         event = next(session.trace.iter_from(index))
         flow.comment = f"session {session.name} · {event.event_type.value}"
         run = self._runs.get(session.name)
-        if run is None or run.live is not session.live:
+        if run is None or run.attempt is not session.attempt:
             if run is not None and run.timer is not None:
                 run.timer.cancel()
-            run = self._runs[session.name] = _Run(session.live)
+            run = self._runs[session.name] = _Run(session.attempt)
         run.flows[index] = flow
         if len(run.flows) > FLOWS_KEPT:
             run.flows.popitem(last=False)
-        if session.live is not None and run.timer is None:
+        if session.task is not None and run.timer is None:
             run.timer = asyncio.get_running_loop().call_later(CHECK_DELAY, self._check, session.name, run)
 
     def _check(self, name: str, run: _Run) -> None:
         run.timer = None
-        if run.live is None or self._runs.get(name) is not run:
+        if run.attempt.task is None or self._runs.get(name) is not run:
             return
         try:
-            progress = run.live.progress()
+            progress = run.attempt.progress()
         except Exception:  # the finish reports whatever is wrong; notes are a convenience
             logger.debug("progress of session %r failed", name, exc_info=True)
             return

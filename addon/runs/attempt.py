@@ -1,12 +1,16 @@
-"""One live run: a session's attempt at one task, from its start to its finish.
+"""One attempt: a session's run from its start to its finish, and everything only it has.
 
-The run owns what only an attempt has: the task, the trace it is judged on,
-the spool of its `network.har` and the evaluation prepared while it runs. Its
-`finish` is the whole finish — evaluate, write the outputs, mark the session
-finished — in one call that knows nothing of HTTP: the control routes, the
-addon and the tests call the same thing.
+An attempt owns its task (None for traffic seen before any task started), its
+trace, its journal, the spool of its `network.har`, the evaluation it prepares
+while it runs, and its finish: evaluate, write the outputs, freeze the trace.
+A session (`runs.sessions`) keeps its name and its current attempt; starting
+again replaces the attempt, so nothing of one attempt outlives it by accident.
 
-Everything runs on the proxy's event loop thread, like the sessions: no locks.
+Capture is on the proxy's per-flow path, so an attempt does each event's work
+once: the HAR entry is serialized once (`event_to_har_json`) and that text goes
+to the journal and, with an output directory, to the spool.
+
+Everything runs on the proxy's event loop thread: no locks.
 """
 
 from __future__ import annotations
@@ -16,12 +20,19 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from webarena_live.addon.runs.har_spool import SPOOL_SUBDIR, HarSpool
+from webarena_live.addon.runs.journal import EntryFilter, Journal, entry_json_bytes, journal_filename
 from webarena_live.addon.runs.outputs import EARLIER_ATTEMPT, write_outputs
+from webarena_live.addon.runs.redact import redact_har_entry
 from webarena_live.evaluator import (
+    EventRecord,
+    FinalAnswer,
+    NetworkEvent,
     NetworkTrace,
     SiteMap,
     Task,
@@ -39,8 +50,36 @@ PREPARE_DELAY = 0.1
 logger = logging.getLogger(__name__)
 
 
+class SessionState(StrEnum):
+    IDLE = "idle"
+    """Traffic seen, no task started yet."""
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """How every attempt is journaled, judged and written; replaced whole when the proxy is reconfigured.
+
+    An attempt takes its journal and spool from the settings of its start, and is judged and written
+    with the settings of its finish.
+    """
+
+    site_map: SiteMap = field(default_factory=SiteMap)
+    output_dir: Path | None = None
+    journal_dir: Path | None = None
+    redact: bool = False
+    """Leave cookies, credentials and passwords out of the written network.har and the journal."""
+    data_checksum: str | None = None
+    """The dataset's checksum, carried by every result."""
+
+    @property
+    def journal_filter(self) -> EntryFilter | None:
+        return redact_har_entry if self.redact else None
+
+
 class FinishRefused(WebArenaLiveError):
-    """The run cannot be finished now; `reason` is a stable code (`already_finished`, `no_events`)."""
+    """The attempt cannot be finished now; `reason` is a stable code (`already_finished`, `no_events`)."""
 
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(detail)
@@ -49,19 +88,7 @@ class FinishRefused(WebArenaLiveError):
 
 
 class OutputsFailed(WebArenaLiveError):
-    """The outputs could not be written (disk full, permissions); the run is still running."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunSettings:
-    """Where a run's outputs go and how it is judged; the same for every run of a proxy."""
-
-    site_map: SiteMap = field(default_factory=SiteMap)
-    output_dir: Path | None = None
-    redact: bool = False
-    """Leave cookies, credentials and passwords out of the written network.har (addon.redact)."""
-    data_checksum: str | None = None
-    """The dataset's checksum, carried by every result."""
+    """The outputs could not be written (disk full, permissions); the attempt is still running."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,50 +102,72 @@ class FinishOutcome:
     """Seconds spent: `evaluate`, and `total` (evaluation plus outputs)."""
 
 
-class LiveRun:
-    """A session's attempt at `task` on `trace`; `finish` judges it once."""
+class Attempt:
+    """Session `session`'s attempt at `task` (None: idle traffic); `finish` judges it once."""
 
     def __init__(
-        self,
-        task: Task,
-        trace: NetworkTrace,
-        *,
-        session: str,
-        run: str | None,
-        settings: Callable[[], RunSettings],
-        on_finished: Callable[[TaskResult, dict[str, str] | None], None],
-        label: str,
-        redacted_entries: bool,
+        self, session: str, task: Task | None, *, run: str | None, settings: Callable[[], RunSettings]
     ) -> None:
-        self.task = task
-        self.trace = trace
         self.session = session
+        self.task = task
         self.run = run
-        self._settings = settings
-        """Read at each use: options reconfigured while the run goes on apply to its finish."""
-        self._on_finished = on_finished
+        """The run directory its outputs go to (`OUT/<run>/<task_id>/`), if named."""
+        self.trace = NetworkTrace()
+        self.state = SessionState.IDLE if task is None else SessionState.RUNNING
+        self.started = time.time()
+        self.finished: float | None = None
         self.result: TaskResult | None = None
-        self._prepare_timer: asyncio.TimerHandle | None = None
-        output_dir = settings().output_dir
+        self.outputs: dict[str, str] | None = None
+        self.late_events = 0
+        """Events that arrived after the finish (not in the trace)."""
+        self.dropped_idle_events = 0
+        """Events of an idle attempt no longer held in memory (its journal has them)."""
+        self._settings = settings
+        """The proxy's settings as they are now (the session store's): read at each use."""
+        start = settings()
+        self._entry_filter = start.journal_filter
+        label = journal_filename(session, task.task_id if task else None, datetime.now(UTC))
+        self.journal: Journal | None = None
+        if start.journal_dir is not None:
+            self.journal = Journal(start.journal_dir / label, entry_filter=self._entry_filter)
         self.har_spool: HarSpool | None = None
-        if output_dir is not None:
-            self.har_spool = HarSpool(output_dir / SPOOL_SUBDIR, label=label, redacted=redacted_entries)
-
-    @property
-    def finished(self) -> bool:
-        return self.result is not None
+        if task is not None and start.output_dir is not None:
+            self.har_spool = HarSpool(
+                start.output_dir / SPOOL_SUBDIR,
+                label=label.removesuffix(".jsonl"),
+                redacted=self._entry_filter is not None,
+            )
+        self._prepare_timer: asyncio.TimerHandle | None = None
 
     # --- while it runs ---------------------------------------------------------------------------
 
-    def spool(self) -> HarSpool | None:
-        """The spool new events go to, None when there is none (or it broke)."""
-        spool = self.har_spool
-        return spool if spool is not None and spool.usable else None
+    def append(self, event: NetworkEvent | EventRecord) -> bool:
+        """Record a captured event (or its record); False (and nothing recorded) once finished."""
+        if self.state is SessionState.FINISHED:
+            self.late_events += 1
+            return False
+        self.trace.append(event)
+        journal, spool = self.journal, self.har_spool
+        if spool is not None and not spool.usable:
+            spool = None
+        if journal is not None or spool is not None:
+            entry_json = entry_json_bytes(event, self._entry_filter)  # serialized once for both
+            if journal is not None:
+                journal.write(event, entry_json)
+            if spool is not None:
+                spool.add(entry_json)
+        if self.task is not None and self._prepare_timer is None:
+            self._schedule_preparation()
+        return True
 
-    def added(self) -> None:
-        """An event was appended to the trace: scan it soon, batched with those that follow."""
-        if self._prepare_timer is not None or self.finished:
-            return
+    def drop_idle_events(self) -> None:
+        """Start an idle attempt's trace afresh: nobody will evaluate it (starting a task replaces the
+        attempt), so a proxy used for hours without tasks must not hold every event in memory; the
+        journal keeps them all."""
+        self.dropped_idle_events += len(self.trace)
+        self.trace = NetworkTrace()
+
+    def _schedule_preparation(self) -> None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -126,10 +175,10 @@ class LiveRun:
         self._prepare_timer = loop.call_later(PREPARE_DELAY, self.prepare_evaluation)
 
     def prepare_evaluation(self) -> None:
-        """Let the task's network evaluators scan the events captured since they last looked,
-        so the finish's own evaluation only scans what arrived after this."""
+        """Let the task's network evaluators scan the events captured since they last looked, so the
+        finish's own evaluation only scans what arrived after this."""
         self._prepare_timer = None
-        if self.finished:
+        if self.task is None or self.state is not SessionState.RUNNING:
             return
         try:
             prepare_evaluation(self.task, self.trace, site_map=self._settings().site_map)
@@ -137,7 +186,9 @@ class LiveRun:
             logger.debug("evaluation warm-up of session %r failed", self.session, exc_info=True)
 
     def stop(self) -> None:
-        """Drop the spool and any pending warm-up: the run ends without a finish (restart, shutdown)."""
+        """End without a finish (restart, shutdown): close the journal, drop the spool and any warm-up."""
+        if self.journal is not None:
+            self.journal.close()
         if self.har_spool is not None:
             self.har_spool.discard()
             self.har_spool = None
@@ -149,7 +200,7 @@ class LiveRun:
 
     def progress(self) -> TaskProgress:
         """Each network evaluator of the task judged on the trace so far (the finish's state, kept)."""
-        return task_progress(self.task, self.trace, site_map=self._settings().site_map)
+        return task_progress(self._task(), self.trace, site_map=self._settings().site_map)
 
     def preview(self, response: Any) -> TaskResult:
         """The result a finish with `response` would give now, marked `preview`; nothing is written or
@@ -157,14 +208,44 @@ class LiveRun:
         self._check_finishable()
         settings = self._settings()
         result = evaluate_task(
-            self.task, response, self.trace, site_map=settings.site_map, data_checksum=settings.data_checksum
-        )
+            self._task(), response, self.trace, site_map=settings.site_map,
+            data_checksum=settings.data_checksum,
+        )  # fmt: skip
         return result.model_copy(update={"preview": True})
 
     # --- the finish --------------------------------------------------------------------------------
 
+    def finish(self, response: Any) -> FinishOutcome:
+        """Judge `response` (the agent's final answer) on the trace, write the outputs and freeze the
+        attempt, with the settings as they are now. Raises `FinishRefused` (nothing changed) or
+        `OutputsFailed` (still running)."""
+        self._check_finishable()
+        task, settings = self._task(), self._settings()
+        answer = FinalAnswer.read(response)  # read once for the verdict and agent_response.json
+        started = time.perf_counter()
+        result = evaluate_task(
+            task, answer, self.trace, site_map=settings.site_map, data_checksum=settings.data_checksum
+        )
+        evaluated = time.perf_counter()
+        outputs = self._write(settings, answer, result) if settings.output_dir is not None else None
+        self.stop()
+        self.result, self.outputs = result, outputs
+        self.state, self.finished = SessionState.FINISHED, time.time()
+        if self.journal is not None:
+            self.journal.mark_finished()
+        earlier = outputs.get(EARLIER_ATTEMPT) if outputs else None
+        total = time.perf_counter() - started
+        return FinishOutcome(result, outputs, earlier, {"evaluate": evaluated - started, "total": total})
+
+    def _task(self) -> Task:
+        if self.task is None:
+            raise FinishRefused("no_task", f"session {self.session!r} has no task; POST /sessions with a "
+                                "task_id first")  # fmt: skip
+        return self.task
+
     def _check_finishable(self) -> None:
-        if self.finished:
+        self._task()
+        if self.state is SessionState.FINISHED:
             raise FinishRefused("already_finished", f"session {self.session!r} is finished; "
                                 "POST /sessions to restart it")  # fmt: skip
         if not len(self.trace):
@@ -173,26 +254,8 @@ class LiveRun:
             raise FinishRefused("no_events", f"no events captured in session {self.session!r}; is the "
                                 "agent's traffic using the proxy?")  # fmt: skip
 
-    def finish(self, response: Any) -> FinishOutcome:
-        """Judge `response` (the agent's final answer, parsed) on the trace, write the outputs and mark
-        the session finished. Raises `FinishRefused` (nothing changed) or `OutputsFailed`."""
-        self._check_finishable()
-        settings = self._settings()
-        started = time.perf_counter()
-        result = evaluate_task(
-            self.task, response, self.trace, site_map=settings.site_map, data_checksum=settings.data_checksum
-        )
-        evaluated = time.perf_counter()
-        outputs = self._write(settings, response, result) if settings.output_dir is not None else None
-        self.stop()
-        self.result = result
-        self._on_finished(result, outputs)
-        earlier = outputs.get(EARLIER_ATTEMPT) if outputs else None
-        total = time.perf_counter() - started
-        return FinishOutcome(result, outputs, earlier, {"evaluate": evaluated - started, "total": total})
-
-    def _write(self, settings: RunSettings, response: Any, result: TaskResult) -> dict[str, str]:
-        assert settings.output_dir is not None
+    def _write(self, settings: RunSettings, answer: FinalAnswer, result: TaskResult) -> dict[str, str]:
+        assert settings.output_dir is not None and self.task is not None
         spool, self.har_spool = self.har_spool, None
         if spool is not None and (
             not spool.usable or spool.redacted != settings.redact or spool.entries != len(self.trace)
@@ -204,7 +267,7 @@ class LiveRun:
                 settings.output_dir,
                 task_id=self.task.task_id,
                 run=self.run,
-                raw_response=response,
+                raw_response=answer,
                 trace=self.trace,
                 result=result,
                 redact=settings.redact,
@@ -215,3 +278,28 @@ class LiveRun:
         finally:
             if spool is not None:
                 spool.discard()  # nothing left after a commit; a failed finish falls back to serializing
+
+    # --- views -------------------------------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        task = self.task
+        view: dict[str, Any] = {
+            "state": self.state.value,
+            "task_id": task.task_id if task else None,
+            "intent": task.intent if task else None,
+            "sites": list(task.sites) if task else None,
+            "run": self.run,
+            "counts": self.trace.counts(),
+            "started": self.started,
+            "finished": self.finished,
+            "journal": str(self.journal.path) if self.journal and self.journal.lines else None,
+        }
+        if self.late_events:
+            view["late_events"] = self.late_events
+        if self.dropped_idle_events:
+            view["dropped_idle_events"] = self.dropped_idle_events
+        if self.result is not None:
+            view["result"] = {"status": self.result.status.value, "score": self.result.score}
+        if self.outputs:
+            view["outputs"] = self.outputs
+        return view

@@ -1,18 +1,15 @@
-"""Sessions (DESIGN §5): one agent attempting one task, and the journal of its events.
+"""Sessions: one agent attempting one task, found by name, and the notices of what happens to them.
 
 A session is found by name — the username of the proxy credentials, or
 `default` — and created the first time traffic or the control API names it.
-Starting a session for a task (or starting it again) gives it an empty trace
-and a fresh journal file; finishing it freezes the trace and keeps the verdict.
+It keeps its name and its current attempt (`runs.attempt`): starting it for a
+task (or starting it again) replaces the attempt, with an empty trace and a
+fresh journal; finishing it judges the attempt and freezes it.
+
+The store owns the one `RunSettings` every attempt reads (replaced whole when
+the proxy is reconfigured) and the one `NoticeBus` watchers subscribe to.
 
 Everything here runs on the proxy's event loop thread, so nothing is locked.
-
-Capture is on the proxy's per-flow path, so a session does each event's work
-once: the HAR entry is serialized once (`evaluator.har.event_to_har_json`) and
-that text goes to the journal and, with an output directory, to the spool of
-the session's `network.har` (`addon.har_spool`). A session with a task has a
-`LiveRun` (addon/live_run.py), which prepares the evaluation while the session
-runs and owns the finish.
 """
 
 from __future__ import annotations
@@ -20,56 +17,33 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
-from enum import StrEnum
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
-from webarena_live.addon.runs.attempt import LiveRun, RunSettings
-from webarena_live.addon.runs.har_spool import HarSpool
-from webarena_live.addon.runs.journal import EntryFilter, Journal, entry_json_bytes, journal_filename
-from webarena_live.addon.runs.outputs import EARLIER_ATTEMPT
-from webarena_live.evaluator import (
-    NetworkEvent,
-    NetworkTrace,
-    SiteMap,
-    Task,
-    TaskResult,
-)
-from webarena_live.evaluator.trace import EventRecord
+from webarena_live.addon.runs.attempt import Attempt, FinishOutcome, RunSettings, SessionState
+from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Task, TaskResult
 
 DEFAULT_SESSION = "default"
 MAX_SESSION_NAME = 128
 IDLE_TRACE_LIMIT = 10_000
 """Events a session without a task keeps in memory; older ones are only in its journal."""
 
+# The kinds of notice on the bus. `EVENT` and `TRACE_REPLACED` are no messages of any stream: an event
+# only wakes the streams, which read it from the trace when they write (control/streams.py), and a
+# replaced idle trace tells them to finish the old trace before the new one.
+EVENT = "event"
 TRACE_REPLACED = "trace-replaced"
-"""The notice of an idle session's trace replaced at `IDLE_TRACE_LIMIT`: not a message of any stream,
-it tells the streams reading the old trace (addon/api_streams.py) to finish it before the new one."""
+STARTED = "session"
+RESET = "reset"
+FINISHED = "finished"
 
 logger = logging.getLogger(__name__)
 
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
-
-class SessionState(StrEnum):
-    IDLE = "idle"
-    """Traffic seen, no task started yet."""
-    RUNNING = "running"
-    FINISHED = "finished"
-
-
-Listener = Callable[[str, dict[str, Any]], None]
-"""Called with a lifecycle notice's kind (`reset`, `finished`, `TRACE_REPLACED`) and its JSON-ready
-payload."""
-
-StoreListener = Callable[[str, str, dict[str, Any]], None]
-"""Called with a session name, a notice kind (a session's, or `session` when one starts) and its payload."""
-
-StoreWaker = Callable[["Session"], None]
-"""Called with the session that just captured an event."""
+Subscriber = Callable[["Session", str, dict[str, Any] | None], None]
+"""Called with the session, the notice's kind and its JSON-ready payload (None for `EVENT`)."""
 
 
 @functools.lru_cache(maxsize=1024)  # asked for every request that names a session
@@ -90,233 +64,148 @@ def event_view(session: str, trace: NetworkTrace, index: int) -> dict[str, Any]:
     return {"index": index, "session": session, **trace.summary(index)}
 
 
-def _call_each(subscribers: list[Any], what: str, *args: Any) -> None:
-    """Call every subscriber with `args`; one that raises is logged and dropped, because a broken
-    subscriber must never break capture."""
-    for subscriber in list(subscribers):
-        try:
-            subscriber(*args)
-        except Exception:
-            logger.exception("%s failed; dropping it", what)
-            if subscriber in subscribers:
+class NoticeBus:
+    """Who hears what happens to the sessions: subscribers to one session's notices or to every one's.
+
+    A subscriber that raises is logged and dropped: a broken watcher must never break capture.
+    """
+
+    def __init__(self) -> None:
+        self._subscribers: dict[str | None, list[Subscriber]] = {}
+        """By session name; None: every session's."""
+
+    def __bool__(self) -> bool:
+        return bool(self._subscribers)
+
+    def count(self, session: str | None = None) -> int:
+        """How many subscribe to `session`'s notices alone (to every session's when None)."""
+        return len(self._subscribers.get(session, ()))
+
+    def subscribe(self, subscriber: Subscriber, *, session: str | None = None) -> Callable[[], None]:
+        """Tell `subscriber` the notices of `session` (of every session when None); returns the call that
+        unsubscribes it."""
+        self._subscribers.setdefault(session, []).append(subscriber)
+
+        def unsubscribe() -> None:
+            subscribers = self._subscribers.get(session)
+            if subscribers is not None and subscriber in subscribers:
                 subscribers.remove(subscriber)
+                if not subscribers:
+                    del self._subscribers[session]
+
+        return unsubscribe
+
+    def publish(self, session: Session, kind: str, payload: dict[str, Any] | None = None) -> None:
+        """Tell the session's own subscribers, then everyone's."""
+        for key in (session.name, None):
+            for subscriber in list(self._subscribers.get(key, ())):
+                try:
+                    subscriber(session, kind, payload)
+                except Exception:
+                    logger.exception("a subscriber to session notices failed; dropping it")
+                    subscribers = self._subscribers.get(key, [])
+                    if subscriber in subscribers:
+                        subscribers.remove(subscriber)
 
 
 class Session:
-    """One named session: its task, trace, journal, state and (once finished) verdict."""
+    """One named session and its current attempt."""
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        journal_dir: Path | None,
-        journal_filter: EntryFilter | None = None,
-        store: SessionStore | None = None,
-    ) -> None:
+    def __init__(self, name: str, store: SessionStore) -> None:
         self.name = name
-        self.journal_dir = journal_dir
-        self.journal_filter = journal_filter
-        self.store = store
-        """Where the run settings (output directory, site map, ...) and store-wide listeners come from."""
-        self.live: LiveRun | None = None
-        """The attempt at the session's task (None while idle)."""
-        self.listeners: list[Listener] = []
-        self.wakers: list[Callable[[], None]] = []
-        """Called (without arguments) for every captured event: an event stream reads the new events
-        from the trace when it next writes, so capture builds no view of them."""
-        self.task: Task | None = None
-        self.run: str | None = None
-        self.state = SessionState.IDLE
-        self.result: TaskResult | None = None
-        self.outputs: dict[str, str] | None = None
-        self.late_events = 0
-        """Events that arrived after the session finished (not in the trace)."""
-        self.dropped_idle_events = 0
-        self._reset(task=None)
+        self._store = store
+        self.attempt = Attempt(name, None, run=None, settings=store.current_settings)
 
-    def _reset(self, *, task: Task | None) -> None:
-        self.task = task
-        self.trace = NetworkTrace()
-        self.result = None
-        self.outputs = None
-        self.late_events = 0
-        self.dropped_idle_events = 0
-        self.started = time.time()
-        self.finished: float | None = None
-        self.state = SessionState.IDLE if task is None else SessionState.RUNNING
-        when = datetime.now(UTC)
-        if self.journal_dir is None:
-            self.journal: Journal | None = None
-        else:
-            name = journal_filename(self.name, task.task_id if task else None, when)
-            self.journal = Journal(self.journal_dir / name, entry_filter=self.journal_filter)
-        if self.live is not None:
-            self.live.stop()
-        self.live = None
-        if task is not None:
-            self.live = LiveRun(
-                task,
-                self.trace,
-                session=self.name,
-                run=self.run,
-                settings=self.store.settings if self.store is not None else RunSettings,
-                on_finished=self.finish,
-                label=journal_filename(self.name, task.task_id, when).removesuffix(".jsonl"),
-                redacted_entries=self.journal_filter is not None,
-            )
+    # The current attempt's state, read often enough by the routes and streams to be named here.
+    @property
+    def trace(self) -> NetworkTrace:
+        return self.attempt.trace
 
     @property
-    def har_spool(self) -> HarSpool | None:
-        """The spool of the running attempt's `network.har` (addon.har_spool), if any."""
-        return self.live.har_spool if self.live is not None else None
+    def task(self) -> Task | None:
+        return self.attempt.task
+
+    @property
+    def state(self) -> SessionState:
+        return self.attempt.state
+
+    @property
+    def result(self) -> TaskResult | None:
+        return self.attempt.result
 
     def start(self, task: Task, *, run: str | None = None) -> None:
         """Begin (or begin again) an attempt at `task`, forgetting every event so far.
 
         `run` names the run directory the outputs go to (`OUT/<run>/<task_id>/`).
         """
-        if self.journal is not None:
-            self.journal.close()
-        self.run = run
-        self._reset(task=task)
-        self._notify("reset", self.describe())
-        if self.store is not None:
-            self.store.notify(self.name, "session", self.describe())
+        self.attempt.stop()
+        self.attempt = Attempt(self.name, task, run=run, settings=self._store.current_settings)
+        view = self.describe()
+        self._store.notices.publish(self, RESET, view)
+        self._store.notices.publish(self, STARTED, view)
 
     def append(self, event: NetworkEvent | EventRecord) -> bool:
         """Record a captured event (or its record); False (and nothing recorded) once finished."""
-        if self.state is SessionState.FINISHED:
-            self.late_events += 1
+        attempt = self.attempt
+        if attempt.state is SessionState.IDLE and len(attempt.trace) >= IDLE_TRACE_LIMIT:
+            attempt.drop_idle_events()
+            self._store.notices.publish(self, TRACE_REPLACED, {})
+        if not attempt.append(event):
             return False
-        if self.state is SessionState.IDLE and len(self.trace) >= IDLE_TRACE_LIMIT:
-            # Nobody will evaluate an idle trace (starting a task clears it), so a proxy used for
-            # hours without tasks must not hold every event in memory; the journal keeps them all.
-            self.dropped_idle_events += len(self.trace)
-            self.trace = NetworkTrace()
-            self._notify(TRACE_REPLACED, {})
-        self.trace.append(event)
-        live = self.live
-        journal, spool = self.journal, live.spool() if live is not None else None
-        if journal is not None or spool is not None:
-            entry_json = entry_json_bytes(event, self.journal_filter)  # serialized once for both
-            if journal is not None:
-                journal.write(event, entry_json)
-            if spool is not None:
-                spool.add(entry_json)
-        if live is not None:
-            live.added()
-        if self.wakers or (self.store is not None and self.store.wakers):
-            self._wake()
+        if self._store.notices:
+            self._store.notices.publish(self, EVENT)
         return True
 
-    def finish(self, result: TaskResult, outputs: dict[str, str] | None = None) -> None:
-        """Mark the session finished with `result` (its `LiveRun` calls this once it has judged it)."""
-        self.result = result
-        self.outputs = outputs
-        self.state = SessionState.FINISHED
-        self.finished = time.time()
-        if self.journal is not None:
-            self.journal.close()
-            self.journal.mark_finished()
-        if self.live is not None:
-            self.live.stop()
-        task_id = self.task.task_id if self.task is not None else None
-        earlier = outputs.get(EARLIER_ATTEMPT) if outputs else None
+    def finish(self, response: Any) -> FinishOutcome:
+        """Judge the current attempt with the agent's final answer (`Attempt.finish`), then say so."""
+        attempt = self.attempt
+        outcome = attempt.finish(response)
+        result = outcome.result
         logger.info(
             "session %s finished: task %s %s, score %g, %d events, %.1f s%s",
             self.name,
-            task_id,
+            attempt.task.task_id if attempt.task is not None else None,
             result.status.value,
             result.score,
-            len(self.trace),
-            self.finished - self.started,
-            f"; earlier attempt kept in {earlier}" if earlier else "",
+            len(attempt.trace),
+            (attempt.finished or attempt.started) - attempt.started,
+            f"; earlier attempt kept in {outcome.earlier_attempt}" if outcome.earlier_attempt else "",
         )
-        self._notify("finished", result.to_dict())
-
-    def prepare_evaluation(self) -> None:
-        """Scan the running attempt's new events now (see `LiveRun.prepare_evaluation`)."""
-        if self.live is not None:
-            self.live.prepare_evaluation()
+        self._store.notices.publish(self, FINISHED, result.to_dict())
+        return outcome
 
     def event_view(self, index: int) -> dict[str, Any]:
         """An event as the trace route and the event stream show it."""
-        return event_view(self.name, self.trace, index)
+        return event_view(self.name, self.attempt.trace, index)
 
     def events_view(self, start: int = 0) -> Iterator[dict[str, Any]]:
-        for index in range(max(0, start), len(self.trace)):
+        for index in range(max(0, start), len(self.attempt.trace)):
             yield self.event_view(index)
 
     def describe(self) -> dict[str, Any]:
-        task = self.task
-        view: dict[str, Any] = {
-            "session": self.name,
-            "state": self.state.value,
-            "task_id": task.task_id if task else None,
-            "intent": task.intent if task else None,
-            "sites": list(task.sites) if task else None,
-            "run": self.run,
-            "counts": self.trace.counts(),
-            "started": self.started,
-            "finished": self.finished,
-            "journal": str(self.journal.path) if self.journal and self.journal.lines else None,
-        }
-        if self.late_events:
-            view["late_events"] = self.late_events
-        if self.dropped_idle_events:
-            view["dropped_idle_events"] = self.dropped_idle_events
-        if self.result is not None:
-            view["result"] = {"status": self.result.status.value, "score": self.result.score}
-        if self.outputs:
-            view["outputs"] = self.outputs
-        return view
+        return {"session": self.name, **self.attempt.describe()}
 
     def close(self) -> None:
-        if self.journal is not None:
-            self.journal.close()
-        if self.live is not None:
-            self.live.stop()
-
-    def _wake(self) -> None:
-        _call_each(self.wakers, "session waker")
-        if self.store is not None:
-            self.store.wake(self)
-
-    def _notify(self, kind: str, payload: dict[str, Any]) -> None:
-        _call_each(self.listeners, "session listener", kind, payload)
-        if self.store is not None:
-            self.store.notify(self.name, kind, payload)
+        self.attempt.stop()
 
 
 class SessionStore:
-    """All sessions by name. `get_or_create` is how traffic and the control API find one."""
+    """All sessions by name, the settings their attempts read and the bus of their notices."""
 
-    def __init__(self, *, journal_dir: Path | None = None, journal_filter: EntryFilter | None = None) -> None:
-        self.journal_dir = journal_dir
-        self.journal_filter = journal_filter
-        """Applied to every journal line of every session (redaction); set before traffic arrives."""
-        self.output_dir: Path | None = None
-        """With an output directory, task runs spool their `network.har` as they go (`addon.har_spool`)."""
-        self.site_map = SiteMap()
-        """The site map running sessions prepare their evaluation with (the finish's, for the same plans)."""
-        self.redact = False
-        """Finishes leave cookies, credentials and passwords out of the written network.har."""
-        self.data_checksum: str | None = None
-        self.listeners: list[StoreListener] = []
-        """Told every lifecycle notice of every session (the global event stream)."""
-        self.wakers: list[StoreWaker] = []
-        """Called with the session for every event any session captures (see `Session.wakers`)."""
+    def __init__(self, settings: RunSettings | None = None) -> None:
+        self.settings = settings if settings is not None else RunSettings()
+        """Replaced whole (`configure`), never changed in place: attempts read it at each use."""
+        self.notices = NoticeBus()
         self._sessions: dict[str, Session] = {}
 
-    def settings(self) -> RunSettings:
-        """What every run's finish is judged and written with, as configured now."""
-        return RunSettings(self.site_map, self.output_dir, self.redact, self.data_checksum)
+    def current_settings(self) -> RunSettings:
+        return self.settings
 
-    def notify(self, session: str, kind: str, payload: dict[str, Any]) -> None:
-        _call_each(self.listeners, "event stream listener", session, kind, payload)
-
-    def wake(self, session: Session) -> None:
-        _call_each(self.wakers, "event stream waker", session)
+    def configure(self, **changes: Any) -> RunSettings:
+        """Replace the settings with these fields changed; attempts started from now on journal with
+        them, and every finish from now on is judged and written with them."""
+        self.settings = replace(self.settings, **changes)
+        return self.settings
 
     def get(self, name: str) -> Session | None:
         return self._sessions.get(name)
@@ -324,17 +213,8 @@ class SessionStore:
     def get_or_create(self, name: str) -> Session:
         session = self._sessions.get(name)
         if session is None:
-            session = Session(
-                name, journal_dir=self.journal_dir, journal_filter=self.journal_filter, store=self
-            )
-            self._sessions[name] = session
+            session = self._sessions[name] = Session(name, self)
         return session
-
-    def move_journal(self, journal_dir: Path | None) -> None:
-        """Journal the next run of every session (and every new session) under `journal_dir`."""
-        self.journal_dir = journal_dir
-        for session in self._sessions.values():
-            session.journal_dir = journal_dir
 
     def start(self, name: str, task: Task, *, run: str | None = None) -> Session:
         session = self.get_or_create(name)
