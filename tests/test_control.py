@@ -23,6 +23,7 @@ from webarena_live.addon.control.context import ControlContext
 from webarena_live.addon.proxy.capture import event_from_flow
 from webarena_live.addon.runs.attempt import RunSettings
 from webarena_live.addon.runs.sessions import SessionStore
+from webarena_live.evaluator import responses
 from webarena_live.evaluator.har import load_trace
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import load_tasks
@@ -149,6 +150,45 @@ def test_retrieve_answer_inside_a_code_fence(context, tmp_path, oracle_python):
     task_dir = tmp_path / "out" / str(RETRIEVE_TASK)
     verdict = oracle_verdict(oracle_python, tmp_path / "tasks.json", RETRIEVE_TASK, task_dir)
     assert verdict["status"] == "success"
+
+
+@pytest.mark.parametrize(
+    ("body", "loads"),
+    [
+        (b'{"action": "retrieve", "status": "success", "results": ["Blue Mug (one-answer)"]}', 1),
+        # Text that is not JSON: one failed attempt tells it from JSON, then its fence is decoded.
+        (b'Found it:\n```json\n{"action": "retrieve", "status": "success", "results": '
+         b'["Blue Mug (one-answer)"]}\n```', 2),
+    ],
+)  # fmt: skip
+def test_a_finish_reads_the_final_answer_once(context, tmp_path, monkeypatch, body, loads):
+    """From the request body to the verdict, the warnings and agent_response.json, the answer is read
+    into its document once (`FinalAnswer.read`), and its text parsed as JSON no more than that needs."""
+    reads: list[object] = []
+    parsed: list[str] = []
+    real_document, real_loads = responses._document, json.loads
+
+    def document(raw):
+        reads.append(raw)
+        return real_document(raw)
+
+    def counting_loads(text, *args, **kwargs):
+        if "one-answer" in (text.decode() if isinstance(text, bytes) else str(text)):
+            parsed.append(text)
+        return real_loads(text, *args, **kwargs)
+
+    call(context, "POST", "/sessions", {"task_id": RETRIEVE_TASK})
+    visit(context, "default", "/products/7")
+    monkeypatch.setattr(responses, "_document", document)
+    monkeypatch.setattr(json, "loads", counting_loads)
+    reply = handle_request(context, "POST", "/sessions/default/finish", body)
+    monkeypatch.undo()
+    result = json.loads(reply.body)
+    assert reply.status == 200 and result["status"] == "failure"  # "Blue Mug (one-answer)" is not it
+    assert len(reads) == 1 and len(parsed) == loads, (reads, parsed)
+    written = json.loads((tmp_path / "out" / str(RETRIEVE_TASK) / "agent_response.json").read_text())
+    assert written["retrieved_data"] == ["Blue Mug (one-answer)"]
+    assert "one-answer" in json.dumps(result["evaluators_results"][0]["actual"])
 
 
 def test_finish_errors_change_nothing(context):
