@@ -23,7 +23,7 @@ MUTATION_METHODS = frozenset({"POST", "PUT", "DELETE", "PATCH"})
 
 
 class EventType(StrEnum):
-    """How the design (DESIGN §4) labels an event for people and the event stream."""
+    """How the design (docs/architecture.md, Capture) labels an event for people and the event stream."""
 
     NAVIGATION = "navigation"
     MUTATION = "mutation"
@@ -31,7 +31,7 @@ class EventType(StrEnum):
 
 
 def classify(method: str, headers: dict[str, str]) -> EventType:
-    """Label an event from its method and lower-cased request headers (DESIGN §4).
+    """Label an event from its method and lower-cased request headers (docs/architecture.md, Capture).
 
     Clients that send no `sec-fetch-*` headers (curl, requests) fall back to the
     Accept header: a GET that accepts `text/html` first is a navigation.

@@ -225,14 +225,10 @@ def event_to_har_json(event: NetworkEvent | EventRecord) -> str:
      response_headers, response_cookies, body, response_mime, started, duration_ms, error,
      request_body_size, response_headers_size, response_body_size, content_size,
      ) = event.record if isinstance(event, NetworkEvent) else event  # fmt: skip
-    # `_sizes`, inlined: this runs for every captured event.
-    if request_body_size < 0:
-        request_body_size = 0 if post is None else _text_size(post)
-    if content_size < 0:
-        content_size = _text_size(body) if body is not None else 0
-    if response_body_size < 0 and body is not None:
-        response_body_size = content_size
-    request_headers_size = _request_headers_size(method, url, http_version, request_headers)
+    request_headers_size, request_body_size, response_body_size, content_size = _sizes(
+        method, url, http_version, request_headers, post, body,
+        request_body_size, response_headers_size, response_body_size, content_size,
+    )  # fmt: skip
     duration = _json_number(duration_ms)
     post_json = ""
     if post is not None:
@@ -262,24 +258,34 @@ def _json_number(value: float) -> str:
     return json.dumps(value)
 
 
+def _log_fields(creator: str) -> dict[str, Any]:
+    """A HAR document's `log`, but for its entries (which come last)."""
+    return {"version": "1.2", "creator": {"name": creator, "version": __version__}, "pages": []}
+
+
 def trace_to_har(trace: Iterable[NetworkEvent], *, creator: str = "webarena-live") -> dict[str, Any]:
     """The whole trace as a HAR 1.2 document."""
-    return {
-        "log": {
-            "version": "1.2",
-            "creator": {"name": creator, "version": __version__},
-            "pages": [],
-            "entries": [event_to_har_entry(event) for event in trace],
-        }
-    }
+    return {"log": {**_log_fields(creator), "entries": [event_to_har_entry(event) for event in trace]}}
+
+
+def har_head(creator: str = "webarena-live") -> str:
+    """The text of `trace_to_har`'s document before its first entry, for writers that append each
+    entry's text (`event_to_har_json`, joined by ",\n") and close it with `HAR_TAIL`."""
+    fields = json.dumps(_log_fields(creator), separators=(",", ":"))
+    return '{"log":' + fields[:-1] + ',"entries":['
+
+
+HAR_TAIL = "\n]}}\n"
 
 
 __all__ = [
+    "HAR_TAIL",
     "event_from_har_entry",
     "event_to_har_entry",
     "event_to_har_json",
     "events_from_entries",
     "har_from_document",
+    "har_head",
     "load_journal",
     "load_trace",
     "trace_to_har",

@@ -6,7 +6,7 @@ headers, `cookies`, `content` and `redirectURL`. The reference evaluator reads
 HAR content text as it is and never decodes `encoding: base64`; such content
 is kept as no body at all, which judges the same and keeps binary out of memory.
 
-Entries are read as leniently as the reference reads them (DESIGN §3): it
+Entries are read as leniently as the reference reads them: it
 wraps each entry as it is and reads a field only when an evaluator needs it,
 so a field that is missing or of the wrong type is no reason to refuse the
 file. Such a field is recorded as a defect of its event

@@ -1,4 +1,4 @@
-"""A run directory's files: one owner for what the live finish and the offline batch write (DESIGN §7).
+"""A run directory's files: one owner for what the live finish and the offline batch write.
 
 The layout is the reference tooling's: `OUT/<task_id>/agent_response.json`,
 `network.har` and `eval_result.json`. A session started with a run name writes
@@ -19,6 +19,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,16 @@ RESULT_FILE = "eval_result.json"
 SUMMARY_FILE = "eval_results.json"
 RUN_CONFIG_FILE = "run_config.json"
 """A per-run site map the reference uses when no `--config` is given (runs may come from different hosts)."""
+EARLIER_ATTEMPT = "earlier_attempt"
+"""Key of `write_run`'s paths naming where an earlier attempt of the task was moved."""
 ATTEMPTS_DIR = ".attempts"
 """Earlier attempts of a task, moved aside by a later finish: `OUT/.attempts/<task_id>/<n>/`."""
 
 RUN_NAME = re.compile(r"^(?!\d+$)[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 """A run name is one path segment that cannot be mistaken for a task id or a hidden folder."""
 
-FILE_MODE = 0o644
+RUN_FILE_MODE = 0o644
+"""Every file of a run directory, whoever writes it (the proxy, `evaluate`, a spool renamed into place)."""
 
 
 def run_name_problem(name: str) -> str | None:
@@ -56,7 +60,7 @@ def write_text_atomically(path: Path, text: str) -> None:
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
             file.write(text)
-        os.chmod(temporary, FILE_MODE)  # mkstemp creates 0600; run files are shared like any output
+        os.chmod(temporary, RUN_FILE_MODE)  # mkstemp creates 0600; run files are shared like any output
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -84,6 +88,36 @@ def agent_response_text(raw_response: Any) -> str:
             return answer.raw
         return json.dumps(answer.raw, indent=2, ensure_ascii=False)
     return json.dumps(official, indent=2, ensure_ascii=False)
+
+
+def write_run(
+    out_dir: Path,
+    task_id: int,
+    *,
+    run: str | None,
+    response: Any,
+    write_trace: Callable[[Path], None],
+    result: Mapping[str, Any],
+) -> dict[str, str]:
+    """Write one run's three files; returns their paths by file name.
+
+    They go to `OUT/<task_id>/`, or `OUT/<run>/<task_id>/` for a named run. An earlier attempt found
+    there is moved aside first (`keep_earlier_attempt`); its new place is returned under
+    `EARLIER_ATTEMPT`. `write_trace(path)` writes `network.har` (atomically: its caller knows how
+    the trace is best written). The result goes last, so a directory holding `eval_result.json` is
+    complete.
+    """
+    directory = task_dir(out_dir, task_id, run)
+    earlier = keep_earlier_attempt(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {name: directory / name for name in (RESPONSE_FILE, TRACE_FILE, RESULT_FILE)}
+    write_text_atomically(paths[RESPONSE_FILE], agent_response_text(response))
+    write_trace(paths[TRACE_FILE])
+    write_json_atomically(paths[RESULT_FILE], result)
+    written = {name: str(path) for name, path in paths.items()}
+    if earlier is not None:
+        written[EARLIER_ATTEMPT] = str(earlier)
+    return written
 
 
 def prepare_output_dir(path: str | Path) -> Path:

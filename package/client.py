@@ -1,4 +1,4 @@
-"""A Python client for the control API (DESIGN §6), in a blocking and an asyncio flavour, on httpx.
+"""A Python client for the control API, in a blocking and an asyncio flavour, on httpx.
 
     from webarena_live.client import Client
 
@@ -28,9 +28,7 @@ import httpx
 from httpx_sse import aconnect_sse, connect_sse
 from pydantic import BaseModel, ConfigDict
 
-from webarena_live.evaluator.errors import WebArenaLiveError
-from webarena_live.evaluator.progress import TaskProgress
-from webarena_live.evaluator.results import TaskResult
+from webarena_live.evaluator import TaskProgress, TaskResult, WebArenaLiveError
 
 DEFAULT_URL = "http://127.0.0.1:8081"
 

@@ -1,4 +1,4 @@
-"""Upstream servers that misbehave on purpose, on 127.0.0.1, for the fault tests (issue 6, item 2).
+"""Upstream servers that misbehave on purpose, on 127.0.0.1, for the fault tests.
 
 One raw TCP server answers by request path, so each fault is exact down to the
 byte: a hang, a reset in the middle of a body, a response that is not HTTP,

@@ -406,7 +406,7 @@ def _posting(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 # Hand-written cases on tasks of their own, where a library's behaviour decides the verdict
-# (issue 12: a dependency's new version must not change it). name -> (task document, HAR entries).
+# (a dependency's new version must not change it). name -> (task document, HAR entries).
 # "json_text_index": a JSON array given as JSON text inside a string field; jsonpath-ng 1.7.0 (the
 # reference's pin) indexes the string itself, so `$.array[2]` is one character and the verdict is
 # failure (newer jsonpath-ng finds nothing there, and decoding the text would then give success).

@@ -1,4 +1,4 @@
-"""The control routes (DESIGN §6) as plain functions over a real task file and real sessions."""
+"""The control routes as plain functions over a real task file and real sessions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 6, item 5: pages loaded through the proxy cannot drive the control API.
+"""Pages loaded through the proxy cannot drive the control API.
 
 A real headless Chromium browses, through a real `webarena-live serve`, a product page whose
 script attacks the agent's own session: it tries to finish it with a forged answer and to

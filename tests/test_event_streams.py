@@ -1,4 +1,4 @@
-"""The event streams' batching (issue 15): a watched run must cost the proxy a few writes a second, not
+"""The event streams' batching: a watched run must cost the proxy a few writes a second, not
 one per event per watcher, without holding back a lone notice or losing one. The control port runs in
 the test's event loop (`test_control_server.serve`), read through real sockets on 127.0.0.1."""
 

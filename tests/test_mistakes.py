@@ -1,4 +1,4 @@
-"""Every command-line mistake from issue 14, scripted: one clear line each, a non-zero exit, no file changed.
+"""Every command-line mistake, scripted: one clear line each, a non-zero exit, no file changed.
 
 Each case runs the real `webarena-live` command in a directory that already
 holds a finished run (`out/1003/…`) and a file named `afile`; afterwards every

@@ -1,4 +1,4 @@
-"""Issue 6, item 1: fuzz the control API from its own OpenAPI document with schemathesis, against a
+"""Fuzz the control API from its own OpenAPI document with schemathesis, against a
 real `webarena-live serve` on 127.0.0.1 (with a control token), on the control port and through the
 proxy at the reserved host: no 5xx, every status and body as documented, and the proxy survives.
 

@@ -1,4 +1,4 @@
-"""The performance work of issue 5: fast serialization, shared headers, the HAR spool, evaluation warm-up.
+"""The performance work: fast serialization, shared headers, the HAR spool, evaluation warm-up.
 
 Each fast path is held to the slow, obviously right one it replaces: the same
 JSON, the same timestamps, the same files, the same verdicts (the oracle
@@ -249,7 +249,8 @@ def test_sessions_without_an_output_dir_spool_nothing(tmp_path):
     task = load_tasks(write_tasks(tmp_path))[NAVIGATE_TASK]
     session = SessionStore(RunSettings(journal_dir=tmp_path / "journal")).start("c", task)
     session.append(event_from_flow(make_flow(url=f"{SHOP}/")))
-    assert session.attempt.har_spool is None and session.attempt.journal is not None and session.attempt.journal.lines == 1
+    attempt = session.attempt
+    assert attempt.har_spool is None and attempt.journal is not None and attempt.journal.lines == 1
 
 
 # --- evaluation prepared while the session runs -----------------------------------------------------

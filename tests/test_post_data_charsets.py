@@ -1,5 +1,5 @@
 # ruff: noqa: RUF001, RUF002  (the en dash and other non-ASCII text are what is tested)
-"""Request bodies are decoded as the browser encoded them (DESIGN §4; issue 13, defect 1).
+"""Request bodies are decoded as the browser encoded them.
 
 `post_data.decode_post_data` is tested directly on the bytes real Chromium sent (measured with
 `tests/site/charsets.py`; see tests/test_form_charsets.py for the live run): UTF-8 when the bytes are

@@ -1,4 +1,4 @@
-"""Issue 16: a preview followed by a finish with the same body gives the same verdict — on a sample of
+"""A preview followed by a finish with the same body gives the same verdict — on a sample of
 the conformance corpus replayed through a real `webarena-live serve`, whose finish must also give the
 reference's stored verdict for each case (or a documented divergence from it).
 

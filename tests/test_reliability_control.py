@@ -1,4 +1,4 @@
-"""Issue 6, item 1: bad input on every control route gets a 4xx JSON error naming the problem and
+"""Bad input on every control route gets a 4xx JSON error naming the problem and
 changes nothing; the OpenAPI document describes the routes that answer.
 
 The routes run as the real functions over a real task file, real sessions and
@@ -69,7 +69,8 @@ def snapshot(ctx: ControlContext, tmp_path: Path) -> Any:
     for session in ctx.sessions:
         view = session.describe()
         events = [(e.method, e.url, e.status) for e in session.trace]
-        sessions[session.name] = (view["state"], view["task_id"], events, view.get("result"), session.attempt.started)
+        started = session.attempt.started
+        sessions[session.name] = (view["state"], view["task_id"], events, view.get("result"), started)
     files = {
         str(path.relative_to(tmp_path)): path.read_bytes()
         for path in sorted(tmp_path.rglob("*"))

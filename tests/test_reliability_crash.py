@@ -1,4 +1,4 @@
-"""Issue 6, item 4: crash safety. A real `webarena-live serve` is killed with SIGKILL in the middle
+"""Crash safety. A real `webarena-live serve` is killed with SIGKILL in the middle
 of a session while an agent is still sending requests; after a restart on the same output
 directory the session's journal holds every exchange the agent saw completed, the session resumes
 from it (`"resume_journal": true`) and finishes with the verdict the reference gives, and the

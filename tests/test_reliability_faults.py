@@ -1,4 +1,4 @@
-"""Issue 6, item 2: upstream faults are recorded, not fatal; odd request bodies never break capture.
+"""Upstream faults are recorded, not fatal; odd request bodies never break capture.
 
 A real `webarena-live serve` (verifying upstream certificates, as by default)
 in front of real misbehaving servers on 127.0.0.1 (tests/faulty_upstream.py).

@@ -1,4 +1,4 @@
-"""Issue 6, item 3: isolation under load. 24 sessions (proxy-credential usernames) run at once
+"""Isolation under load. 24 sessions (proxy-credential usernames) run at once
 through one real `webarena-live serve`, over the proxy port, the session port and HTTPS tunnels,
 with their requests interleaved; every session's trace (and journal) must hold exactly the
 requests its client sent, in the order sent, none lost and none from another session.

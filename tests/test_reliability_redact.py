@@ -1,4 +1,4 @@
-"""Issue 6, item 6: `--redact` keeps cookies, credentials and passwords out of the files the proxy
+"""`--redact` keeps cookies, credentials and passwords out of the files the proxy
 writes (network.har and the journal), while the live verdict, judged on the full trace in memory,
 is unchanged. The trade-off is shown, not just stated: a task that checks a cookie (like official
 task 268) succeeds live, but the reference judging the redacted HAR fails it.

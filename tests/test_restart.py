@@ -1,4 +1,4 @@
-"""Stopping and starting `webarena-live serve` again loses track of nothing (issue 14, item 5).
+"""Stopping and starting `webarena-live serve` again loses track of nothing.
 
 Without `--output-dir` the journal lives in the per-user state directory
 (`$XDG_STATE_HOME/webarena-live/journal`), the same for every run of the proxy.

@@ -220,4 +220,5 @@ def test_idle_sessions_do_not_grow_without_bound(tmp_path, monkeypatch):
         session.append(_page(f"/{n}"))
     assert [event.url for event in session.trace] == [f"{SHOP}/6"]
     assert session.describe()["dropped_idle_events"] == 6
-    assert session.attempt.journal is not None and session.attempt.journal.lines == 7  # the journal keeps everything
+    journal = session.attempt.journal
+    assert journal is not None and journal.lines == 7  # the journal keeps everything

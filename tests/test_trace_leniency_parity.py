@@ -1,4 +1,4 @@
-"""Malformed traces are read as leniently as the reference reads them (DESIGN §3).
+"""Malformed traces are read as leniently as the reference reads them.
 
 Every variant of `trace_variants` (a field missing, of another type, spelled
 another way — in every entry, only the expected one, or all the others), on

@@ -1,4 +1,4 @@
-"""Traces of records (issue 5): what the live proxy keeps per event, and the fast paths around it.
+"""Traces of records: what the live proxy keeps per event, and the fast paths around it.
 
 Each fast path is held to the plain definition it replaces, on real
 mitmproxy flows and on generated inputs: a trace of records classifies,

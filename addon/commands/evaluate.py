@@ -22,17 +22,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from webarena_live.evaluator import (
+    OFFICIAL_DATASET,
+    SUMMARY_FILE,
+    BatchReport,
     SiteMap,
     TaskResult,
     TaskSet,
     WebArenaLiveError,
+    discover_runs,
     evaluate_directory,
     load_tasks,
+    named_runs,
+    official_dataset_installed,
+    read_config_file,
 )
-from webarena_live.evaluator.batch import BatchReport
-from webarena_live.evaluator.run_dir import SUMMARY_FILE, discover_runs, named_runs
-from webarena_live.evaluator.sites import read_config_file
-from webarena_live.evaluator.tasks import OFFICIAL_DATASET, official_dataset_installed
 
 PROGRESS_THRESHOLD = 20
 """Batches with at least this many runs show a progress bar."""

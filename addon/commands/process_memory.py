@@ -1,9 +1,9 @@
-"""Garbage collection in `webarena-live serve`'s process, tuned for a long run with many flows (issue 5).
+"""Garbage collection in `webarena-live serve`'s process, tuned for a long run with many flows.
 
 Process-wide policy: only a host that owns its process applies it. `serve`
 adds `ProcessMemory` to its mitmproxy and wraps every finish in `gc_paused`;
 the webarena-live addon itself, loaded into someone else's mitmdump or
-mitmweb, never touches the collector (DESIGN §4).
+mitmweb, never touches the collector (docs/architecture.md, Process-wide policy).
 
 Two things plain mitmproxy leaves to Python's defaults, which cost a proxy
 that keeps every session's trace:

@@ -1,7 +1,7 @@
 """`webarena-live serve`: mitmproxy's DumpMaster with the addon, two proxy ports and the control port.
 
 The proxy port never asks for credentials; the session port always does
-(DESIGN §5). Both are plain `regular` modes of one mitmproxy, told apart by
+(docs/architecture.md, Capture). Both are plain `regular` modes of one mitmproxy, told apart by
 the port a client connected to. mitmproxy's own per-flow console output is
 off (the dumper is not loaded) and its log shows warnings only; the addon
 prints one banner once everything listens.

@@ -1,4 +1,4 @@
-"""The control API (DESIGN §6) as a FastAPI app: small routes over pydantic models.
+"""The control API as a FastAPI app: small routes over pydantic models.
 
 Every route is `async`: FastAPI runs plain functions in a thread pool, and the
 routes must touch the sessions from the proxy's event loop thread, as capture

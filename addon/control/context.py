@@ -1,4 +1,4 @@
-"""What the control API works on (DESIGN §6), and the work behind its routes that is not HTTP.
+"""What the control API works on, and the work behind its routes that is not HTTP.
 
 The routes (addon/api.py) are thin: they read a request into a model, call
 one of these, and answer with the JSON view. A failing request raises a
@@ -27,6 +27,7 @@ from webarena_live.addon.runs.sessions import (
     session_name_problem,
 )
 from webarena_live.evaluator import (
+    REFERENCE_VERSION,
     NetworkTrace,
     SiteMap,
     Task,
@@ -36,7 +37,6 @@ from webarena_live.evaluator import (
     __version__,
     run_name_problem,
 )
-from webarena_live.evaluator.results import REFERENCE_VERSION
 
 RESERVED_HOST = "webarena-live.invalid"
 """Requests through the proxy to this host are control requests, never forwarded."""

@@ -1,4 +1,4 @@
-"""Keep web pages away from the control API (issue 6, item 5).
+"""Keep web pages away from the control API.
 
 Agents browse sites that may be hostile. A page's script can send requests to
 the reserved control host through the proxy, or straight to the control port

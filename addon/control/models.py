@@ -1,4 +1,4 @@
-"""The control API's request and response bodies (DESIGN §6), as pydantic models.
+"""The control API's request and response bodies, as pydantic models.
 
 `/openapi.json` is generated from these. Responses are documented, not
 re-validated on the way out: the routes build them from the sessions'
@@ -117,7 +117,7 @@ class Trace(_Open):
 
 
 class Result(_Open):
-    """The verdict: exactly the `eval_result.json` document (DESIGN §3)."""
+    """The verdict: exactly the `eval_result.json` document."""
 
     task_id: int
     status: Literal["success", "failure", "error"]

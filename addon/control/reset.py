@@ -19,8 +19,7 @@ import time
 import httpx
 from pydantic import BaseModel, ConfigDict
 
-from webarena_live.evaluator.site_checks import placeholder, site_key
-from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator import SiteMap, placeholder, site_key
 
 RESET_TIMEOUT = 300.0
 """Seconds one reset may take (a container restart is slow); `POST /sessions` may ask for less."""

@@ -39,9 +39,13 @@ from webarena_live.addon.demo.stack import (
     running_site,
     write_site_config,
 )
-from webarena_live.evaluator.errors import WebArenaLiveError
-from webarena_live.evaluator.run_dir import prepare_output_dir
-from webarena_live.evaluator.tasks import TaskSet, default_tasks_path, load_tasks
+from webarena_live.evaluator import (
+    TaskSet,
+    WebArenaLiveError,
+    default_tasks_path,
+    load_tasks,
+    prepare_output_dir,
+)
 
 SUMMARY_FILE = "demo_summary.json"
 CHROMIUM_ARGS = [

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from webarena_live.addon.demo import site as demo_site
-from webarena_live.evaluator.errors import WebArenaLiveError
+from webarena_live.evaluator import WebArenaLiveError
 
 CONFIG_FILE = "config.json"
 PROXY_LOG = "proxy.log"
@@ -34,7 +34,7 @@ class DemoError(WebArenaLiveError):
 
 @dataclass(frozen=True)
 class Ports:
-    """The proxy's three listening ports (DESIGN §5, §6)."""
+    """The proxy's three listening ports."""
 
     proxy: int
     session: int

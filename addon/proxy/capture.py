@@ -1,4 +1,4 @@
-"""Turn a finished mitmproxy flow into an event record (DESIGN §4).
+"""Turn a finished mitmproxy flow into an event record (docs/architecture.md, Capture).
 
 This runs once per flow on the proxy's event loop, before the response goes
 on, so it does as little as it can: it reads mitmproxy's raw fields (its
@@ -28,9 +28,7 @@ from mitmproxy.net.http.headers import infer_content_encoding
 from webarena_live.addon.proxy.credentials import is_credentials
 from webarena_live.addon.proxy.post_data import decode_post_data
 from webarena_live.addon.proxy.sizes import request_body_size, response_sizes
-from webarena_live.evaluator.classify import STATIC_ASSET_SUFFIXES
-from webarena_live.evaluator.memo import BoundedMemo
-from webarena_live.evaluator.trace import EventRecord, NetworkEvent
+from webarena_live.evaluator import STATIC_ASSET_SUFFIXES, BoundedMemo, EventRecord, NetworkEvent
 
 BODY_CAP = 256 * 1024
 """Largest decoded body (request or response) kept as text, in bytes."""

@@ -1,4 +1,4 @@
-"""Proxy credentials: the session name an agent's traffic carries (DESIGN §5), and the 407 that asks for it.
+"""Proxy credentials: the session name an agent's traffic carries, and the 407 that asks for it.
 
 The username of `Proxy-Authorization: Basic …` names the session. The header
 names the session to this proxy only, so it is taken off the request before
@@ -14,7 +14,7 @@ import binascii
 from mitmproxy import http
 
 from webarena_live.addon.runs.sessions import session_name_problem
-from webarena_live.evaluator.memo import BoundedMemo
+from webarena_live.evaluator import BoundedMemo
 
 PROXY_AUTHORIZATION = "proxy-authorization"
 REALM = "webarena-live"

@@ -1,4 +1,4 @@
-"""Request bodies decoded as the browser encoded them (DESIGN §4).
+"""Request bodies decoded as the browser encoded them.
 
 Measured with Chromium 156 (docs/notes/live-findings.md, tests/test_form_charsets.py): a form is sent
 in the charset of its page — UTF-8 for a UTF-8 page — and no form enctype (urlencoded, multipart,
@@ -15,7 +15,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from webarena_live.evaluator.memo import BoundedMemo
+from webarena_live.evaluator import BoundedMemo
 
 _CHARSET_PARAMETER = re.compile(r";\s*charset\s*=\s*[\"']?([^\"';\s]+)", re.IGNORECASE)
 

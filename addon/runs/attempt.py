@@ -27,9 +27,10 @@ from typing import Any
 
 from webarena_live.addon.runs.har_spool import SPOOL_SUBDIR, HarSpool
 from webarena_live.addon.runs.journal import EntryFilter, Journal, entry_json_bytes, journal_filename
-from webarena_live.addon.runs.outputs import EARLIER_ATTEMPT, write_outputs
+from webarena_live.addon.runs.outputs import write_outputs
 from webarena_live.addon.runs.redact import redact_har_entry
 from webarena_live.evaluator import (
+    EARLIER_ATTEMPT,
     EventRecord,
     FinalAnswer,
     NetworkEvent,

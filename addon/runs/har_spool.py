@@ -1,7 +1,7 @@
 """The `network.har` of a running session, assembled on disk while the session runs.
 
 Serializing a 10,000-event trace takes far longer than evaluating it, and a
-finish must answer at once (issue 5). So each event's HAR entry — the very
+finish must answer at once. So each event's HAR entry — the very
 text its journal line holds, serialized once at capture — is also appended to
 a spool file laid out as a HAR document. Finishing only writes the closing
 brackets and renames the spool over `OUT/<task_id>/network.har`: constant
@@ -37,23 +37,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
-from webarena_live.evaluator import __version__
-from webarena_live.evaluator.run_dir import FILE_MODE
+from webarena_live.evaluator import HAR_TAIL, RUN_FILE_MODE, har_head
 
 SPOOL_SUBDIR = ".spool"
 
 logger = logging.getLogger(__name__)
 
 
-def har_head(creator: str = "webarena-live") -> bytes:
-    """Everything of a HAR document before its first entry, as `evaluator.har.trace_to_har` lays it out."""
-    return (
-        f'{{"log":{{"version":"1.2","creator":{{"name":"{creator}","version":"{__version__}"}},'
-        f'"pages":[],"entries":['
-    ).encode("ascii")
-
-
-HAR_TAIL = b"\n]}}\n"
+_HEAD = har_head().encode("ascii")
+_TAIL = HAR_TAIL.encode("ascii")
 
 SPOOL_BUFFER = 64 * 1024
 """Bytes of HAR entries gathered in memory before they go to the spool file."""
@@ -156,11 +148,11 @@ class HarSpool:
                     dir=self.directory, prefix=f"{self.label}-", suffix=".har.tmp"
                 )
                 self.path = Path(name)
-                os.fchmod(handle, FILE_MODE)  # it becomes network.har: shared like every run file
+                os.fchmod(handle, RUN_FILE_MODE)  # it becomes network.har: shared like every run file
                 # Buffered, unlike the journal: a spool is worthless after a crash (the
                 # session cannot finish then), so it need not cost a syscall per event.
                 self._file = os.fdopen(handle, "wb", buffering=SPOOL_BUFFER)
-                self._file.write(har_head())
+                self._file.write(_HEAD)
             self._file.write(b",\n" if self.entries else b"\n")
             self._file.write(entry_json)  # into the buffer as it is: no concatenated copy
             self.entries += 1
@@ -179,7 +171,7 @@ class HarSpool:
             self.discard()
             return False
         try:
-            self._file.write(HAR_TAIL)
+            self._file.write(_TAIL)
             self._file.close()
             self._file = None
             assert self.path is not None

@@ -1,4 +1,4 @@
-"""The journal of a session run (DESIGN §5): its events as JSON lines, written as they are captured.
+"""The journal of an attempt (docs/architecture.md, Sessions): its events as JSON lines, written as they are captured.
 
 A journal is what survives the proxy: `evaluator.har.load_trace` reads one
 back, and a restarted `serve` offers the unfinished ones to resume
@@ -16,8 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from webarena_live.evaluator import NetworkEvent, event_to_har_entry, event_to_har_json
-from webarena_live.evaluator.trace import EventRecord
+from webarena_live.evaluator import EventRecord, NetworkEvent, event_to_har_entry, event_to_har_json
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Pick a session up again from its journal after the proxy died (issue 6, item 4).
+"""Pick a session up again from its journal after the proxy died.
 
 Every captured event is appended to the session run's journal the moment it
 completes (`addon.journal.Journal`), so a killed proxy loses nothing already

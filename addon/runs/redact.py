@@ -1,4 +1,4 @@
-"""Leave secrets out of what the proxy writes to disk (issue 6, item 6): `--redact`.
+"""Leave secrets out of what the proxy writes to disk: `--redact`.
 
 Applied to HAR entries, the form both `network.har` and the journal lines
 take, so the two files always agree. What goes:

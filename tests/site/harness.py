@@ -67,7 +67,7 @@ def write_config(path: Path, environments: Mapping[str, Any], *, test_data_file:
 
 @dataclass
 class ControlClient:
-    """The control API (DESIGN §6), reached directly on the control port."""
+    """The control API, reached directly on the control port."""
 
     base: str
     http: requests.Session = field(default_factory=requests.Session)
@@ -78,7 +78,7 @@ class ControlClient:
     def post(self, path: str, body: Any = None, *, timeout: float = 30) -> requests.Response:
         if not (path.startswith("/sessions/") and path.endswith("/finish")):
             return self.http.post(self.base + path, json=body, timeout=timeout)
-        # Every live test's finish checks issue 16's promise on its way: a preview with the same body
+        # Every live test's finish checks the preview's promise on its way: a preview with the same body
         # just before gives the finish's document marked `preview`, or the finish's own refusal.
         preview = self.http.post(self.base + path[: -len("finish")] + "preview", json=body, timeout=timeout)
         reply = self.http.post(self.base + path, json=body, timeout=timeout)
