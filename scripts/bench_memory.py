@@ -13,7 +13,7 @@ in `--samples` equal steps and the RSS is read from /proc after each. The
 figure is the least-squares slope of RSS over events, scaled to 10,000 events:
 growth — what a long session pays — rather than the level. With 1 MB bodies
 the RSS is a sawtooth (`serve` collects the garbage of dead flows once per
-32 MB of bodies, see `addon/process_memory.py`), so those runs are long
+32 MB of bodies, see `addon/commands/process_memory.py`), so those runs are long
 enough, by default, for its teeth not to tilt the slope.
 
 Scenarios: small JSON responses (512 B, kept in the events); 1 MB JSON

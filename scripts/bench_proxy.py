@@ -10,7 +10,7 @@ every flow is captured, journaled, spooled and offered to evaluation). A
 local asyncio upstream answers small responses; the load generators run in
 their own processes on the other CPU. A second, shorter comparison runs
 `serve --no-gc-tuning` (Python's garbage-collector defaults, see
-`addon/process_memory.py`): what the addon's own work costs when nothing of
+`addon/commands/process_memory.py`): what the addon's own work costs when nothing of
 it is paid back.
 
 Both proxies are loaded *at the same time*: on a shared, noisy machine the

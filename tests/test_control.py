@@ -249,7 +249,7 @@ def test_token_protects_everything_but_health(context):
 
 
 def test_cors_preflight_is_refused():
-    # No web origin may drive the control API (addon.guard), so no preflight is granted.
+    # No web origin may drive the control API (control/guard.py), so no preflight is granted.
     reply = handle_request(None, "OPTIONS", "/sessions", b"")
     assert isinstance(reply, Reply) and reply.status == 405
 

@@ -1,4 +1,4 @@
-"""Header login (`addon/header_login.py`): the auto-login header on a site configured for it.
+"""Header login (`addon/proxy/header_login.py`): the auto-login header on a site configured for it.
 
 The admin site here is a real HTTP server on 127.0.0.1 that, like the
 official shop admin, lets a request in only when it carries

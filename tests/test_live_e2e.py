@@ -250,7 +250,7 @@ def test_finish_writes_the_reference_output_layout(
     task_dir = live_proxy.output_dir / "9005"
     # Exactly these three once the writes settle: a replaced network.har is
     # parked as a hidden `.network.har.*.old` and deleted in the background
-    # (addon/har_spool.py), so allow that a few seconds; nothing may remain.
+    # (addon/runs/har_spool.py), so allow that a few seconds; nothing may remain.
     expected = ["agent_response.json", "eval_result.json", "network.har"]
     wait_for(
         lambda: sorted(p.name for p in task_dir.iterdir()) == expected,

@@ -1,4 +1,4 @@
-"""The proxy's garbage-collector tuning (`addon/process_memory.py`), alone and in a real proxy.
+"""The proxy's garbage-collector tuning (`addon/commands/process_memory.py`), alone and in a real proxy.
 
 mitmproxy's finished flows die in reference cycles, so their buffered bodies
 wait for Python's cycle collector. The collector here counts the bytes of

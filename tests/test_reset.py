@@ -1,4 +1,4 @@
-"""Environment reset (`addon/reset.py`) against real endpoints on 127.0.0.1."""
+"""Environment reset (`addon/control/reset.py`) against real endpoints on 127.0.0.1."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ off (the dumper is not loaded) and its log shows warnings only; the addon
 prints one banner once everything listens.
 
 The process is `serve`'s own, so it also applies the process-wide
-garbage-collection policy of addon/process_memory.py (`--no-gc-tuning` leaves
+garbage-collection policy of addon/commands/process_memory.py (`--no-gc-tuning` leaves
 Python's defaults), which the addon never does itself.
 """
 

@@ -4,7 +4,7 @@
 evaluator would say now, and the result a finish with a tentative answer
 would give now, marked `preview` (nothing finished, nothing written). The
 dashboard is a static page with its script and style, shipped as package
-data, read-only like every page (addon.guard).
+data, read-only like every page (control/guard.py).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def task_attempt(session: Session) -> Attempt:
 
 
 def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> APIRouter:
-    """The routes; `documented` holds each one's OpenAPI responses (built by addon.api)."""
+    """The routes; `documented` holds each one's OpenAPI responses (built by control/app.py)."""
     router = APIRouter()
 
     @router.get(

@@ -3,7 +3,7 @@
 Every route is `async`: FastAPI runs plain functions in a thread pool, and the
 routes must touch the sessions from the proxy's event loop thread, as capture
 does, so nothing needs a lock. Bodies are read raw and parsed by
-addon.control_input (bounded nesting, answers inside a ```json fence, any
+control/bodies.py (bounded nesting, answers inside a ```json fence, any
 Content-Type, as curl's `-d` sends) and then validated by the model; the
 models document the bodies in `/openapi.json`.
 """

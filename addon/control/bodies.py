@@ -1,6 +1,6 @@
 """Reading control request bodies: JSON in, or a 400 `ControlError` that names the problem.
 
-Kept apart from the routes (addon.control) so each bound on untrusted input
+Kept apart from the routes (control/app.py) so each bound on untrusted input
 — encoding, syntax, nesting depth — is in one place and tested directly.
 """
 

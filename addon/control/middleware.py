@@ -10,7 +10,7 @@ through untouched. From the outside in:
 - `BodyCap`: the whole body is read before anything answers (a client still
   writing when the server answers gets a reset, not the answer), and over
   10 MiB it is drained and answered with a JSON 413;
-- `Guard`: requests a web page started are refused (addon.guard), then the
+- `Guard`: requests a web page started are refused (control/guard.py), then the
   control token is checked; `/health` and `/openapi.json` are public.
 """
 
@@ -35,7 +35,7 @@ DISCARD_LIMIT = 256 * 1024 * 1024
 
 COMMON_HEADERS = (
     (b"server", f"webarena-live/{__version__}".encode()),
-    # No CORS headers on purpose: web pages must not read or drive the control API (addon.guard).
+    # No CORS headers on purpose: web pages must not read or drive the control API (control/guard.py).
     (b"x-content-type-options", b"nosniff"),
 )
 

@@ -55,7 +55,7 @@ class ControlServer:
             lifespan="off",
             log_config=None,
             access_log=False,
-            server_header=False,  # the app names itself (api_middleware.CommonHeaders)
+            server_header=False,  # the app names itself (middleware.CommonHeaders)
             timeout_graceful_shutdown=int(STOP_SECONDS),
         )
         server = _GuestServer(config)

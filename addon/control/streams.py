@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -29,8 +29,10 @@ from webarena_live.addon.runs.sessions import (
     FINISHED,
     STARTED,
     TRACE_REPLACED,
+    NoticeBus,
     Session,
     SessionStore,
+    Subscriber,
     event_view,
 )
 from webarena_live.evaluator import NetworkTrace
@@ -56,6 +58,7 @@ class Subscription:
     """One open stream's queue: the lifecycle notices waiting for it, and whether events came in."""
 
     def __init__(self) -> None:
+        self.unsubscribe: Callable[[], None] = lambda: None
         self.pending: list[Any] = []
         self.overflowed = False
         self.closed = False
@@ -148,13 +151,17 @@ class Streams:
     def __init__(self) -> None:
         self._open: set[Subscription] = set()
 
-    def open(self) -> Subscription:
+    def open(self, notices: NoticeBus, listener: Subscriber, *, session: str | None = None) -> Subscription:
+        """A stream's queue, with `listener` subscribed to `session`'s notices (every session's when
+        None) until `done`."""
         subscription = Subscription()
+        subscription.unsubscribe = notices.subscribe(listener, session=session)
         self._open.add(subscription)
         return subscription
 
     def done(self, subscription: Subscription) -> None:
         self._open.discard(subscription)
+        subscription.unsubscribe()
 
     def close_all(self) -> None:
         for subscription in list(self._open):
@@ -205,7 +212,6 @@ def session_stream(
 
     async def events() -> AsyncIterator[bytes]:
         subscription = None
-        unsubscribe = None
 
         def listener(session: Session, kind: str, payload: dict[str, Any] | None) -> None:
             assert subscription is not None
@@ -216,8 +222,7 @@ def session_stream(
 
         try:
             if not snapshot and session.result is None:
-                subscription = streams.open()
-                unsubscribe = store.notices.subscribe(listener, session=session.name)
+                subscription = streams.open(store.notices, listener, session=session.name)
             start = since if tail is None else max(since, len(session.trace) - tail)
             opening = [_RETRY, message(session.describe(), event="session")]
             opening += [message(view, event_id=view["index"]) for view in session.events_view(start)]
@@ -244,8 +249,6 @@ def session_stream(
         finally:
             if subscription is not None:
                 streams.done(subscription)
-            if unsubscribe is not None:
-                unsubscribe()
 
     return _response(events())
 
@@ -259,7 +262,7 @@ def global_stream(
     type then), after the write's other notices, for watchers that only count them."""
 
     async def events() -> AsyncIterator[bytes]:
-        subscription = None if snapshot else streams.open()
+        subscription: Subscription | None = None
         feeds: dict[str, EventFeed] = {}  # each_event: the sessions with events or notices since the opening
         # Counts only: the trace and length each session's last counts told (none are kept otherwise).
         told: dict[str, tuple[NetworkTrace, int]] = {}
@@ -293,10 +296,9 @@ def global_stream(
                         written.append(message(data, event="counts"))
             return written
 
-        unsubscribe = None
         try:
-            if subscription is not None:
-                unsubscribe = store.notices.subscribe(listener)
+            if not snapshot:
+                subscription = streams.open(store.notices, listener)
             sessions = [session.describe() for session in store]
             yield _RETRY + message({"sessions": sessions}, event="sessions")
             if subscription is None:
@@ -320,7 +322,5 @@ def global_stream(
         finally:
             if subscription is not None:
                 streams.done(subscription)
-            if unsubscribe is not None:
-                unsubscribe()
 
     return _response(events())

@@ -7,7 +7,7 @@ returns the final response in the seed's format (`action`, `status`,
 (a wrong answer; a navigation one step short), so the demo shows how each kind
 of failure is reported and explained.
 
-This module knows nothing about the proxy: `addon.demo` gives each routine a
+This module knows nothing about the proxy: `demo/command.py` gives each routine a
 page whose traffic already goes through its own proxy session.
 """
 

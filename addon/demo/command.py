@@ -3,7 +3,7 @@
 It starts the Demo Shop (`addon/demo_site.py`) and the evaluating proxy
 (`webarena-live serve`, as a child process of this interpreter) on free local
 ports, then drives headless Chromium through every demo task (tasks/demo.json)
-with the scripted agent of `addon.demo_agent`. Each task gets its own proxy
+with the scripted agent of `demo/agent.py`. Each task gets its own proxy
 session, named by the proxy username on the session port, and its own browser
 context. The agent's final response goes to `POST /sessions/{name}/finish`,
 and the verdicts the proxy returns are printed as a table.

@@ -2,7 +2,7 @@
 
 Loaded by `webarena-live serve` and by `mitmdump -s "$(webarena-live addon-path)"`;
 it changes no process-wide setting (garbage-collector tuning is `serve`'s, see
-addon/process_memory.py). Options carry a `webarena_` prefix. Traffic is
+addon/commands/process_memory.py). Options carry a `webarena_` prefix. Traffic is
 assigned to a session by the username of its proxy credentials (docs/architecture.md, Capture).
 Like mitmproxy's own `proxyauth`, the name is remembered per client
 connection, so requests inside an HTTPS tunnel (HTTP/1 or HTTP/2), which never

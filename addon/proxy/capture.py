@@ -8,7 +8,7 @@ only when present, and decodes a response body only when evaluation could
 ever read it (the reference parses JSON, urlencoded and multipart bodies,
 nothing else) and it is small. Bodies that were streamed through
 (`stream_large_bodies`) were never buffered, so there is nothing to keep.
-Request bodies are decoded as the browser encoded them (`addon.post_data`).
+Request bodies are decoded as the browser encoded them (`proxy/post_data.py`).
 The result is a record — the fields of `NetworkEvent` as a plain tuple —
 which is what a session keeps (see `evaluator.trace`).
 """

@@ -4,7 +4,7 @@ mitmproxy hosts the app (`mitmproxy.addons.asgiapp.serve`) on the flow, in
 the proxy's loop; the caller's session, known from its proxy credentials, is
 passed in a header the addon sets (and removes from what the client sent).
 mitmproxy buffers the whole answer, so an event stream served this way is the
-snapshot so far and ends (addon/api_streams.py).
+snapshot so far and ends (addon/control/streams.py).
 """
 
 from __future__ import annotations

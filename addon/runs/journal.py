@@ -1,8 +1,10 @@
-"""The journal of an attempt (docs/architecture.md, Sessions): its events as JSON lines, written as they are captured.
+"""The journal of an attempt: its events as JSON lines, written as they are captured.
+
+See docs/architecture.md, Sessions.
 
 A journal is what survives the proxy: `evaluator.har.load_trace` reads one
 back, and a restarted `serve` offers the unfinished ones to resume
-(`addon.recovery`). The directory's `FINISHED_INDEX` names the runs that
+(`runs/recovery.py`). The directory's `FINISHED_INDEX` names the runs that
 finished.
 """
 
@@ -21,7 +23,7 @@ from webarena_live.evaluator import EventRecord, NetworkEvent, event_to_har_entr
 logger = logging.getLogger(__name__)
 
 EntryFilter = Callable[[dict[str, Any]], dict[str, Any]]
-"""Rewrites a HAR entry before it is journaled (e.g. `addon.redact.redact_har_entry`)."""
+"""Rewrites a HAR entry before it is journaled (e.g. `runs/redact.py.redact_har_entry`)."""
 
 # ASCII escapes keep undecodable header bytes (lone surrogates) writable; one encoder, built once.
 _LINE_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False)

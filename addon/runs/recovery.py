@@ -1,7 +1,7 @@
 """Pick a session up again from its journal after the proxy died.
 
 Every captured event is appended to the session run's journal the moment it
-completes (`addon.journal.Journal`), so a killed proxy loses nothing already
+completes (`runs/journal.py.Journal`), so a killed proxy loses nothing already
 captured. After a restart, `POST /sessions {"task_id": N, "session": S,
 "resume_journal": true}` finds the newest journal of session S for task N
 and starts the session again with those events, so the agent can carry on
