@@ -31,9 +31,9 @@ from webarena_live.evaluator.site_checks import placeholder, unknown_site_proble
 from webarena_live.evaluator.sites import SiteMap
 
 OFFICIAL_DATASET = "webarena-verified"
+"""`--tasks` value that means the dataset shipped in the installed reference package."""
 OFFICIAL_HARD_SUBSET = "webarena-verified-hard"
 """The reference's hard subset: 258 official tasks, listed by id in its package's `subsets/` folder."""
-"""`--tasks` value that means the dataset shipped in the installed reference package."""
 
 
 class TaskType(StrEnum):

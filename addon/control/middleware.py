@@ -25,7 +25,7 @@ from webarena_live.addon.control.errors import error_response
 from webarena_live.addon.control.guard import is_public, page_request_problem, token_problem
 from webarena_live.evaluator import __version__
 
-logger = logging.getLogger("webarena_live.addon.control.context")
+logger = logging.getLogger("webarena_live.addon.control")
 
 MAX_CONTROL_BODY = 10 * 1024 * 1024
 """Largest control request body (10 MiB): a final response is small; this only stops abuse."""
@@ -40,14 +40,23 @@ COMMON_HEADERS = (
 )
 
 
-class CommonHeaders:
+class _HttpMiddleware:
+    """A pure ASGI middleware that works on HTTP requests (`handle`) and passes anything else on."""
+
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        return await self.handle(scope, receive, send)
 
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+
+class CommonHeaders(_HttpMiddleware):
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
@@ -59,27 +68,17 @@ class CommonHeaders:
         await self.app(scope, receive, with_headers)
 
 
-class RawPath:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            raw = scope.get("raw_path") or scope["path"].encode("utf-8")
-            path = raw.decode("latin-1").partition("?")[0]
-            if len(path) > 1 and path.endswith("/"):
-                path = path.rstrip("/") or "/"
-            scope = {**scope, "path": path}
-        await self.app(scope, receive, send)
+class RawPath(_HttpMiddleware):
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = scope.get("raw_path") or scope["path"].encode("utf-8")
+        path = raw.decode("latin-1").partition("?")[0]
+        if len(path) > 1 and path.endswith("/"):
+            path = path.rstrip("/") or "/"
+        await self.app({**scope, "path": path}, receive, send)
 
 
-class BodyCap:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
+class BodyCap(_HttpMiddleware):
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = bytearray()
         size, more = 0, True
         while more and size <= DISCARD_LIMIT:
@@ -110,13 +109,8 @@ class BodyCap:
         await self.app(scope, replay, send)
 
 
-class Guard:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
+class Guard(_HttpMiddleware):
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         method, path = scope["method"], scope["path"]
         refusal = self._refusal(scope, method, path)
         if refusal is None:
