@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 
 from webarena_live.addon.control.bodies import ControlError
 
-logger = logging.getLogger("webarena_live.addon.control.context")
+logger = logging.getLogger("webarena_live.addon.control")
 
 JSON_TYPE = "application/json"
 
