@@ -7,11 +7,11 @@ imported when the subcommand runs, so `--help` stays fast.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from webarena_live.addon.proxy.options import OPTIONS, AddonOption, flag_default, with_flags
 from webarena_live.evaluator import __version__
 
 
@@ -39,19 +39,21 @@ def _task_ids(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"task ids must be comma-separated integers: {text!r}") from None
 
 
+def _add_option_flag(parser: argparse.ArgumentParser, option: AddonOption) -> None:
+    """`serve`'s flag for an addon option (`proxy/options.py` declares both)."""
+    flag, default = f"--{option.flag}", flag_default(option)
+    if option.type is bool:
+        parser.add_argument(flag, action="store_true", help=option.flag_help)
+    elif option.type is int:
+        parser.add_argument(flag, type=_port, default=default, help=option.flag_help)
+    else:
+        parser.add_argument(flag, metavar=option.metavar, default=default, help=option.flag_help)
+
+
 def _add_dataset_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--tasks",
-        metavar="PATH",
-        help="dataset file in WebArena-Verified format, or 'webarena-verified' (the official 812 tasks) or "
-        "'webarena-verified-hard' (its 258-task hard subset) from the installed reference package "
-        "(serve's default: the embedded demo tasks)",
-    )
-    parser.add_argument(
-        "--config",
-        metavar="PATH",
-        help='site map in the reference format: {"environments": {"__SHOPPING__": {"urls": ["http://..."]}}}',
-    )
+    for option in OPTIONS:
+        if option.name in ("webarena_tasks", "webarena_config"):
+            _add_option_flag(parser, option)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,48 +67,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve", help="run the evaluating proxy", description="Run the evaluating proxy."
     )
-    _add_dataset_options(serve)
-    serve.add_argument(
-        "--output-dir",
-        metavar="DIR",
-        help="write OUT/<task_id>/{agent_response.json,network.har,eval_result.json}",
-    )
     serve.add_argument(
         "--port", type=_port, default=8080, help="proxy port; credentials optional (default: 8080)"
     )
-    serve.add_argument(
-        "--session-port",
-        type=_port,
-        default=8082,
-        help="proxy port that always asks for credentials (default: 8082)",
-    )
-    serve.add_argument("--control-port", type=_port, default=8081, help="control API port (default: 8081)")
     serve.add_argument(
         "--listen-host",
         default="127.0.0.1",
         metavar="HOST",
         help="address the proxy ports bind to (default: 127.0.0.1)",
     )
-    serve.add_argument(
-        "--control-host",
-        default="127.0.0.1",
-        metavar="HOST",
-        help="address the control port binds to (default: 127.0.0.1)",
-    )
-    serve.add_argument(
-        "--control-token",
-        metavar="TOKEN",
-        # From the environment too, so the token need not show in the process list.
-        default=os.environ.get("WEBARENA_LIVE_CONTROL_TOKEN") or None,
-        help="require 'Authorization: Bearer TOKEN' on every control route but /health and /openapi.json, "
-        "on the control port and through the proxy (default: $WEBARENA_LIVE_CONTROL_TOKEN, else none)",
-    )
-    serve.add_argument(
-        "--redact",
-        action="store_true",
-        help="leave cookies, Authorization headers and form passwords out of network.har and the journal "
-        "(off by default: some official tasks check cookies, and a redacted HAR cannot prove them)",
-    )
+    for option in with_flags():
+        _add_option_flag(serve, option)
     serve.add_argument(
         "--no-gc-tuning",
         dest="gc_tuning",

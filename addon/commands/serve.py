@@ -28,6 +28,7 @@ from mitmproxy.tools.dump import DumpMaster
 from webarena_live.addon.commands.process_memory import ProcessMemory, gc_paused
 from webarena_live.addon.control.context import RESERVED_HOST
 from webarena_live.addon.proxy.addon import WebArenaLive
+from webarena_live.addon.proxy.options import options_from_flags
 from webarena_live.evaluator import __version__
 
 
@@ -41,17 +42,11 @@ def proxy_modes(*, port: int, session_port: int) -> list[str]:
 
 def addon_options(args: argparse.Namespace) -> dict[str, Any]:
     """The addon's options (`webarena_*`) from the `serve` command line."""
-    return {
-        "webarena_tasks": args.tasks or "",
-        "webarena_config": args.config or "",
-        "webarena_output_dir": args.output_dir or "",
-        "webarena_session_port": args.session_port if args.session_port != args.port else 0,
-        "webarena_control_port": args.control_port,
-        "webarena_control_host": args.control_host,
-        "webarena_control_token": getattr(args, "control_token", None) or "",
-        "webarena_redact": bool(getattr(args, "redact", False)),
-        "webarena_annotate_flows": bool(getattr(args, "web", False)),
-    }
+    options = options_from_flags(args)
+    if args.session_port == args.port:  # one port: it cannot both challenge and not
+        options["webarena_session_port"] = 0
+    options["webarena_annotate_flows"] = bool(getattr(args, "web", False))
+    return options
 
 
 def web_options(args: argparse.Namespace) -> dict[str, Any]:

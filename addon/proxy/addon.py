@@ -27,10 +27,11 @@ from webarena_live.addon.control.app import CALLER_HEADER, create_app
 from webarena_live.addon.control.context import RESERVED_HOST, ControlContext
 from webarena_live.addon.control.middleware import MAX_CONTROL_BODY
 from webarena_live.addon.control.server import ControlServer
-from webarena_live.addon.proxy.capture import BODY_CAP, record_from_flow, tunnel_failure_event
+from webarena_live.addon.proxy.capture import record_from_flow, tunnel_failure_event
 from webarena_live.addon.proxy.credentials import challenge, take_credentials
 from webarena_live.addon.proxy.flow_notes import FlowNotes
 from webarena_live.addon.proxy.header_login import HeaderLogin
+from webarena_live.addon.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING
 from webarena_live.addon.proxy.reserved_host import answer_too_large, serve_on_flow
 from webarena_live.addon.runs.attempt import RunSettings, SessionState
 from webarena_live.addon.runs.sessions import DEFAULT_SESSION, SessionStore
@@ -51,16 +52,6 @@ CAPTURED_KEY = "webarena_live.captured"
 CHALLENGED_KEY = "webarena_live.challenged"
 """CONNECTs this addon answered with a 407 itself: their failure is no upstream fault."""
 
-_OPTIONS = (
-    "webarena_tasks",
-    "webarena_config",
-    "webarena_output_dir",
-    "webarena_journal_dir",
-    "webarena_session_port",
-    "webarena_body_cap",
-    "webarena_control_token",
-    "webarena_redact",
-)
 
 
 def default_journal_dir(output_dir: str) -> Path:
@@ -154,39 +145,15 @@ class WebArenaLive:
     # --- options -------------------------------------------------------------------------------
 
     def load(self, loader: object) -> None:
-        add = loader.add_option  # type: ignore[attr-defined]
-        add("webarena_tasks", str, "", "Task file in WebArena-Verified format, or 'webarena-verified' for "
-            "the official dataset (default: the embedded demo tasks).")  # fmt: skip
-        add(
-            "webarena_config",
-            str,
-            "",
-            'Site map: {"environments": {"__SHOPPING__": {"urls": ["http://..."]}}}.',
-        )
-        add("webarena_output_dir", str, "", "Write OUT/<task_id>/{agent_response.json,network.har,"
-            "eval_result.json} when a session finishes.")  # fmt: skip
-        add("webarena_journal_dir", str, "", "Where each session run's events are journaled as JSON lines "
-            "(default: OUT/.journal, or a directory in the system temp dir).")  # fmt: skip
-        add("webarena_session_port", int, 8082, "The listen port whose clients are always asked (407) for "
-            "proxy credentials; add it with --mode regular@PORT.")  # fmt: skip
-        add("webarena_control_port", int, 8081, "Control API port (0: none; the reserved host through the "
-            "proxy still answers).")  # fmt: skip
-        add("webarena_control_host", str, "127.0.0.1", "Address the control API binds to.")
-        add("webarena_control_token", str, "", "When set, control requests need the header "
-            "'Authorization: Bearer <token>'.")  # fmt: skip
-        add("webarena_redact", bool, False, "Leave cookies, Authorization headers and form passwords out of "
-            "network.har and the journal (off by default: some official tasks check cookies, which a "
-            "redacted HAR cannot prove to the reference evaluator).")  # fmt: skip
-        add("webarena_body_cap", int, BODY_CAP, "Largest request/response body kept in an event, in bytes.")
-        add("webarena_annotate_flows", bool, False, "Comment each captured flow with its session and "
-            "event type, and mark the flow satisfying a network evaluator (serve --web).")  # fmt: skip
+        for option in OPTIONS:
+            loader.add_option(option.name, option.type, option.default, option.help)  # type: ignore[attr-defined]
 
     def configure(self, updated: set[str]) -> None:
         if not ctx.options.webarena_annotate_flows:
             self.flow_notes = None
         elif self.flow_notes is None:
             self.flow_notes = FlowNotes()
-        if self.context is not None and not updated.intersection(_OPTIONS):
+        if self.context is not None and not updated.intersection(RECONFIGURING):
             return
         options = ctx.options
         if options.webarena_body_cap < 0:

@@ -26,12 +26,10 @@ from mitmproxy.net.http.cookies import parse_set_cookie_header
 from mitmproxy.net.http.headers import infer_content_encoding
 
 from webarena_live.addon.proxy.credentials import is_credentials
+from webarena_live.addon.proxy.options import BODY_CAP
 from webarena_live.addon.proxy.post_data import decode_post_data
 from webarena_live.addon.proxy.sizes import request_body_size, response_sizes
 from webarena_live.evaluator import STATIC_ASSET_SUFFIXES, BoundedMemo, EventRecord, NetworkEvent
-
-BODY_CAP = 256 * 1024
-"""Largest decoded body (request or response) kept as text, in bytes."""
 
 PART_CAP = 16 * 1024
 """In a multipart body over `BODY_CAP`, parts larger than this (file uploads) lose their content."""

@@ -1,0 +1,139 @@
+"""The addon's options, declared once.
+
+`WebArenaLive.load()` adds each to mitmproxy (`--set webarena_...=...` for
+plain mitmdump users); `webarena-live serve` declares a flag for those that
+name one and turns its command line into options with `options_from_flags`.
+Imports nothing heavy: the CLI reads this table to build `--help`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+BODY_CAP = 256 * 1024
+"""Bytes of a request or response body an event keeps by default (`webarena_body_cap`)."""
+
+CONTROL_TOKEN_ENV = "WEBARENA_LIVE_CONTROL_TOKEN"
+
+
+@dataclass(frozen=True, slots=True)
+class AddonOption:
+    name: str
+    type: type
+    default: Any
+    help: str
+    """For mitmproxy (`--set`, `mitmdump --options`)."""
+    flag: str | None = None
+    """The `webarena-live serve` flag that sets it (without its dashes), if any."""
+    flag_help: str = ""
+    """That flag's `--help` text: it speaks of `serve`, where the option's help speaks of mitmproxy."""
+    metavar: str | None = None
+    reconfigures: bool = True
+    """Changing it while the proxy runs reloads the tasks and settings (the control port's options
+    only take effect at start)."""
+
+    @property
+    def dest(self) -> str | None:
+        return self.flag.replace("-", "_") if self.flag else None
+
+
+TASKS_HELP = (
+    "dataset file in WebArena-Verified format, or 'webarena-verified' (the official 812 tasks) or "
+    "'webarena-verified-hard' (its 258-task hard subset) from the installed reference package "
+    "(serve's default: the embedded demo tasks)"
+)
+CONFIG_HELP = 'site map in the reference format: {"environments": {"__SHOPPING__": {"urls": ["http://..."]}}}'
+
+OPTIONS = (
+    AddonOption(
+        "webarena_tasks", str, "",
+        "Task file in WebArena-Verified format, or 'webarena-verified' for the official dataset "
+        "(default: the embedded demo tasks).",
+        flag="tasks", flag_help=TASKS_HELP, metavar="PATH",
+    ),
+    AddonOption(
+        "webarena_config", str, "",
+        'Site map: {"environments": {"__SHOPPING__": {"urls": ["http://..."]}}}.',
+        flag="config", flag_help=CONFIG_HELP, metavar="PATH",
+    ),
+    AddonOption(
+        "webarena_output_dir", str, "",
+        "Write OUT/<task_id>/{agent_response.json,network.har,eval_result.json} when a session finishes.",
+        flag="output-dir", flag_help="write OUT/<task_id>/{agent_response.json,network.har,eval_result.json}",
+        metavar="DIR",
+    ),
+    AddonOption(
+        "webarena_journal_dir", str, "",
+        "Where each session run's events are journaled as JSON lines (default: OUT/.journal, or a "
+        "directory in the system temp dir).",
+    ),
+    AddonOption(
+        "webarena_session_port", int, 8082,
+        "The listen port whose clients are always asked (407) for proxy credentials; add it with "
+        "--mode regular@PORT.",
+        flag="session-port", flag_help="proxy port that always asks for credentials (default: 8082)",
+    ),
+    AddonOption(
+        "webarena_control_port", int, 8081,
+        "Control API port (0: none; the reserved host through the proxy still answers).",
+        flag="control-port", flag_help="control API port (default: 8081)", reconfigures=False,
+    ),
+    AddonOption(
+        "webarena_control_host", str, "127.0.0.1", "Address the control API binds to.",
+        flag="control-host", flag_help="address the control port binds to (default: 127.0.0.1)",
+        metavar="HOST", reconfigures=False,
+    ),
+    AddonOption(
+        "webarena_control_token", str, "",
+        "When set, control requests need the header 'Authorization: Bearer <token>'.",
+        flag="control-token", metavar="TOKEN",
+        flag_help="require 'Authorization: Bearer TOKEN' on every control route but /health and "
+        "/openapi.json, on the control port and through the proxy (default: "
+        f"${CONTROL_TOKEN_ENV}, else none)",
+    ),
+    AddonOption(
+        "webarena_redact", bool, False,
+        "Leave cookies, Authorization headers and form passwords out of network.har and the journal "
+        "(off by default: some official tasks check cookies, which a redacted HAR cannot prove to the "
+        "reference evaluator).",
+        flag="redact",
+        flag_help="leave cookies, Authorization headers and form passwords out of network.har and the "
+        "journal (off by default: some official tasks check cookies, and a redacted HAR cannot prove them)",
+    ),
+    AddonOption(
+        "webarena_body_cap", int, BODY_CAP, "Largest request/response body kept in an event, in bytes."
+    ),
+    AddonOption(
+        "webarena_annotate_flows", bool, False,
+        "Comment each captured flow with its session and event type, and mark the flow satisfying a "
+        "network evaluator (serve --web).",
+        reconfigures=False,
+    ),
+)  # fmt: skip
+
+RECONFIGURING = frozenset(option.name for option in OPTIONS if option.reconfigures)
+
+
+def with_flags() -> Iterator[AddonOption]:
+    return (option for option in OPTIONS if option.flag is not None)
+
+
+def flag_default(option: AddonOption) -> Any:
+    """What `serve` passes when its flag is not given: the option's default, the control token from
+    the environment (so it need not show in the process list), None for text (given or not)."""
+    if option.name == "webarena_control_token":
+        return os.environ.get(CONTROL_TOKEN_ENV) or None
+    return None if option.type is str else option.default
+
+
+def options_from_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The options `serve`'s flags set (a flag not on `args`, or given no value, keeps the default)."""
+    values = {}
+    for option in with_flags():
+        value = getattr(args, option.dest or "", None)
+        values[option.name] = option.default if value is None else option.type(value)
+    return values
