@@ -16,6 +16,7 @@ from urllib.parse import unquote
 
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
+from starlette.staticfiles import StaticFiles
 
 from webarena_live.addon.control.bodies import ControlError, parse_final_response
 from webarena_live.addon.control.context import ControlContext, find_session
@@ -25,7 +26,7 @@ from webarena_live.addon.runs.attempt import Attempt, FinishRefused
 from webarena_live.addon.runs.sessions import Session
 
 DASHBOARD = resources.files("webarena_live.addon.control") / "dashboard"
-DASHBOARD_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css"}
+"""The dashboard's page, script and style (package data: a real directory in an installed wheel)."""
 
 
 async def _control(request: Request) -> ControlContext:
@@ -84,25 +85,18 @@ def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> A
 
     @router.get("/", summary="the live dashboard (HTML)", responses={200: {"content": {"text/html": {}}}})
     async def get_dashboard() -> Response:
-        return dashboard_file("index.html")
-
-    @router.get("/dashboard/{name}", include_in_schema=False)
-    async def get_dashboard_file(name: str) -> Response:
-        return dashboard_file(name)
+        return Response(DASHBOARD.joinpath("index.html").read_bytes(), media_type="text/html; charset=utf-8")
 
     return router
+
+
+def dashboard_files() -> StaticFiles:
+    """The page's script and style, mounted at `/dashboard/` (anything else there is a JSON 404)."""
+    # Links followed: a development install (strict editable) links each file to the checkout.
+    return StaticFiles(directory=str(DASHBOARD), follow_symlink=True)
 
 
 def server_timing(started: float) -> dict[str, str]:
     """The time the answer took inside the proxy (standard Server-Timing, ms), as the finish reports
     it: agents asking after every step, and the benchmarks, see what the proxy's own share is."""
     return {"Server-Timing": f"total;dur={(time.perf_counter() - started) * 1000:.3f}"}
-
-
-def dashboard_file(name: str) -> Response:
-    """One of the dashboard's files; 404 for anything else (no paths, no other types)."""
-    suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
-    file = DASHBOARD.joinpath(name)
-    if "/" in name or name.startswith(".") or suffix not in DASHBOARD_TYPES or not file.is_file():
-        raise ControlError(404, "not_found", f"no dashboard file {name!r}")
-    return Response(file.read_bytes(), media_type=DASHBOARD_TYPES[suffix])

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from starlette.responses import Response
 
 from webarena_live.addon.control import models
-from webarena_live.addon.control.agent_routes import agent_router, no_task_detail
+from webarena_live.addon.control.agent_routes import agent_router, dashboard_files, no_task_detail
 from webarena_live.addon.control.bodies import ControlError, parse_final_response, parse_json_body
 from webarena_live.addon.control.context import (
     ControlContext,
@@ -249,6 +249,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
             }
         )
     )
+    app.mount("/dashboard", dashboard_files())
     return app
 
 

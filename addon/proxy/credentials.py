@@ -25,7 +25,11 @@ _LENGTH = len(_NAME)
 
 
 def proxy_username(header_value: str | None) -> str | None:
-    """The username of `Proxy-Authorization: Basic …`, or None when there is none or it is malformed."""
+    """The username of `Proxy-Authorization: Basic …`, or None when there is none or it is malformed.
+
+    Not mitmproxy's `proxyauth.parse_http_basic_auth`: it refuses a password holding ':', which
+    RFC 7617 allows and a `http://<session>:<any>@host:port` proxy URL can carry.
+    """
     if not header_value:
         return None
     scheme, _, encoded = header_value.strip().partition(" ")
