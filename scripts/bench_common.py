@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -31,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from bench_traffic import percentile, proxy_authorization, replay_request
+
+from webarena_live.launch import Ports, ServeProcess, free_ports
 
 __all__ = ["percentile", "proxy_authorization"]
 
@@ -50,10 +51,7 @@ HELPER_CPUS = CPUS[1:] or CPUS
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    return free_ports(1)[0]
 
 
 def wait_for_port(port: int, *, process: subprocess.Popen[Any] | None = None, timeout: float = 60.0) -> None:
@@ -122,11 +120,17 @@ def pin(cpus: Sequence[int]) -> Any:
 # --- webarena-live serve, or plain mitmdump -----------------------------------------------------
 
 
+def _bench_ports() -> Ports:
+    """A proxy port and a control port; no session port (`--session-port 0`: no proxy credentials)."""
+    proxy, control = free_ports(2)
+    return Ports(proxy=proxy, session=0, control=control)
+
+
 @dataclass
 class Proxy:
     """One proxy process on free ports: `webarena-live serve --quiet` with `serve=True`, else the
     baseline, plain `mitmdump -q` (mitmproxy's DumpMaster, like `serve`; both log warnings or errors
-    only and print nothing per flow)."""
+    only and print nothing per flow). Both run alone on `PROXY_CPU`, through `ServeProcess`."""
 
     serve: bool
     options: Sequence[str] = ()
@@ -135,35 +139,33 @@ class Proxy:
     """Extra `--set` pairs for `serve` only (tasks, config, output dir)."""
     serve_args: Sequence[str] = ()
     """More `serve` arguments (`--no-gc-tuning`)."""
-    port: int = field(default_factory=free_port)
-    control_port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
+    ports: Ports = field(default_factory=lambda: _bench_ports())
+    process: ServeProcess | None = None
     workdir: Path | None = None
 
-    def command(self) -> list[str]:
-        assert self.workdir is not None
-        options = [f"confdir={self.workdir / 'mitmproxy'}", *self.options]
-        if self.serve:
-            command = [str(WEBARENA_LIVE), "serve", "--quiet", "--listen-host", "127.0.0.1",
-                       "--port", str(self.port), "--session-port", "0",
-                       "--control-port", str(self.control_port), *self.serve_args]  # fmt: skip
-            options += [f"webarena_journal_dir={self.workdir / 'journal'}", *self.serve_options]
-        else:
-            command = [str(MITMDUMP), "-q", "--listen-host", "127.0.0.1", "--mode", f"regular@{self.port}"]
-        for option in options:
-            command += ["--set", option]
-        return command
+    @property
+    def port(self) -> int:
+        return self.ports.proxy
+
+    @property
+    def control_port(self) -> int:
+        return self.ports.control
 
     def start(self) -> Proxy:
         self.workdir = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
-        log = (self.workdir / "proxy.log").open("wb")
-        self.process = subprocess.Popen(
-            self.command(), stdout=log, stderr=subprocess.STDOUT, preexec_fn=pin([PROXY_CPU]),
-            cwd=self.workdir,
-        )  # fmt: skip
-        wait_for_port(self.port, process=self.process)
+        options = [f"confdir={self.workdir / 'mitmproxy'}", *self.options]
         if self.serve:
-            wait_for_port(self.control_port, process=self.process)
+            options += [f"webarena_journal_dir={self.workdir / 'journal'}", *self.serve_options]
+            args, command = ["--quiet", "--listen-host", "127.0.0.1", *self.serve_args], None
+        else:
+            args = ["-q", "--listen-host", "127.0.0.1", "--mode", f"regular@{self.port}"]
+            command = [str(MITMDUMP)]
+        args += [arg for option in options for arg in ("--set", option)]
+        self.process = ServeProcess(
+            *args, ports=self.ports, command=command, control=self.serve, cwd=self.workdir,
+            log=self.workdir / "proxy.log", preexec_fn=pin([PROXY_CPU]),
+        )  # fmt: skip
+        self.process.start()
         return self
 
     @property
@@ -175,13 +177,8 @@ class Proxy:
         return rss_bytes(self.pid)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            self.process.stop()
         self.process = None
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)  # journals, CA files, the log

@@ -3,13 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +12,7 @@ import requests
 
 from tests.site.harness import check_preview
 from webarena_live.addon.demo import site as demo_site
-from webarena_live.addon.demo.stack import free_ports
-
-CLI = Path(sys.executable).parent / "webarena-live"
+from webarena_live.launch import ServeProcess
 
 
 @pytest.fixture(scope="module")
@@ -30,54 +22,41 @@ def shop() -> Iterator[str]:
     server.shutdown()
 
 
-@dataclass
-class Served:
-    """A running `webarena-live serve`."""
+class Served(ServeProcess):
+    """A running `webarena-live serve` for a test."""
 
-    process: subprocess.Popen[str]
-    control: str
-    """The control API's base URL."""
-    proxy_port: int
+    @property
+    def control(self) -> str:
+        """The control API's base URL."""
+        return self.control_url
 
-    def stop(self) -> str:
+    @property
+    def proxy_port(self) -> int:
+        return self.ports.proxy
+
+    def stop(self, *, timeout: float = 30) -> str:  # type: ignore[override]
         """Ctrl-C, as a person stops it; what it printed."""
-        self.process.send_signal(signal.SIGINT)
-        return self.process.communicate(timeout=30)[0]
+        super().stop(timeout=timeout)
+        return self.log_tail(1_000_000)
 
 
 def launch_serve(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Served:
     """`webarena-live serve ARGS` in `cwd` on free ports, once /health answers (`args` name no ports)."""
-    port, session_port, control_port = free_ports(3)
-    process = subprocess.Popen(
-        [str(CLI), "serve", "--port", str(port), "--session-port", str(session_port),
-         "--control-port", str(control_port), *args],
-        cwd=cwd, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    control = f"http://127.0.0.1:{control_port}"
-    deadline = time.monotonic() + 60
-    while True:
-        assert process.poll() is None, process.communicate()[0]
-        try:
-            if requests.get(f"{control}/health", timeout=1).ok:
-                return Served(process, control, port)
-        except requests.ConnectionError:
-            pass
-        assert time.monotonic() < deadline, "serve did not come up"
-        time.sleep(0.2)
+    served = Served(*args, cwd=cwd, env=env)
+    served.start()
+    return served
 
 
-def start_serve(
-    tmp_path: Path, shop: str, state: Path, *extra: str
-) -> tuple[subprocess.Popen[str], str, str]:
-    """The demo tasks with the demo shop mapped, journals under `state`: (process, control, proxy URL)."""
+def start_serve(tmp_path: Path, shop: str, state: Path, *extra: str) -> tuple[Served, str, str]:
+    """The demo tasks with the demo shop mapped, journals under `state`: (served, control, proxy URL);
+    `served.stop()` stops it and answers what it printed."""
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"environments": {"__SHOPPING__": {"urls": [shop]}}}))
     served = launch_serve(
         tmp_path, "--config", str(config), "--set", f"confdir={tmp_path / 'conf'}", *extra,
         env={"XDG_STATE_HOME": str(state)},
     )  # fmt: skip
-    return served.process, served.control, f"http://127.0.0.1:{served.proxy_port}"
+    return served, served.control, served.proxy_url
 
 
 def finish(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 from collections.abc import Iterator
 
 import httpx
@@ -23,8 +22,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory, shop: str) -> Iterator[tuple
     workdir = tmp_path_factory.mktemp("client")
     process, control, proxy = start_serve(workdir, shop, workdir / "state")
     yield control, proxy.rsplit(":", 1)[1]
-    process.send_signal(signal.SIGINT)
-    process.communicate(timeout=30)
+    process.stop()
 
 
 def browse(port: str, session: str, url: str) -> None:

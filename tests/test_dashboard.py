@@ -10,7 +10,6 @@ console error. The same holds behind `--control-token` once the token is typed.
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -136,8 +135,7 @@ def test_dashboard_follows_a_session_live(browser: Any, shop: str, tmp_path: Pat
         assert not problems, problems
     finally:
         page.close()
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=30)
+        process.stop()
 
 
 def test_dashboard_keeps_up_with_a_busy_run(browser: Any, shop: str, tmp_path: Path) -> None:
@@ -186,5 +184,4 @@ def test_dashboard_keeps_up_with_a_busy_run(browser: Any, shop: str, tmp_path: P
         assert not problems, problems
     finally:
         page.close()
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=30)
+        process.stop()

@@ -20,7 +20,7 @@ import pytest
 
 from webarena_live.addon.demo import catalog as demo_catalog
 from webarena_live.addon.demo import site as demo_site
-from webarena_live.addon.demo.stack import free_ports
+from webarena_live.launch import free_ports
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):

@@ -4,7 +4,6 @@ tasks with the demo shop mapped (README, "Agent and RL loops")."""
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 from serve_process import shop, start_serve
 
-from webarena_live.addon.demo.stack import free_ports
+from webarena_live.launch import free_ports
 
 __all__ = ["shop"]
 
@@ -30,8 +29,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory, shop: str) -> Iterator[tuple
         workdir, shop, workdir / "state", "--session-port", str(session_port)
     )
     yield control, proxy.rsplit(":", 1)[1], str(session_port)
-    process.send_signal(signal.SIGINT)
-    process.communicate(timeout=30)
+    process.stop()
 
 
 def run_example(name: str, *args: str, timeout: float = 120) -> str:

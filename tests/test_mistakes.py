@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from webarena_live.addon.demo.stack import free_ports
 from webarena_live.evaluator.tasks import default_tasks_path
+from webarena_live.launch import free_ports
 
 CLI = str(Path(sys.executable).parent / "webarena-live")
 SHOP = {"urls": ["http://127.0.0.1:7770"]}

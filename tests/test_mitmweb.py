@@ -7,7 +7,6 @@ only, which `serve --web` enforces.
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,9 +17,9 @@ from serve_process import shop, start_serve
 
 from webarena_live.addon.commands.cli import build_parser
 from webarena_live.addon.commands.serve import addon_options
-from webarena_live.addon.demo.stack import free_ports
 from webarena_live.addon.proxy.addon import WebArenaLive
 from webarena_live.client import proxy_url
+from webarena_live.launch import free_ports
 
 __all__ = ["shop"]
 
@@ -35,8 +34,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, shop: str) -> Iterator[tupl
         workdir, shop, workdir / "state", "--web", "--web-port", str(web_port)
     )
     yield control, proxy.rsplit(":", 1)[1], f"http://127.0.0.1:{web_port}"
-    process.send_signal(signal.SIGINT)
-    output = process.communicate(timeout=30)[0]
+    output = process.stop()
     assert f"mitmweb       http://127.0.0.1:{web_port}/" in output
 
 

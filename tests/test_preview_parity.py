@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import http.client
 import json
-import signal
 import socket
 import threading
 from collections import deque
@@ -182,8 +181,7 @@ def test_preview_equals_finish_on_replayed_conformance_cases(
             assert previewed == result, case_id
             live[case_id] = Verdict(result["status"], float(result["score"]))
     finally:
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=30)
+        process.stop()
     report = suite.compare({c: generated.kinds[c] for c in cases}, generated.stored, live)
     assert not report.unknown, "\n".join(d.describe() for d in report.unknown)
     groups = {c.split("/")[0] for c in cases}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import requests
 
-from webarena_live.addon.demo.stack import free_ports
+from webarena_live.launch import free_ports
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 PORTS = ("7770", "8080", "8081", "8082")

@@ -8,7 +8,6 @@ Stopping names each unfinished session and how to resume it; after a restart
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
 import requests
@@ -41,8 +40,7 @@ def test_unfinished_sessions_are_named_on_stop_and_resumable_after_a_restart(
         health = requests.get(f"{control}/health", timeout=10).json()
         assert health["journal_dir"] == str(state / "webarena-live" / "journal")
     finally:
-        process.send_signal(signal.SIGINT)  # what Ctrl-C sends
-        output = process.communicate(timeout=30)[0]
+        output = process.stop()  # Ctrl-C
     unfinished = [line for line in output.splitlines() if "unfinished:" in line]
     assert len(unfinished) == 1, output
     assert "session kim, task 1003, 1 events" in unfinished[0]
@@ -62,8 +60,7 @@ def test_unfinished_sessions_are_named_on_stop_and_resumable_after_a_restart(
         after = requests.get(f"{control}/sessions", timeout=10).json()["sessions"]
         assert [(s["session"], s["state"]) for s in after] == [("kim", "finished")]
     finally:
-        process.send_signal(signal.SIGINT)
-        output = process.communicate(timeout=30)[0]
+        output = process.stop()
     assert "unfinished:" not in output
 
 
@@ -76,8 +73,7 @@ def test_serve_logs_a_line_per_session_and_quiet_silences_them(tmp_path: Path, s
             refused = requests.post(f"{control}/sessions", json={"task_id": 4242}, timeout=10)
             assert refused.status_code == 404
         finally:
-            process.send_signal(signal.SIGINT)
-            output = process.communicate(timeout=30)[0]
+            output = process.stop()
         assert "control API" in output  # the banner either way
         lines = ("session kim started: task 1003", "refused POST /sessions: 404 unknown_task")
         assert all((line in output) is expected for line in lines), output

@@ -12,7 +12,6 @@ import ssl
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -24,6 +23,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from mitmproxy.certs import CertStore
 from serve_process import finish, start_serve
+
+from webarena_live.launch import Ports, ServeProcess, free_ports
 
 CLI = Path(sys.executable).parent / "webarena-live"
 
@@ -58,9 +59,7 @@ class Shop(BaseHTTPRequestHandler):
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
 
 
 def start_server(server: ThreadingHTTPServer) -> None:
@@ -97,17 +96,17 @@ def shop_tls(tmp_path_factory) -> Iterator[str]:
     server.shutdown()
 
 
-class Proxy:
-    def __init__(
-        self, process: subprocess.Popen[str], port: int, session_port: int, control_port: int, confdir: Path
-    ) -> None:
-        self.process = process
-        self.port, self.session_port, self.control_port = port, session_port, control_port
-        self.confdir = confdir
-        self.control = f"http://127.0.0.1:{control_port}"
+class Proxy(ServeProcess):
+    confdir: Path
+    out: Path
+    tasks: Path
+
+    @property
+    def control(self) -> str:
+        return self.control_url
 
     def proxies(self, user: str | None = None, *, session_port: bool = False) -> dict[str, str]:
-        port = self.session_port if session_port else self.port
+        port = self.ports.session if session_port else self.ports.proxy
         credentials = f"{user}:pw@" if user else ""
         url = f"http://{credentials}127.0.0.1:{port}"
         return {"http": url, "https": url}
@@ -120,33 +119,15 @@ class Proxy:
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory, shop) -> Iterator[Proxy]:
     directory = tmp_path_factory.mktemp("serve")
-    port, session_port, control_port = free_port(), free_port(), free_port()
     confdir = directory / "mitmproxy"
     tasks, config = write_tasks(directory), write_config(directory, shop)
-    process = subprocess.Popen(
-        [str(CLI), "serve", "--tasks", str(tasks), "--config", str(config),
-         "--output-dir", str(directory / "out"), "--port", str(port), "--session-port", str(session_port),
-         "--control-port", str(control_port), "--set", f"confdir={confdir}", "--set", "ssl_insecure=true",
-         "--set", "stream_large_bodies=20k"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    running = Proxy(
+        "--tasks", str(tasks), "--config", str(config), "--output-dir", str(directory / "out"),
+        "--set", f"confdir={confdir}", "--set", "ssl_insecure=true", "--set", "stream_large_bodies=20k",
     )  # fmt: skip
-    running = Proxy(process, port, session_port, control_port, confdir)
-    deadline = time.monotonic() + 30
-    while True:
-        assert process.poll() is None, process.communicate()[1]
-        try:
-            if requests.get(f"{running.control}/health", timeout=1).ok:
-                break
-        except requests.ConnectionError:
-            pass
-        assert time.monotonic() < deadline, "proxy did not come up"
-        time.sleep(0.1)
-    running.out = directory / "out"  # type: ignore[attr-defined]
-    running.tasks = directory / "tasks.json"  # type: ignore[attr-defined]
-    yield running
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=20)
+    running.confdir, running.out, running.tasks = confdir, directory / "out", directory / "tasks.json"
+    with running:
+        yield running
 
 
 def start(proxy: Proxy, task_id: int, session: str) -> dict:
@@ -158,7 +139,7 @@ def start(proxy: Proxy, task_id: int, session: str) -> dict:
 
 def test_health_and_banner(proxy):
     health = requests.get(f"{proxy.control}/health", timeout=5).json()
-    assert health["status"] == "ok" and health["tasks"] == 3 and health["control_port"] == proxy.control_port
+    assert health["status"] == "ok" and health["tasks"] == 3 and health["control_port"] == proxy.ports.control
 
 
 def test_mutate_run_with_credentials_up_front_matches_the_oracle(proxy, shop, oracle_python):
@@ -261,9 +242,10 @@ def test_errors_are_json(proxy):
 def test_journal_and_clean_shutdown(proxy):
     journals = list((proxy.out / ".journal").glob("*.jsonl"))
     assert journals, "every session run with traffic has a journal"
+    assert proxy.process is not None
     proxy.process.send_signal(signal.SIGTERM)
     assert proxy.process.wait(timeout=20) == 0
-    out = proxy.process.stdout.read() if proxy.process.stdout else ""
+    out = proxy.log_tail(1_000_000)
     assert "control API" in out and "session port" in out
     # One log line per session start, finish and refused request (mitmproxy's log, info level).
     assert f"session alice started: task {MUTATE_TASK}" in out
@@ -284,49 +266,34 @@ def test_stopping_with_keep_alive_clients_connected_prints_no_traceback(tmp_path
         connection.sendall(request.encode())
         assert connection.recv(12) == b"HTTP/1.1 200"
         held.append(connection)
-    process.send_signal(signal.SIGINT)
-    out = process.communicate(timeout=30)[0]
+    out = process.stop()
     for connection in held:
         connection.close()
-    assert process.returncode == 0, out
+    assert process.process is not None and process.process.returncode == 0, out
     assert "Traceback" not in out and "CancelledError" not in out, out
 
 
 def test_loads_into_plain_mitmdump(tmp_path, shop):
     """The documented `mitmdump -s "$(webarena-live addon-path)" --set webarena_...` way, with both modes."""
-    port, session_port, control_port = free_port(), free_port(), free_port()
     entry = subprocess.run(
         [str(CLI), "addon-path"], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert entry.endswith("webarena_live/addon/entry.py") or entry.endswith("addon/entry.py"), entry
-    process = subprocess.Popen(
-        [str(CLI.parent / "mitmdump"), "-q", "-s", str(entry), "--mode", f"regular@{port}",
-         "--mode", f"regular@{session_port}", "--set", f"webarena_session_port={session_port}",
-         "--set", f"webarena_control_port={control_port}", "--set", f"webarena_tasks={write_tasks(tmp_path)}",
-         "--set", f"webarena_config={write_config(tmp_path, shop)}", "--set", f"confdir={tmp_path / 'conf'}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    ports = Ports(*free_ports(3))
+    mitmdump = ServeProcess(
+        "-q", "-s", str(entry), "--mode", f"regular@{ports.proxy}", "--mode", f"regular@{ports.session}",
+        "--set", f"webarena_session_port={ports.session}", "--set", f"webarena_control_port={ports.control}",
+        "--set", f"webarena_tasks={write_tasks(tmp_path)}",
+        "--set", f"webarena_config={write_config(tmp_path, shop)}", "--set", f"confdir={tmp_path / 'conf'}",
+        ports=ports, command=[str(CLI.parent / "mitmdump")],
     )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, process.communicate()
-            try:
-                if requests.get(f"http://127.0.0.1:{control_port}/health", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert time.monotonic() < deadline, "mitmdump did not come up"
-            time.sleep(0.1)
-        proxies = {"http": f"http://127.0.0.1:{session_port}"}
+    with mitmdump:
+        proxies = {"http": mitmdump.session_proxy_url}
         assert requests.get(f"{shop}/a", proxies=proxies, timeout=5).status_code == 407
-        proxies = {"http": f"http://fay:pw@127.0.0.1:{session_port}"}
+        proxies = {"http": f"http://fay:pw@127.0.0.1:{ports.session}"}
         assert requests.get(f"{shop}/a", proxies=proxies, timeout=5).ok
-        state = requests.get(f"http://127.0.0.1:{control_port}/sessions/fay", timeout=5).json()
-        assert state["counts"]["total"] == 1
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=20)
-    output = "".join(process.communicate())
+        assert mitmdump.client.session("fay")["counts"]["total"] == 1
+    output = mitmdump.log_tail(1_000_000)
     assert "deprecated" not in output, output
 
 

@@ -15,6 +15,7 @@ from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from webarena_live.addon.control.reset import RESET_TIMEOUT
+from webarena_live.client import Started as Started  # what POST /sessions answers, one model for both
 
 SessionName = Annotated[
     str,
@@ -86,16 +87,6 @@ class TaskView(_Open):
 class TaskList(_Open):
     count: int
     tasks: list[TaskView]
-
-
-class Started(_Open):
-    session: str
-    state: str
-    task_id: int
-    intent: str
-    start_urls: list[str]
-    sites: list[str]
-    resumed_events: int | None = None
 
 
 class SessionView(_Open):

@@ -31,14 +31,12 @@ from typing import Any
 
 from webarena_live.addon.demo.stack import (
     CONFIG_FILE,
-    ControlClient,
     DemoError,
-    Ports,
-    free_ports,
     running_proxy,
     running_site,
     write_site_config,
 )
+from webarena_live.client import Client, ControlAPIError
 from webarena_live.evaluator import (
     TaskSet,
     WebArenaLiveError,
@@ -46,6 +44,7 @@ from webarena_live.evaluator import (
     load_tasks,
     prepare_output_dir,
 )
+from webarena_live.launch import Ports, free_ports
 
 SUMMARY_FILE = "demo_summary.json"
 CHROMIUM_ARGS = [
@@ -133,7 +132,7 @@ def failure_reason(result: dict[str, Any]) -> str:
     return "\n".join(reasons)
 
 
-def drive_tasks(client: ControlClient, ports: Ports, chromium: Path, tasks: TaskSet) -> list[Verdict]:
+def drive_tasks(client: Client, ports: Ports, chromium: Path, tasks: TaskSet) -> list[Verdict]:
     """Every scripted attempt, each in its own session and browser context."""
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
@@ -150,13 +149,13 @@ def drive_tasks(client: ControlClient, ports: Ports, chromium: Path, tasks: Task
             for attempt in ATTEMPTS:
                 name = f"demo-{attempt.task_id}"
                 task_type = tasks[attempt.task_id].task_type.value.lower()
-                started = client.call("POST", "/sessions", {"task_id": attempt.task_id, "session": name})
+                started = client.start(attempt.task_id, session=name)
                 context = browser.new_context(
                     proxy={"server": proxy_server, "username": name, "password": "demo"}, locale="en-US"
                 )
                 context.set_default_timeout(TIMEOUT_MS)
                 try:
-                    response = attempt.act(context.new_page(), started["start_urls"][0])
+                    response = attempt.act(context.new_page(), started.start_urls[0])
                 except PlaywrightError as error:
                     if _Interruption.requested:
                         raise KeyboardInterrupt from None
@@ -165,12 +164,12 @@ def drive_tasks(client: ControlClient, ports: Ports, chromium: Path, tasks: Task
                     response = {"action": task_type, "status": "UNKNOWN_ERROR", "error_details": first_line}
                 finally:
                     context.close()
-                result = client.call("POST", f"/sessions/{name}/finish", response)
+                result = client.finish(name, response).to_dict()
                 verdicts.append(
                     Verdict(
                         task_id=attempt.task_id,
                         task_type=task_type,
-                        intent=started["intent"],
+                        intent=started.intent,
                         approach=attempt.approach,
                         expected_to_fail=attempt.fails_on_purpose,
                         status=str(result.get("status")),
@@ -265,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
         verdicts = _run_stack(output_dir, tasks_file, chromium)
     except Exception as error:
         if not _Interruption.requested:
-            if isinstance(error, DemoError):
+            if isinstance(error, DemoError | ControlAPIError):
                 print(f"webarena-live demo: {error}", file=sys.stderr)
                 return 1
             raise

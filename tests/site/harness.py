@@ -10,9 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +24,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from webarena_live.addon.commands.cli import addon_path
+from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS_FILE = Path(__file__).resolve().parent / "tasks.json"
@@ -47,10 +46,7 @@ REFERENCE_TASK_COUNT = 812
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    return free_ports(1)[0]
 
 
 def write_config(path: Path, environments: Mapping[str, Any], *, test_data_file: Path | None = None) -> Path:
@@ -135,43 +131,32 @@ def trace_events(body: Any) -> list[dict[str, Any]]:
     return body
 
 
-@dataclass
-class ProxyProcess:
-    process: subprocess.Popen[bytes]
-    port: int
-    session_port: int
-    control_port: int
+class ProxyProcess(ServeProcess):
+    """The proxy of a live test: `ServeProcess` with the test's output and mitmproxy directories."""
+
     output_dir: Path
-    log_file: Path
     confdir: Path
     """mitmproxy's configuration directory, where it keeps its CA."""
 
     @property
-    def control(self) -> ControlClient:
-        return ControlClient(f"http://127.0.0.1:{self.control_port}")
+    def control(self) -> ControlClient:  # type: ignore[override]
+        return ControlClient(self.control_url)
 
     @property
-    def proxy_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    def port(self) -> int:
+        return self.ports.proxy
 
     @property
-    def session_proxy_url(self) -> str:
-        return f"http://127.0.0.1:{self.session_port}"
+    def session_port(self) -> int:
+        return self.ports.session
 
-    def log_tail(self, chars: int = 4000) -> str:
-        try:
-            return self.log_file.read_text(errors="replace")[-chars:]
-        except OSError:
-            return "(no log)"
+    @property
+    def control_port(self) -> int:
+        return self.ports.control
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+    @property
+    def log_file(self) -> Path:
+        return self.log
 
 
 def start_proxy(
@@ -193,53 +178,33 @@ def start_proxy(
     """
     output_dir = workdir / "out"
     confdir = workdir / "mitmproxy"  # keeps mitmproxy's CA out of the user's home
-    log_file = workdir / "proxy.log"
     workdir.mkdir(parents=True, exist_ok=True)
-    port, session_port, control_port = free_port(), free_port(), free_port()
-    bin_dir = Path(sys.executable).parent
-    options = [f"confdir={confdir}", *extra_options]
+    ports = Ports(*free_ports(3))
+    sets = [
+        arg for option in (f"confdir={confdir}", *extra_options) for arg in ("--set", option)
+    ]  # fmt: skip
     if plain_mitmdump:
-        command = [
-            str(bin_dir / "mitmdump"), "-q",
-            "-s", addon_path(),
-            "--mode", f"regular@{port}",
-            "--mode", f"regular@{session_port}",
-            "--set", f"webarena_session_port={session_port}",
+        args = [
+            "-q", "-s", addon_path(),
+            "--mode", f"regular@{ports.proxy}", "--mode", f"regular@{ports.session}",
+            "--set", f"webarena_session_port={ports.session}",
             "--set", f"webarena_tasks={tasks}",
             "--set", f"webarena_config={config}",
             "--set", f"webarena_output_dir={output_dir}",
-            "--set", f"webarena_control_port={control_port}",
+            "--set", f"webarena_control_port={ports.control}",
         ]  # fmt: skip
+        command: list[str] | None = [str(Path(sys.executable).parent / "mitmdump")]
     else:
-        command = [
-            str(bin_dir / "webarena-live"), "serve",
-            "--tasks", str(tasks),
-            "--config", str(config),
-            "--output-dir", str(output_dir),
-            "--port", str(port),
-            "--session-port", str(session_port),
-            "--control-port", str(control_port),
-        ]  # fmt: skip
-    for option in options:
-        command += ["--set", option]
-    command += extra_args
-    log = log_file.open("wb")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, env=env)
-    log.close()
-    proxy = ProxyProcess(process, port, session_port, control_port, output_dir, log_file, confdir)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"{command[0]} exited with {process.returncode}:\n{proxy.log_tail()}")
-        try:
-            if proxy.control.get("/health", timeout=2).status_code == 200:
-                return proxy
-        except requests.ConnectionError:
-            pass
-        time.sleep(0.2)
-    proxy.stop()
-    raise AssertionError(f"{command[0]} did not answer /health within {timeout}s:\n{proxy.log_tail()}")
+        args = ["--tasks", str(tasks), "--config", str(config), "--output-dir", str(output_dir)]
+        command = None
+    proxy = ProxyProcess(
+        *args, *sets, *extra_args, ports=ports, cwd=workdir, log=workdir / "proxy.log", command=command
+    )
+    proxy.output_dir, proxy.confdir = output_dir, confdir
+    try:
+        return proxy.start(timeout=timeout)  # type: ignore[return-value]
+    except LaunchError as error:
+        raise AssertionError(str(error)) from None
 
 
 def ca_spki_pin(confdir: Path) -> str:
