@@ -2,40 +2,37 @@
 
 A mistyped key (`"url"` for `"urls"`), a site WebArena does not know
 (`__SHOPING__`) or a base URL without scheme would otherwise be accepted and
-cost a whole run; these functions name each problem, with a did-you-mean.
-Also the two spellings of a site (`shopping_admin`, `__SHOPPING_ADMIN__`).
+cost a whole run. The strict pydantic model of a config file (`ConfigFile`:
+no unknown key, known site names, http(s) base URLs) finds them; each of its
+errors becomes one line, with a did-you-mean. Also the two spellings of a site
+(`shopping_admin`, `__SHOPPING_ADMIN__`).
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any
 from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 KNOWN_SITES = ("gitlab", "homepage", "map", "reddit", "shopping", "shopping_admin", "wikipedia")
 """The sites WebArena-Verified knows; the reference refuses any other name in a task or a config."""
 
-CONFIG_KEYS = (
-    "agent_response_file_name",
-    "environments",
-    "eval_result_file_name",
-    "storage_state_file_name",
-    "test_data_file",
-    "trace_file_name",
-)
-"""Top-level keys of the reference's config file."""
+def site_key(name: str) -> str:
+    """`__SHOPPING_ADMIN__`, `shopping_admin` and `SHOPPING_ADMIN` all name the same site."""
+    return name.strip().strip("_").lower()
 
-ENVIRONMENT_KEYS = (
-    "active_url_idx",
-    "container",
-    "credentials",
-    "extra",
-    "reset_url",
-    "urls",
-    "use_header_login",
-)
-"""Keys of one site's entry in the reference's config file."""
+
+def placeholder(site: str) -> str:
+    """The token task URLs use for `site`: `shopping_admin` -> `__SHOPPING_ADMIN__`."""
+    return f"__{site.upper()}__"
+
+
+AUTO_LOGIN_HEADERS = {"shopping_admin": "X-M2-Admin-Auto-Login"}
+"""Sites the official harness logs into with a request header (`use_header_login`), and the header."""
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -67,59 +64,102 @@ def url_problem(url: object) -> str | None:
     return None
 
 
+def _raise_problem(check: Callable[[str], str | None]) -> Callable[[str], str]:
+    def validate(value: str) -> str:
+        problem = check(value)
+        if problem:
+            raise PydanticCustomError("site_config", problem)
+        return value
+
+    return validate
+
+
+SiteName = Annotated[str, AfterValidator(_raise_problem(unknown_site_problem))]
+BaseUrl = Annotated[str, AfterValidator(_raise_problem(url_problem))]
+
+
+class ConfigEnvironment(BaseModel):
+    """One site's entry of a config file as its author wrote it: the reference's keys only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    urls: Annotated[list[BaseUrl], Field(min_length=1)]
+    active_url_idx: Any = None
+    container: Any = None
+    credentials: Any = None
+    extra: Any = None
+    reset_url: BaseUrl | None = None
+    use_header_login: Any = False
+
+
+class ConfigFile(BaseModel):
+    """A config file in the reference's format, checked strictly: every key, site and URL.
+
+    `SiteMap` reads the same document leniently (a tool's `run_config.json`); a file a person wrote
+    is validated by this model first, and each of its errors becomes one line (`config_problems`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    environments: dict[SiteName, ConfigEnvironment]
+    agent_response_file_name: Any = None
+    eval_result_file_name: Any = None
+    storage_state_file_name: Any = None
+    test_data_file: Any = None
+    trace_file_name: Any = None
+
+    @model_validator(mode="after")
+    def _header_login(self) -> ConfigFile:
+        sites = ", ".join(placeholder(s) for s in AUTO_LOGIN_HEADERS)
+        wrong = [
+            f"environments.{name}: use_header_login: only {sites} has an auto-login header"
+            for name, env in self.environments.items()
+            if env.use_header_login and site_key(name) not in AUTO_LOGIN_HEADERS
+        ]
+        if wrong:
+            raise PydanticCustomError("site_config", "\n".join(wrong))
+        return self
+
+
+CONFIG_KEYS = tuple(ConfigFile.model_fields)
+ENVIRONMENT_KEYS = tuple(ConfigEnvironment.model_fields)
+_EXAMPLE = '{"environments": {"__SHOPPING__": {"urls": ["http://127.0.0.1:7770"]}}}'
+
+
 def config_problems(data: object) -> list[str]:
     """Every mistake in a site config in the reference's format, one line each; empty when usable."""
     if not isinstance(data, dict):
         return [f"the config must be a JSON object, got {type(data).__name__}"]
-    problems = [
-        f"unknown key {key!r}{_did_you_mean(key, CONFIG_KEYS)}" for key in data if key not in CONFIG_KEYS
-    ]
-    environments = data.get("environments")
-    if not isinstance(environments, dict):
-        example = '{"environments": {"__SHOPPING__": {"urls": ["http://127.0.0.1:7770"]}}}'
-        got = "none" if environments is None else type(environments).__name__
-        return [*problems, f'"environments" must be an object of sites ({got} given), e.g. {example}']
-    for name, env in environments.items():
-        where = f"environments.{name}"
-        site = unknown_site_problem(name)
-        if site:
-            problems.append(f"{where}: {site}")
-        if not isinstance(env, dict):
-            problems.append(f'{where}: must be an object such as {{"urls": ["http://..."]}}')
-            continue
-        problems += [
-            f"{where}: unknown key {key!r}{_did_you_mean(key, ENVIRONMENT_KEYS)}"
-            for key in env
-            if key not in ENVIRONMENT_KEYS
-        ]
-        problems += _login_and_reset_problems(where, site_key(str(name)), env)
-        urls = env.get("urls")
-        if not isinstance(urls, list) or not urls:
-            problems.append(f'{where}: "urls" must be a non-empty list of base URLs')
-            continue
-        problems += [f"{where}.urls[{i}]: {p}" for i, url in enumerate(urls) if (p := url_problem(url))]
-    return problems
+    try:
+        ConfigFile.model_validate(data)
+    except ValidationError as error:
+        return [line for item in error.errors() for line in _lines(item, data).splitlines()]
+    return []
 
 
-def _login_and_reset_problems(where: str, site: str, env: dict[str, Any]) -> list[str]:
-    problems = []
-    if env.get("use_header_login") and site not in AUTO_LOGIN_HEADERS:
-        sites = ", ".join(placeholder(s) for s in AUTO_LOGIN_HEADERS)
-        problems.append(f"{where}: use_header_login: only {sites} has an auto-login header")
-    if "reset_url" in env and (problem := url_problem(env["reset_url"])):
-        problems.append(f"{where}.reset_url: {problem}")
-    return problems
+def _lines(error: Any, data: dict[str, Any]) -> str:
+    """A validation error of `ConfigFile` as the line(s) a person reads."""
+    loc, kind, value = error["loc"], error["type"], error.get("input")
+    if kind == "site_config":
+        where = ".".join(map(str, loc[:2]))
+        if len(loc) > 3 and loc[2] == "urls":
+            where += f".urls[{loc[3]}]"
+        elif len(loc) > 2 and loc[2] != "[key]":
+            where += f".{loc[2]}"
+        return f"{where}: {error['msg']}" if where else error["msg"]
+    if loc == ("environments",):
+        got = "none" if kind == "missing" else type(value).__name__
+        return f'"environments" must be an object of sites ({got} given), e.g. {_EXAMPLE}'
+    if kind == "extra_forbidden":
+        keys = CONFIG_KEYS if len(loc) == 1 else ENVIRONMENT_KEYS
+        where = "" if len(loc) == 1 else f"environments.{loc[1]}: "
+        return f"{where}unknown key {loc[-1]!r}{_did_you_mean(str(loc[-1]), keys)}"
+    where = f"environments.{loc[1]}"
+    if len(loc) == 2:
+        return f'{where}: must be an object such as {{"urls": ["http://..."]}}'
+    if loc[2] == "urls" and len(loc) == 3:
+        return f'{where}: "urls" must be a non-empty list of base URLs'
+    field = f"urls[{loc[3]}]" if loc[2] == "urls" else loc[2]
+    return f"{where}.{field}: {url_problem(value) or error['msg']}"
 
 
-def site_key(name: str) -> str:
-    """`__SHOPPING_ADMIN__`, `shopping_admin` and `SHOPPING_ADMIN` all name the same site."""
-    return name.strip().strip("_").lower()
-
-
-def placeholder(site: str) -> str:
-    """The token task URLs use for `site`: `shopping_admin` -> `__SHOPPING_ADMIN__`."""
-    return f"__{site.upper()}__"
-
-
-AUTO_LOGIN_HEADERS = {"shopping_admin": "X-M2-Admin-Auto-Login"}
-"""Sites the official harness logs into with a request header (`use_header_login`), and the header."""
