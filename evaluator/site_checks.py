@@ -21,6 +21,7 @@ from pydantic_core import PydanticCustomError
 KNOWN_SITES = ("gitlab", "homepage", "map", "reddit", "shopping", "shopping_admin", "wikipedia")
 """The sites WebArena-Verified knows; the reference refuses any other name in a task or a config."""
 
+
 def site_key(name: str) -> str:
     """`__SHOPPING_ADMIN__`, `shopping_admin` and `SHOPPING_ADMIN` all name the same site."""
     return name.strip().strip("_").lower()
@@ -161,5 +162,3 @@ def _lines(error: Any, data: dict[str, Any]) -> str:
         return f'{where}: "urls" must be a non-empty list of base URLs'
     field = f"urls[{loc[3]}]" if loc[2] == "urls" else loc[2]
     return f"{where}.{field}: {url_problem(value) or error['msg']}"
-
-

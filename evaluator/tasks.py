@@ -51,11 +51,6 @@ class Status(StrEnum):
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
-def site_placeholder(site: str) -> str:
-    """`shopping_admin` -> `__SHOPPING_ADMIN__`, the placeholder used in task URLs."""
-    return f"__{site.upper()}__"
-
-
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

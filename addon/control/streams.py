@@ -186,6 +186,17 @@ def message(data: Any, *, event: str | None = None, event_id: int | None = None)
     return f"{head}data: {_JSON.encode(data)}\n\n".encode()
 
 
+def _caught_up(feeds: list[EventFeed], subscription: Subscription) -> list[bytes]:
+    """The feeds' events captured since the last write; a feed still behind (it writes at most
+    `EVENTS_PER_WRITE` at once) wakes the stream again for the next write."""
+    written: list[bytes] = []
+    for feed in feeds:
+        written += feed.rest()
+        if feed.behind:
+            subscription.wake()
+    return written
+
+
 def _response(events: AsyncIterator[bytes]) -> EventSourceResponse:
     response = EventSourceResponse(
         events, ping=HEARTBEAT_SECONDS, sep="\n", headers={"Cache-Control": "no-cache"}
@@ -241,9 +252,7 @@ def session_stream(
                     if kind == FINISHED:
                         yield b"".join(written)
                         return
-                written += feed.rest()
-                if feed.behind:
-                    subscription.wake()
+                written += _caught_up([feed], subscription)
                 if written:
                     yield b"".join(written)
         finally:
@@ -310,13 +319,7 @@ def global_stream(
                         written += feeds[name].before(trace, upto)
                     if kind != TRACE_REPLACED:
                         written.append(message(payload, event=kind))
-                if each_event:
-                    for feed in list(feeds.values()):
-                        written += feed.rest()
-                        if feed.behind:
-                            subscription.wake()
-                else:
-                    written += counts()
+                written += _caught_up(list(feeds.values()), subscription) if each_event else counts()
                 if written:
                     yield b"".join(written)
         finally:

@@ -53,7 +53,6 @@ CHALLENGED_KEY = "webarena_live.challenged"
 """CONNECTs this addon answered with a 407 itself: their failure is no upstream fault."""
 
 
-
 def default_journal_dir(output_dir: str) -> Path:
     """`OUT/.journal`, else a stable per-user state directory, so a restarted proxy finds its journals."""
     if output_dir:

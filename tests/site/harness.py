@@ -24,6 +24,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from webarena_live.addon.commands.cli import addon_path
+from webarena_live.addon.demo.command import CHROMIUM_ARGS as DEMO_CHROMIUM_ARGS
 from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,15 +32,7 @@ TASKS_FILE = Path(__file__).resolve().parent / "tasks.json"
 RESERVED_HOST = "webarena-live.invalid"
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = (
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
+CHROMIUM_ARGS = tuple(DEMO_CHROMIUM_ARGS)
 
 # The reference refuses a dataset that does not hold exactly this many tasks.
 REFERENCE_TASK_COUNT = 812
