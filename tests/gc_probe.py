@@ -2,7 +2,7 @@
 
 Loaded next to the addon (`-s tests/gc_probe.py`, or `--set scripts=...`
 under `webarena-live serve`), it writes to `$GC_PROBE_REPORT` what it saw after
-each response and inside every finish (it wraps `LiveRun.finish`).
+each response and inside every finish (it wraps `Attempt.finish`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from mitmproxy import http
 
-from webarena_live.addon.runs.attempt import LiveRun
+from webarena_live.addon.runs.attempt import Attempt
 
 REPORT = Path(os.environ["GC_PROBE_REPORT"])
 
@@ -27,13 +27,13 @@ def gc_settings() -> dict[str, Any]:
 class GcProbe:
     def __init__(self) -> None:
         self.seen: dict[str, Any] = {}
-        finish = LiveRun.finish
+        finish = Attempt.finish
 
         def probed_finish(*args: Any, **kwargs: Any) -> Any:
             self.note("finish")
             return finish(*args, **kwargs)
 
-        LiveRun.finish = probed_finish  # type: ignore[method-assign]
+        Attempt.finish = probed_finish  # type: ignore[method-assign]
 
     def note(self, moment: str) -> None:
         self.seen[moment] = gc_settings()
