@@ -61,6 +61,13 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def _new_log() -> Path:
+    """A fresh log file in the temp directory, kept after the process ends (it says why it stopped)."""
+    handle, name = tempfile.mkstemp(prefix="webarena-live-serve-", suffix=".log")
+    os.close(handle)  # the child writes it through a handle of its own
+    return Path(name)
+
+
 def serve_command() -> list[str]:
     """`webarena-live serve` of this interpreter's installation (no console script needed)."""
     return [sys.executable, "-m", "webarena_live.addon.commands.cli", "serve"]
@@ -90,7 +97,7 @@ class ServeProcess:
         control: bool = True,
     ) -> None:
         self.ports = ports or Ports(*free_ports(3))
-        self.log = log or Path(tempfile.mkstemp(prefix="webarena-live-serve-", suffix=".log")[1])
+        self.log = log or _new_log()
         ports_flags = [
             "--port", str(self.ports.proxy), "--session-port", str(self.ports.session),
             "--control-port", str(self.ports.control),
