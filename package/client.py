@@ -55,6 +55,11 @@ class Started(BaseModel):
     sites: list[str]
     state: str | None = None
     resumed_events: int | None = None
+    proxy: str | None = None
+    """The session's own proxy address, `http://HOST:PORT`: traffic through it is this session's, with
+    no credentials (released when the session finishes)."""
+    worker: int | None = None
+    """The worker process that holds the session (`serve --workers`)."""
 
 
 class Notice(BaseModel):

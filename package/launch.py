@@ -79,7 +79,8 @@ class ServeProcess:
     `args` name no ports. `command` replaces `serve_command()` for another host of the addon (plain
     `mitmdump -s "$(webarena-live addon-path)"`), which then gets no port flags: its `args` say all;
     without the addon (`control=False`, a plain mitmdump baseline) it is ready once its proxy port
-    accepts connections.
+    accepts connections. `inherit_output` prints its output where the caller's goes, not to `log`
+    (the workers of `serve --workers`).
     `own_session` starts it in a process session of its own, so a terminal's Ctrl-C reaches only the
     caller, which stops it in order; `preexec_fn` runs in the child before it starts (CPU pinning).
     """
@@ -95,6 +96,7 @@ class ServeProcess:
         own_session: bool = False,
         preexec_fn: Callable[[], Any] | None = None,
         control: bool = True,
+        inherit_output: bool = False,
     ) -> None:
         self.ports = ports or Ports(*free_ports(3))
         self.log = log or _new_log()
@@ -105,6 +107,7 @@ class ServeProcess:
         self.command = [*command, *args] if command is not None else [*serve_command(), *ports_flags, *args]
         self._cwd, self._own_session, self._preexec_fn = cwd, own_session, preexec_fn
         self._control = control
+        self._inherit_output = inherit_output
         self._env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.process: subprocess.Popen[bytes] | None = None
         self.client = Client(self.control_url, timeout=60)
@@ -132,10 +135,12 @@ class ServeProcess:
     def start(self, *, timeout: float = START_TIMEOUT) -> ServeProcess:
         """Start it and wait until `/health` answers; `LaunchError` if it exits or stays silent."""
         with self.log.open("wb") as log:
+            output: dict[str, Any] = (
+                {} if self._inherit_output else {"stdout": log, "stderr": subprocess.STDOUT}
+            )
             self.process = subprocess.Popen(
-                self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self._cwd, env=self._env, start_new_session=self._own_session,
-                preexec_fn=self._preexec_fn,
+                self.command, stdin=subprocess.DEVNULL, cwd=self._cwd, env=self._env,
+                start_new_session=self._own_session, preexec_fn=self._preexec_fn, **output,
             )  # fmt: skip
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

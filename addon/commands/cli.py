@@ -7,6 +7,7 @@ imported when the subcommand runs, so `--help` stays fast.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -30,6 +31,19 @@ def _port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"port out of range 0-65535: {value}")
     return value
+
+
+def _workers(text: str) -> int:
+    """`--workers`: a number of processes, or `auto` for one per core this process may run on."""
+    if text == "auto":
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of workers or 'auto', not {text!r}") from None
+    if not 1 <= count <= 256:
+        raise argparse.ArgumentTypeError(f"between 1 and 256 workers, not {count}")
+    return count
 
 
 def _task_ids(text: str) -> list[int]:
@@ -78,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for option in with_flags():
         _add_option_flag(serve, option)
+    serve.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="proxy processes behind the one control port ('auto': one per core; default: 1); each session "
+        "lives on one worker, placed on the one with the fewest running sessions",
+    )
     serve.add_argument(
         "--no-gc-tuning",
         dest="gc_tuning",

@@ -63,6 +63,8 @@ class Banner:
         self.args = args
 
     def running(self) -> None:
+        if ctx.options.webarena_front:
+            return  # a worker of `serve --workers`: the front prints the banner
         context = self.live.context
         if context is None or (ctx.options.webarena_control_port and self.live.server is None):
             return  # startup failed (the error is logged and mitmproxy is about to exit)
@@ -158,6 +160,10 @@ def _quiet_cancellations(loop: asyncio.AbstractEventLoop, context: dict[str, Any
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of `webarena-live serve`; returns the process exit status."""
+    if args.workers > 1:
+        from webarena_live.addon.commands.serve_workers import run as run_workers
+
+        return run_workers(args, args.workers)
     try:
         return asyncio.run(serve(args))
     except SystemExit as exit_:  # mitmproxy exits this way when a port cannot be bound

@@ -34,11 +34,16 @@ from webarena_live.addon.control.context import (
 from webarena_live.addon.control.errors import JsonResponse, install_error_handlers, validation_detail
 from webarena_live.addon.control.middleware import BodyCap, CommonHeaders, Guard, RawPath
 from webarena_live.addon.control.models import SessionName
+from webarena_live.addon.control.pac import PAC_MEDIA_TYPE, proxy_auto_config
 from webarena_live.addon.control.reset import ResetOutcome, reset_sites, sites_without_reset
 from webarena_live.addon.control.streams import Streams, global_stream, session_stream
 from webarena_live.addon.runs.attempt import FinishRefused, OutputsFailed
 from webarena_live.addon.runs.sessions import Session
 from webarena_live.evaluator import __version__, trace_to_har
+
+PROXY_PORT_HEADER = "X-WebArena-Live-Proxy-Port"
+"""Set by the workers' front on `POST /sessions`: the port the placement chose for the session's
+address (docs/architecture.md, Workers). Without it the proxy picks one itself."""
 
 CALLER_HEADER = "X-WebArena-Live-Caller"
 """Set by the addon on control requests through the proxy: the caller's session (percent-encoded),
@@ -54,6 +59,7 @@ _ERRORS = {
     409: "the session cannot do that now (running, finished, no task, no events, no reset_url)",
     413: "request body over 10 MiB",
     502: "a site's reset failed (each site's outcome in the detail); the session did not start",
+    503: "no proxy address is free for the session (--session-ports used up), or its worker is restarting",
     507: "the outputs could not be written",
 }
 _GUARDED = (401, 403, 404, 405, 413)
@@ -151,13 +157,14 @@ def create_app(control: ControlContext | None) -> FastAPI:
     @app.post(
         "/sessions",
         summary="start (or restart, clearing its trace) a session on a task",
-        responses=_documented(models.Started, 400, 409, 502, *_GUARDED),
+        responses=_documented(models.Started, 400, 409, 502, 503, *_GUARDED),
         openapi_extra=_body({"$ref": "#/components/schemas/StartSession"}),
     )
     async def post_session(
         request: Request,
         ctx: Control,
         caller: Annotated[str | None, Header(alias=CALLER_HEADER, include_in_schema=False)] = None,
+        port: Annotated[int | None, Header(alias=PROXY_PORT_HEADER, include_in_schema=False)] = None,
     ) -> Response:
         try:
             start = models.StartSession.model_validate(parse_json_body(await request.body()))
@@ -165,7 +172,10 @@ def create_app(control: ControlContext | None) -> FastAPI:
             raise ControlError(400, "bad_request", validation_detail(error.errors())) from None
         plan = plan_start(ctx, start, caller=unquote(caller) if caller else None)
         outcomes = await reset_first(ctx, plan.task.sites, start.reset_timeout) if start.reset else None
+        address = await ctx.addresses.claim(plan.name, port) if ctx.addresses is not None else None
         reply = begin_session(ctx, plan)
+        if address is not None:
+            ctx.sessions.get_or_create(plan.name).proxy = reply["proxy"] = address
         if outcomes is not None:
             reply["reset"] = [outcome.model_dump() for outcome in outcomes]
         return JsonResponse(reply)
@@ -240,6 +250,24 @@ def create_app(control: ControlContext | None) -> FastAPI:
     )
     async def get_har(session: SessionName, ctx: Control) -> Response:
         return JsonResponse(trace_to_har(find_session(ctx, unquote(session)).trace))
+
+    @app.get(
+        "/sessions/{session}/proxy.pac",
+        summary="a proxy auto-config file: the session's traffic to its own address, static assets DIRECT",
+        responses={
+            200: {"content": {PAC_MEDIA_TYPE: {"schema": {"type": "string"}}}},
+            **_documented(models.ErrorBody, 409, *_GUARDED),
+        },
+    )
+    async def get_proxy_pac(session: SessionName, ctx: Control) -> Response:
+        found = find_session(ctx, unquote(session))
+        if found.proxy is None:
+            detail = (
+                f"session {found.name!r} holds no proxy address (start it with POST /sessions; "
+                "a finish releases it)"
+            )
+            raise ControlError(409, "no_address", detail)
+        return Response(proxy_auto_config(found.proxy), media_type=PAC_MEDIA_TYPE)
 
     app.include_router(
         agent_router(

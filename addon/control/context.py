@@ -13,7 +13,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from webarena_live.addon.control.bodies import ControlError
 from webarena_live.addon.control.models import StartSession
@@ -44,6 +44,16 @@ RESERVED_HOST = "webarena-live.invalid"
 logger = logging.getLogger(__name__)
 
 
+class SessionAddresses(Protocol):
+    """The sessions' own proxy addresses (`proxy/session_addresses.py`); the control API only asks."""
+
+    async def claim(self, session: str, port: int | None = None) -> str:
+        """The session's `http://HOST:PORT`, opened unless it holds one; `ControlError` 503 if none."""
+        ...
+
+    def release(self, session: str) -> None: ...
+
+
 class ControlContext:
     """What the routes work on: the loaded tasks, the sessions (with the settings their attempts read)
     and the control API's own settings."""
@@ -56,6 +66,7 @@ class ControlContext:
         token: str | None = None,
         extra_health: dict[str, Any] | None = None,
         finish_guard: Callable[[], AbstractContextManager[object]] = nullcontext,
+        addresses: SessionAddresses | None = None,
     ) -> None:
         self.tasks = tasks
         self.sessions = sessions
@@ -64,6 +75,9 @@ class ControlContext:
         self.extra_health = extra_health if extra_health is not None else {}
         self.finish_guard = finish_guard
         """Wraps every finish; `webarena-live serve` keeps garbage collections out of it (`gc_paused`)."""
+        self.addresses = addresses
+        """Gives each started session a proxy port of its own; None: sessions get no address (a test
+        app without a proxy)."""
         self.refused_page_requests = 0
         """Control requests refused because a web page sent them (shown by /health)."""
 

@@ -27,8 +27,17 @@ DASHBOARD_FILES = "/dashboard/"
 """The dashboard's scripts and styles: public like its page."""
 
 
+PAC_SUFFIX = "/proxy.pac"
+"""A session's proxy auto-config file is public too: the browser fetches it itself, with no way to
+send a token, and it reveals a port number only."""
+
+
 def is_public(path: str) -> bool:
-    return path in PUBLIC_PATHS or path.startswith(DASHBOARD_FILES)
+    return (
+        path in PUBLIC_PATHS
+        or path.startswith(DASHBOARD_FILES)
+        or (path.startswith("/sessions/") and path.endswith(PAC_SUFFIX))
+    )
 
 
 STATE_CHANGING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})

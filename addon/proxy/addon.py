@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
 from mitmproxy import connection, ctx, exceptions, http
+from mitmproxy.proxy import mode_specs
 from mitmproxy.utils import human
 
 from webarena_live.addon.control.app import CALLER_HEADER, create_app
@@ -33,6 +34,7 @@ from webarena_live.addon.proxy.flow_notes import FlowNotes
 from webarena_live.addon.proxy.header_login import HeaderLogin
 from webarena_live.addon.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING
 from webarena_live.addon.proxy.reserved_host import answer_too_large, serve_on_flow
+from webarena_live.addon.proxy.session_addresses import SessionAddresses
 from webarena_live.addon.runs.attempt import RunSettings, SessionState
 from webarena_live.addon.runs.sessions import DEFAULT_SESSION, SessionStore
 from webarena_live.evaluator import SiteMap, TaskSet, WebArenaLiveError, load_tasks, prepare_output_dir
@@ -104,6 +106,27 @@ def site_map_problems(tasks: TaskSet, site_map: SiteMap, *, config: str) -> list
     return problems
 
 
+def _listen_ports(modes: Sequence[str], listen_port: int | None) -> Iterator[int]:
+    """The ports mitmproxy's modes listen on (never handed to a session)."""
+    for mode in modes:
+        try:
+            port = mode_specs.ProxyMode.parse(mode).listen_port(listen_port)
+        except ValueError:
+            continue  # mitmproxy reports it
+        if port:
+            yield port
+
+
+def _front_address(text: str) -> tuple[str, int] | None:
+    """`webarena_front` (`HOST:PORT`) as an address; None when empty."""
+    if not text:
+        return None
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise exceptions.OptionsError(f"webarena_front must be HOST:PORT, not {text!r}")
+    return host, int(port)
+
+
 def _declared_length(request: http.Request) -> int:
     """The request's Content-Length, 0 when absent or not a number."""
     value = request.headers.get("content-length", "")
@@ -140,6 +163,10 @@ class WebArenaLive:
         self.flow_notes: FlowNotes | None = None
         """Comments and marks on captured flows for mitmweb; None unless `webarena_annotate_flows`."""
         self.header_login = HeaderLogin()
+        self.addresses = SessionAddresses()
+        self._pinned: dict[str, str] = {}
+        """Session name by client connection id, for connections accepted on a session's own address."""
+        self._front: tuple[str, int] | None = None
 
     # --- options -------------------------------------------------------------------------------
 
@@ -152,6 +179,8 @@ class WebArenaLive:
             self.flow_notes = None
         elif self.flow_notes is None:
             self.flow_notes = FlowNotes()
+        if "webarena_front" in updated:
+            self._front = _front_address(ctx.options.webarena_front)
         if self.context is not None and not updated.intersection(RECONFIGURING):
             return
         options = ctx.options
@@ -175,8 +204,13 @@ class WebArenaLive:
             redact=options.webarena_redact,
             data_checksum=tasks.checksum,
         )
+        reserved = frozenset(
+            [*_listen_ports(options.mode, options.listen_port), options.webarena_control_port]
+        )
+        self.addresses.configure(ports=options.webarena_session_ports, reserved=reserved)
         if self.context is None:
             sessions = SessionStore(settings)
+            sessions.notices.subscribe(self.addresses.on_notice)
         else:  # reconfigured while running: sessions live on; attempts started from now on use these
             sessions = self.context.sessions
             sessions.settings = settings
@@ -191,6 +225,7 @@ class WebArenaLive:
             token=options.webarena_control_token or None,
             extra_health=self.extra_health,
             finish_guard=self.finish_guard,
+            addresses=self.addresses,
         )
         self.app.state.control = self.context  # options changed while running: both ways in serve it
         self.body_cap = options.webarena_body_cap
@@ -236,11 +271,23 @@ class WebArenaLive:
             self._connections[flow.client_conn.id] = username
         return username, problem
 
+    def client_connected(self, client: connection.Client) -> None:
+        if self.addresses.by_port:
+            name = self.addresses.by_port.get(client.sockname[1])
+            if name is not None:
+                self._pinned[client.id] = name
+
     def client_disconnected(self, client: connection.Client) -> None:
         self._connections.pop(client.id, None)
+        self._pinned.pop(client.id, None)
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
         flow.metadata[SKIP_KEY] = True  # the tunnel itself is no event; the requests inside it are
+        pinned = self._pinned.get(flow.client_conn.id) if self._pinned else None
+        if pinned is not None:  # a session's own address: its credentials, if any, name nothing
+            take_credentials(flow.request)
+            flow.metadata[SESSION_KEY] = pinned
+            return
         username, problem = self._take_credentials(flow)
         if problem:
             flow.response = challenge(problem)
@@ -269,9 +316,16 @@ class WebArenaLive:
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         is_control = flow.request.host == RESERVED_HOST
-        username, problem = self._take_credentials(flow)
-        if username is None:
-            username = self._connections.get(flow.client_conn.id)
+        pinned = self._pinned.get(flow.client_conn.id) if self._pinned else None
+        username: str | None
+        problem: str | None
+        if pinned is not None:
+            take_credentials(flow.request)
+            username, problem = pinned, None
+        else:
+            username, problem = self._take_credentials(flow)
+            if username is None:
+                username = self._connections.get(flow.client_conn.id)
         if problem or (username is None and not is_control and self._on_session_port(flow)):
             flow.metadata[SKIP_KEY] = True
             flow.response = challenge(problem) if problem else challenge()
@@ -289,6 +343,12 @@ class WebArenaLive:
         and would send it upstream. The control port reads it under the same 10 MiB cap."""
         request = flow.request
         request.headers.pop(CALLER_HEADER, None)  # only this addon names the caller
+        if self._front is not None:  # a worker: the front owns the control API
+            if caller:
+                request.headers[CALLER_HEADER] = quote(caller)
+            request.scheme, request.stream = "http", False
+            request.host, request.port = self._front
+            return
         if self.server is not None and _may_be_streamed(request, ctx.options.stream_large_bodies):
             if caller:
                 request.headers[CALLER_HEADER] = quote(caller)

@@ -9,10 +9,9 @@ once (`BoundedMemo`).
 
 from __future__ import annotations
 
-import binascii
-
 from mitmproxy import http
 
+from webarena_live.addon.fleet.router import proxy_username
 from webarena_live.addon.runs.sessions import session_name_problem
 from webarena_live.evaluator import BoundedMemo
 
@@ -22,25 +21,6 @@ CHALLENGE_DETAIL = "proxy credentials name the session: http://<session>:<any>@h
 
 _NAME = PROXY_AUTHORIZATION.encode("ascii")
 _LENGTH = len(_NAME)
-
-
-def proxy_username(header_value: str | None) -> str | None:
-    """The username of `Proxy-Authorization: Basic …`, or None when there is none or it is malformed.
-
-    Not mitmproxy's `proxyauth.parse_http_basic_auth`: it refuses a password holding ':', which
-    RFC 7617 allows and a `http://<session>:<any>@host:port` proxy URL can carry.
-    """
-    if not header_value:
-        return None
-    scheme, _, encoded = header_value.strip().partition(" ")
-    if scheme.lower() != "basic":
-        return None
-    try:
-        decoded = binascii.a2b_base64(encoded.strip().encode("ascii")).decode("utf-8", "replace")
-    except (binascii.Error, UnicodeEncodeError):
-        return None
-    username = decoded.partition(":")[0]
-    return username or None
 
 
 def _read(value: bytes) -> tuple[str | None, str | None]:

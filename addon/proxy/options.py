@@ -78,6 +78,19 @@ OPTIONS = (
         flag="session-port", flag_help="proxy port that always asks for credentials (default: 8082)",
     ),
     AddonOption(
+        "webarena_session_ports", str, "",
+        "Ports for the sessions' own proxy addresses, LO-HI (default: ports the operating system picks).",
+        flag="session-ports", metavar="LO-HI",
+        flag_help="ports for the sessions' own proxy addresses (POST /sessions answers one each, released "
+        "when the session finishes), e.g. 20000-20999 (default: ports the operating system picks)",
+    ),
+    AddonOption(
+        "webarena_front", str, "",
+        "HOST:PORT of the control API of `serve --workers` when this proxy is one of its workers: "
+        "control requests through the proxy go there.",
+        reconfigures=False,
+    ),
+    AddonOption(
         "webarena_control_port", int, 8081,
         "Control API port (0: none; the reserved host through the proxy still answers).",
         flag="control-port", flag_help="control API port (default: 8081)", reconfigures=False,

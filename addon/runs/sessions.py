@@ -114,6 +114,8 @@ class Session:
     def __init__(self, name: str, store: SessionStore) -> None:
         self.name = name
         self._store = store
+        self.proxy: str | None = None
+        """The session's own proxy address (`http://HOST:PORT`) while it holds one."""
         self.attempt = Attempt(name, None, run=None, settings=store.current_settings)
 
     # The current attempt's state, read often enough by the routes and streams to be named here.
@@ -183,7 +185,10 @@ class Session:
             yield self.event_view(index)
 
     def describe(self) -> dict[str, Any]:
-        return {"session": self.name, **self.attempt.describe()}
+        view = {"session": self.name, **self.attempt.describe()}
+        if self.proxy is not None:
+            view["proxy"] = self.proxy
+        return view
 
     def close(self) -> None:
         self.attempt.stop()

@@ -1,0 +1,154 @@
+"""`webarena-live serve --workers N`: N proxy processes behind one control port.
+
+This process runs no mitmproxy: it serves the control API (`fleet/front.py`), carries the shared
+proxy ports to the workers (`fleet/router.py`) and keeps the workers running (`fleet/workers.py`).
+Each worker is a `webarena-live serve` of its own with every option of this command line, on
+ports of its own, its control requests through the proxy sent here (`webarena_front`). See
+docs/architecture.md, Workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from webarena_live.addon.control.context import RESERVED_HOST
+from webarena_live.addon.control.server import ControlServer
+from webarena_live.addon.fleet.front import Front, create_front_app
+from webarena_live.addon.fleet.placement import Placement, PlacementError, PortRange
+from webarena_live.addon.fleet.router import SharedPort
+from webarena_live.addon.fleet.workers import WorkerPool
+from webarena_live.addon.proxy.options import CONTROL_TOKEN_ENV, options_from_flags, with_flags
+from webarena_live.evaluator import __version__
+from webarena_live.launch import LaunchError
+
+logger = logging.getLogger("webarena_live.addon.fleet")
+
+_FRONT_ONLY = frozenset(
+    {"webarena_session_port", "webarena_control_port", "webarena_control_host", "webarena_session_ports",
+     "webarena_control_token"}
+)  # fmt: skip
+"""Options the front keeps for itself: each worker gets its own ports, the token by environment."""
+
+
+def worker_args(args: argparse.Namespace, index: int, front_port: int) -> list[str]:
+    """The `serve` command line of worker `index` (its ports are added by `ServeProcess`)."""
+    argv = ["--listen-host", args.listen_host, "--control-host", "127.0.0.1"]
+    for option in with_flags():
+        value = getattr(args, option.dest or "", None)
+        if option.name in _FRONT_ONLY or value is None or value is False:
+            continue
+        argv += [f"--{option.flag}"] if value is True else [f"--{option.flag}", str(value)]
+    if args.quiet:
+        argv.append("--quiet")
+    if not args.gc_tuning:
+        argv.append("--no-gc-tuning")
+    if getattr(args, "web", False):
+        argv += ["--web", "--web-port", str(args.web_port + index)]
+    for setting in args.mitmproxy_options:
+        argv += ["--set", setting]
+    return [*argv, "--set", f"webarena_front=127.0.0.1:{front_port}"]
+
+
+def _banner(args: argparse.Namespace, front: Front, server: ControlServer, health: dict[str, object]) -> str:
+    host = args.listen_host
+    lines = [
+        f"webarena-live {__version__}: {health.get('tasks')} tasks from {health.get('tasks_source')}, "
+        f"{len(front.pool.workers)} workers",
+        f"  proxy port    http://{host}:{args.port}  (credentials optional; none: session 'default')",
+    ]
+    if args.session_port and args.session_port != args.port:
+        lines.append(f"  session port  http://{host}:{args.session_port}  (asks for credentials)")
+    ports = str(front.placement.ports) if front.placement.ports else "picked by the operating system"
+    lines.append(f"  session addresses  one per session from POST /sessions (ports {ports})")
+    lines.append(
+        f"  control API   http://{server.host}:{server.port}/ and http://{RESERVED_HOST}/ through the proxy"
+    )
+    for worker in front.pool:
+        lines.append(
+            f"  worker {worker.index}      pid {worker.pid}, control http://127.0.0.1:{worker.ports.control}/"
+        )
+    if health.get("output_dir"):
+        lines.append(f"  outputs       {health['output_dir']}")
+    lines.append(f"  journal       {health.get('journal_dir')}")
+    return "\n".join(lines)
+
+
+async def serve_workers(args: argparse.Namespace, count: int) -> int:
+    logging.getLogger("webarena_live").setLevel(logging.INFO)
+    logging.basicConfig(format="[%(asctime)s.%(msecs)03d] %(message)s", datefmt="%H:%M:%S", stream=sys.stdout)
+    options = options_from_flags(args)
+    control_host, control_port = options["webarena_control_host"], options["webarena_control_port"]
+    try:
+        ports = PortRange.parse(args.session_ports) if args.session_ports else None
+    except PlacementError as error:
+        print(f"webarena-live serve: --session-ports: {error}", file=sys.stderr)
+        return 2
+    reserved = frozenset({args.port, args.session_port, control_port})
+    placement = Placement(count, ports=ports, host=args.listen_host, reserved=reserved)
+    front = Front(placement)
+    front.token = args.control_token or None
+    app = create_front_app(front)
+    server = ControlServer(app, host=control_host, port=control_port)
+    try:
+        await server.start()
+    except OSError as error:
+        print(
+            f"webarena-live serve: cannot open the control port {control_port}: {error}", file=sys.stderr
+        )
+        return 1
+    front.control_port = server.port
+    env = {CONTROL_TOKEN_ENV: args.control_token} if args.control_token else {}
+    pool = WorkerPool(
+        count,
+        lambda index: worker_args(args, index, server.port),
+        on_down=front.worker_down,
+        on_restart=front.resume_on,
+        env=env,
+    )
+    front.pool = pool
+    shared = [SharedPort(placement, lambda i: pool[i].ports.proxy, challenges=False)]
+    if args.session_port and args.session_port != args.port:
+        shared.append(SharedPort(placement, lambda i: pool[i].ports.session, challenges=True))
+    try:
+        await shared[0].start(args.listen_host, args.port)
+        if len(shared) > 1:
+            await shared[1].start(args.listen_host, args.session_port)
+        await pool.start()
+    except (OSError, LaunchError) as error:
+        print(f"webarena-live serve: {error}", file=sys.stderr)
+        await _stop(shared, server, pool)
+        codes = [w.process.process.returncode for w in pool if w.process and w.process.process]
+        return next((code for code in codes if code), 1)
+    front.ready = True
+    health = (await front.http.get(f"{pool[0].control_url}/health", headers=_auth(front))).json()
+    print(_banner(args, front, server, health), flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    await _stop(shared, server, pool)
+    await front.http.aclose()
+    return 0
+
+
+def _auth(front: Front) -> dict[str, str]:
+    return {"Authorization": f"Bearer {front.token}"} if front.token else {}
+
+
+async def _stop(shared: list[SharedPort], server: ControlServer, pool: WorkerPool) -> None:
+    for port in shared:
+        await port.stop()
+    await pool.stop()
+    await server.stop()
+
+
+def run(args: argparse.Namespace, count: int) -> int:
+    try:
+        return asyncio.run(serve_workers(args, count))
+    except KeyboardInterrupt:
+        return 130

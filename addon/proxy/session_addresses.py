@@ -1,0 +1,113 @@
+"""A listening port per session: mitmproxy modes added and removed while the proxy runs.
+
+See docs/architecture.md, Workers. `POST /sessions` claims the session's address
+(`regular@PORT`, a mode of this mitmproxy) before the session starts; every connection
+accepted on that port belongs to the session, whatever credentials it carries, so a browser
+launched with a bare `--proxy-server` needs nothing else. The port is released when the session
+finishes; the connections still open then stay the session's (their late events are counted, not
+kept, as for any finished session).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mitmproxy import ctx, exceptions
+from mitmproxy.proxy import mode_specs
+
+from webarena_live.addon.control.bodies import ControlError
+from webarena_live.addon.fleet.placement import Placement, PlacementError, PortRange
+from webarena_live.addon.runs.sessions import FINISHED, Session
+
+logger = logging.getLogger(__name__)
+
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+
+
+def address_host(listen_host: str) -> str:
+    """The host a session's proxy URL names: the listen host, or loopback when it listens everywhere."""
+    return "127.0.0.1" if listen_host in WILDCARD_HOSTS else listen_host
+
+
+def session_mode(port: int) -> str:
+    return f"regular@{port}"
+
+
+class SessionAddresses:
+    """The sessions' own proxy ports in this mitmproxy: which port is whose, opened and closed."""
+
+    def __init__(self) -> None:
+        self.placement = Placement()
+        self.by_port: dict[int, str] = {}
+        """Session name by its own listening port; what `client_connected` reads."""
+
+    def configure(self, *, ports: str, reserved: frozenset[int]) -> None:
+        """Take the `webarena_session_ports` range (`LO-HI`, empty: the operating system's ports)."""
+        host = ctx.options.listen_host or "0.0.0.0"
+        try:
+            port_range = PortRange.parse(ports) if ports else None
+        except PlacementError as error:
+            raise exceptions.OptionsError(f"webarena_session_ports: {error}") from None
+        held = self.placement.held_ports()
+        self.placement = Placement(ports=port_range, host=host, reserved=reserved)
+        for name, port in held.items():  # a reconfigured proxy keeps the addresses it handed out
+            self.placement.place(name, port=port)
+
+    def url(self, port: int) -> str:
+        return f"http://{address_host(ctx.options.listen_host)}:{port}"
+
+    async def claim(self, session: str, port: int | None = None) -> str:
+        """The session's address, opened now unless it holds one (a restart keeps it); `port` asks for
+        that port (a worker told by its front). A JSON 503 when none can be opened."""
+        held = self.placement.held_ports().get(session)
+        if held is not None and port in (None, held):
+            return self.url(held)
+        if held is not None:
+            self.release(session)
+        try:
+            chosen = self.placement.place(session, port=port).port
+        except PlacementError as error:  # AddressesExhausted among them
+            raise ControlError(503, "no_address", str(error)) from None
+        assert chosen is not None
+        self.by_port[chosen] = session
+        problem = await self._open(chosen)
+        if problem:
+            self.placement.release(session)
+            self.by_port.pop(chosen, None)
+            raise ControlError(503, "no_address", f"cannot listen on port {chosen}: {problem}")
+        return self.url(chosen)
+
+    def release(self, session: str) -> None:
+        port = self.placement.release(session)
+        if port is None:
+            return
+        self.by_port.pop(port, None)
+        mode = session_mode(port)
+        modes = [m for m in ctx.options.mode if m != mode]
+        if len(modes) != len(ctx.options.mode):
+            ctx.options.update(mode=modes)  # mitmproxy stops that listener in the background
+
+    def on_notice(self, session: Session, kind: str, payload: dict[str, Any] | None) -> None:
+        """Subscribed to the sessions' notices: a finished session's port is released."""
+        if kind == FINISHED:
+            self.release(session.name)
+            session.proxy = None
+
+    async def _open(self, port: int) -> str | None:
+        """Add the port's mode and wait until it listens; what went wrong, or None."""
+        mode = session_mode(port)
+        if mode not in ctx.options.mode:
+            ctx.options.update(mode=[*ctx.options.mode, mode])
+        proxyserver: Any = ctx.master.addons.get("proxyserver")
+        await proxyserver.setup_servers()  # waits for the update the option change started
+        try:
+            instance = proxyserver.servers[mode_specs.ProxyMode.parse(mode)]
+        except KeyError:
+            return "the listener was not created"
+        if instance.is_running:
+            logger.debug("session address on port %d", port)
+            return None
+        problem = str(instance.last_exception or "the listener did not start")
+        ctx.options.update(mode=[m for m in ctx.options.mode if m != mode])
+        return problem
