@@ -1,0 +1,185 @@
+"""`webarena-live serve --workers 2` for real: sessions placed on both workers, each reached at its
+own proxy address with no credentials, one output directory, and a worker killed mid-run.
+
+HTTP clients and real Chromium browsers launched with a bare `--proxy-server` (plus
+`--proxy-bypass-list=<-loopback>`: Chromium never proxies loopback sites otherwise) drive the demo
+shop; every verdict must be the planned one, no session's events may show up in another's trace
+or HAR, and a worker killed with SIGKILL must come back with its sessions resumed from their
+journals, at the same addresses, every event kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from playwright.sync_api import sync_playwright
+
+from tests.serve_process import Served, finish, shop, start_serve  # noqa: F401  (shop is a fixture)
+from tests.site.harness import CHROMIUM, CHROMIUM_ARGS
+from webarena_live.addon.demo.agent import ATTEMPTS
+
+pytestmark = pytest.mark.timeout(300)
+
+NAVIGATION = {
+    "Accept": "text/html,application/xhtml+xml",
+    "Sec-Fetch-Dest": "document",
+    "Sec-Fetch-Mode": "navigate",
+    "Sec-Fetch-User": "?1",
+    "Sec-Fetch-Site": "none",
+}
+NAVIGATED = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}
+PRODUCT = "/enamel-camp-mug.html"
+"""Task 1003's page: a navigation ending here succeeds."""
+CHROMIUM_TASKS = {1001: "success", 1003: "success", 1004: "success", 1007: "failure"}
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory, shop: str) -> Iterator[tuple[Served, Path]]:  # noqa: F811
+    tmp = tmp_path_factory.mktemp("workers")
+    served, _, _ = start_serve(tmp, shop, tmp / "state", "--workers", "2", "--output-dir", str(tmp / "out"))
+    yield served, tmp / "out"
+    print(served.stop()[-3000:])
+
+
+def _start(control: str, session: str, task_id: int = 1003) -> dict[str, Any]:
+    reply = requests.post(f"{control}/sessions", json={"task_id": task_id, "session": session, "run": session},
+                          timeout=30)  # fmt: skip
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+def _browse(proxy: str, shop: str, path: str) -> None:
+    """One navigation through `proxy`; retried while the address is not back (its worker restarting)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            reply = requests.get(f"{shop}{path}", proxies={"http": proxy}, headers=NAVIGATION,
+                                 timeout=10)  # fmt: skip
+            assert reply.status_code == 200
+            return
+        except requests.ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def _urls(control: str, session: str) -> list[str]:
+    events = requests.get(f"{control}/sessions/{session}/trace", timeout=10).json()["events"]
+    return [event["url"] for event in events]
+
+
+def _run_chromium(control: str, shop: str, task_id: int) -> dict[str, Any]:
+    """The demo's scripted agent for `task_id` in a Chromium of its own, launched with the session's
+    bare address: nothing else names the session."""
+    session = f"chromium-{task_id}"
+    started = _start(control, session, task_id)
+    with sync_playwright() as playwright:
+        args = [*CHROMIUM_ARGS, f"--proxy-server={started['proxy']}", "--proxy-bypass-list=<-loopback>"]
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            attempt = next(a for a in ATTEMPTS if a.task_id == task_id)
+            answer = attempt.act(page, started["start_urls"][0])
+        finally:
+            browser.close()
+    return {"session": session, "worker": started["worker"], "answer": answer}
+
+
+def test_sixteen_sessions_on_two_workers(fleet: tuple[Served, Path], shop: str) -> None:  # noqa: F811
+    served, out = fleet
+    control = served.control
+    health = requests.get(f"{control}/health", timeout=10).json()
+    assert [w["state"] for w in health["workers"]] == ["up", "up"]
+    assert len({w["pid"] for w in health["workers"]} | {served.pid}) == 3
+
+    names = [f"http-{i}" for i in range(12)]
+    started = {name: _start(control, name) for name in names}
+    assert {s["worker"] for s in started.values()} == {0, 1}
+    assert len({s["proxy"] for s in started.values()}) == 12
+    # Even sessions end on the product page (success), odd ones one page short (failure); the home
+    # page's query names the session, so an event in the wrong trace would show.
+    plans = {
+        name: ([f"/?by={name}", PRODUCT] if i % 2 == 0 else [PRODUCT, f"/?by={name}"])
+        for i, name in enumerate(names)
+    }
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(lambda n: [_browse(started[n]["proxy"], shop, p) for p in plans[n]], names))
+    chromium = [_run_chromium(control, shop, task_id) for task_id in CHROMIUM_TASKS]
+    assert {run["worker"] for run in chromium} == {0, 1}
+
+    health = requests.get(f"{control}/health", timeout=10).json()
+    assert [w["running"] for w in health["workers"]] == [8, 8]
+    listed = {view["session"]: view for view in requests.get(f"{control}/sessions", timeout=10).json()["sessions"]}
+    for name in names:
+        assert _urls(control, name) == [f"{shop}{path}" for path in plans[name]]
+        assert listed[name]["worker"] == started[name]["worker"]
+
+    for i, name in enumerate(names):
+        verdict = finish(control, name, NAVIGATED).json()
+        assert verdict["status"] == ("success" if i % 2 == 0 else "failure"), (name, verdict)
+    for run in chromium:
+        verdict = finish(control, run["session"], run["answer"]).json()
+        assert verdict["status"] == CHROMIUM_TASKS[verdict["task_id"]], (run["session"], verdict)
+
+    # One output directory, the reference's layout (OUT/<run>/<task_id>/), each HAR its own session's.
+    for name in names:
+        har = json.loads((out / name / "1003" / "network.har").read_text())
+        urls = [entry["request"]["url"] for entry in har["log"]["entries"]]
+        assert urls == [f"{shop}{path}" for path in plans[name]]
+    for run in chromium:
+        task_dir = out / run["session"] / str(next(t for t in CHROMIUM_TASKS if run["session"].endswith(str(t))))
+        assert sorted(p.name for p in task_dir.iterdir()) == ["agent_response.json", "eval_result.json", "network.har"]
+        entries = json.loads((task_dir / "network.har").read_text())["log"]["entries"]
+        assert entries and not any("by=http-" in e["request"]["url"] for e in entries)
+    # The finished sessions' addresses are released.
+    health = requests.get(f"{control}/health", timeout=10).json()
+    assert [w["running"] for w in health["workers"]] == [0, 0]
+
+
+def test_a_killed_worker_comes_back_with_its_sessions(fleet: tuple[Served, Path], shop: str) -> None:  # noqa: F811
+    served, out = fleet
+    control = served.control
+    names = [f"kill-{i}" for i in range(8)]
+    started = {name: _start(control, name) for name in names}
+    victim = 1
+    on_victim = [name for name in names if started[name]["worker"] == victim]
+    assert len(on_victim) == 4
+    for name in names:
+        _browse(started[name]["proxy"], shop, f"/?by={name}")
+    before = requests.get(f"{control}/health", timeout=10).json()["workers"][victim]
+    os.kill(before["pid"], signal.SIGKILL)
+
+    # While it is down its sessions answer a clear JSON 503 (never a hang or a 500); the others work.
+    seen_down = False
+    for _ in range(50):
+        reply = requests.get(f"{control}/sessions/{on_victim[0]}", timeout=10)
+        if reply.status_code == 503:
+            assert reply.json()["error"] == "worker_unavailable" and reply.headers["retry-after"]
+            seen_down = True
+            break
+        time.sleep(0.02)
+    assert seen_down
+    other = next(name for name in names if started[name]["worker"] != victim)
+    assert requests.get(f"{control}/sessions/{other}", timeout=10).status_code == 200
+
+    # The agents carry on at their addresses (retrying while the worker comes back).
+    for name in names:
+        _browse(started[name]["proxy"], shop, PRODUCT)
+    after = requests.get(f"{control}/health", timeout=10).json()["workers"][victim]
+    assert after["pid"] != before["pid"] and after["restarts"] == before["restarts"] + 1
+    assert after["proxy_port"] == before["proxy_port"]
+    for name in names:
+        assert _urls(control, name) == [f"{shop}/?by={name}", f"{shop}{PRODUCT}"], name
+        assert finish(control, name, NAVIGATED).json()["status"] == "success"
+        har = json.loads((out / name / "1003" / "network.har").read_text())
+        assert len(har["log"]["entries"]) == 2
