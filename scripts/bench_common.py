@@ -139,6 +139,8 @@ class Proxy:
     """Extra `--set` pairs for `serve` only (tasks, config, output dir)."""
     serve_args: Sequence[str] = ()
     """More `serve` arguments (`--no-gc-tuning`)."""
+    cpus: Sequence[int] = (PROXY_CPU,)
+    """The CPUs the proxy (and any worker process it starts) may run on."""
     ports: Ports = field(default_factory=lambda: _bench_ports())
     process: ServeProcess | None = None
     workdir: Path | None = None
@@ -163,7 +165,7 @@ class Proxy:
         args += [arg for option in options for arg in ("--set", option)]
         self.process = ServeProcess(
             *args, ports=self.ports, command=command, control=self.serve, cwd=self.workdir,
-            log=self.workdir / "proxy.log", preexec_fn=pin([PROXY_CPU]),
+            log=self.workdir / "proxy.log", preexec_fn=pin(self.cpus),
         )  # fmt: skip
         self.process.start()
         return self

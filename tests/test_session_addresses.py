@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.serve_process import finish, shop, start_serve  # noqa: F401  (shop is a fixture)
+from tests.serve_process import finish, shop, start_serve
+
+__all__ = ["shop"]  # a fixture
 from webarena_live.launch import free_ports
 
 pytestmark = pytest.mark.timeout(120)
@@ -38,10 +40,12 @@ def _listening(url: str) -> bool:
     return True
 
 
-def test_each_session_has_its_own_address(tmp_path: Path, shop: str) -> None:  # noqa: F811
+def test_each_session_has_its_own_address(tmp_path: Path, shop: str) -> None:
     low = free_ports(1)[0]
-    served, control, _ = start_serve(tmp_path, shop, tmp_path / "state", "--session-ports", f"{low}-{low + 1}",
-                                     "--output-dir", str(tmp_path / "out"))  # fmt: skip
+    ports, out = f"{low}-{low + 1}", str(tmp_path / "out")
+    served, control, _ = start_serve(
+        tmp_path, shop, tmp_path / "state", "--session-ports", ports, "--output-dir", out
+    )
     try:
         a = requests.post(f"{control}/sessions", json={"task_id": 1003, "session": "a"}, timeout=30).json()
         b = requests.post(f"{control}/sessions", json={"task_id": 1003, "session": "b"}, timeout=30).json()
@@ -82,7 +86,7 @@ def test_each_session_has_its_own_address(tmp_path: Path, shop: str) -> None:  #
         served.stop()
 
 
-def test_the_pac_file_sends_static_assets_direct(tmp_path: Path, shop: str) -> None:  # noqa: F811
+def test_the_pac_file_sends_static_assets_direct(tmp_path: Path, shop: str) -> None:
     served, control, _ = start_serve(tmp_path, shop, tmp_path / "state", "--control-token", "t0k")
     try:
         auth = {"Authorization": "Bearer t0k"}

@@ -23,7 +23,9 @@ import pytest
 import requests
 from playwright.sync_api import sync_playwright
 
-from tests.serve_process import Served, finish, shop, start_serve  # noqa: F401  (shop is a fixture)
+from tests.serve_process import Served, finish, shop, start_serve
+
+__all__ = ["shop"]  # a fixture
 from tests.site.harness import CHROMIUM, CHROMIUM_ARGS
 from webarena_live.addon.demo.agent import ATTEMPTS
 
@@ -43,7 +45,7 @@ CHROMIUM_TASKS = {1001: "success", 1003: "success", 1004: "success", 1007: "fail
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory, shop: str) -> Iterator[tuple[Served, Path]]:  # noqa: F811
+def fleet(tmp_path_factory: pytest.TempPathFactory, shop: str) -> Iterator[tuple[Served, Path]]:
     tmp = tmp_path_factory.mktemp("workers")
     served, _, _ = start_serve(tmp, shop, tmp / "state", "--workers", "2", "--output-dir", str(tmp / "out"))
     yield served, tmp / "out"
@@ -51,18 +53,18 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, shop: str) -> Iterator[tuple
 
 
 def _start(control: str, session: str, task_id: int = 1003) -> dict[str, Any]:
-    reply = requests.post(f"{control}/sessions", json={"task_id": task_id, "session": session, "run": session},
-                          timeout=30)  # fmt: skip
+    body = {"task_id": task_id, "session": session, "run": session}
+    reply = requests.post(f"{control}/sessions", json=body, timeout=30)
     assert reply.status_code == 200, reply.text
     return reply.json()
 
 
-def _browse(proxy: str, shop: str, path: str) -> None:
+def _browse(proxy: str, site: str, path: str) -> None:
     """One navigation through `proxy`; retried while the address is not back (its worker restarting)."""
     deadline = time.monotonic() + 60
     while True:
         try:
-            reply = requests.get(f"{shop}{path}", proxies={"http": proxy}, headers=NAVIGATION,
+            reply = requests.get(f"{site}{path}", proxies={"http": proxy}, headers=NAVIGATION,
                                  timeout=10)  # fmt: skip
             assert reply.status_code == 200
             return
@@ -77,7 +79,7 @@ def _urls(control: str, session: str) -> list[str]:
     return [event["url"] for event in events]
 
 
-def _run_chromium(control: str, shop: str, task_id: int) -> dict[str, Any]:
+def _run_chromium(control: str, task_id: int) -> dict[str, Any]:
     """The demo's scripted agent for `task_id` in a Chromium of its own, launched with the session's
     bare address: nothing else names the session."""
     session = f"chromium-{task_id}"
@@ -95,7 +97,7 @@ def _run_chromium(control: str, shop: str, task_id: int) -> dict[str, Any]:
     return {"session": session, "worker": started["worker"], "answer": answer}
 
 
-def test_sixteen_sessions_on_two_workers(fleet: tuple[Served, Path], shop: str) -> None:  # noqa: F811
+def test_sixteen_sessions_on_two_workers(fleet: tuple[Served, Path], shop: str) -> None:
     served, out = fleet
     control = served.control
     health = requests.get(f"{control}/health", timeout=10).json()
@@ -114,12 +116,14 @@ def test_sixteen_sessions_on_two_workers(fleet: tuple[Served, Path], shop: str) 
     }
     with ThreadPoolExecutor(max_workers=6) as pool:
         list(pool.map(lambda n: [_browse(started[n]["proxy"], shop, p) for p in plans[n]], names))
-    chromium = [_run_chromium(control, shop, task_id) for task_id in CHROMIUM_TASKS]
+    chromium = [_run_chromium(control, task_id) for task_id in CHROMIUM_TASKS]
     assert {run["worker"] for run in chromium} == {0, 1}
 
     health = requests.get(f"{control}/health", timeout=10).json()
     assert [w["running"] for w in health["workers"]] == [8, 8]
-    listed = {view["session"]: view for view in requests.get(f"{control}/sessions", timeout=10).json()["sessions"]}
+    listed = {
+        view["session"]: view for view in requests.get(f"{control}/sessions", timeout=10).json()["sessions"]
+    }
     for name in names:
         assert _urls(control, name) == [f"{shop}{path}" for path in plans[name]]
         assert listed[name]["worker"] == started[name]["worker"]
@@ -137,8 +141,14 @@ def test_sixteen_sessions_on_two_workers(fleet: tuple[Served, Path], shop: str) 
         urls = [entry["request"]["url"] for entry in har["log"]["entries"]]
         assert urls == [f"{shop}{path}" for path in plans[name]]
     for run in chromium:
-        task_dir = out / run["session"] / str(next(t for t in CHROMIUM_TASKS if run["session"].endswith(str(t))))
-        assert sorted(p.name for p in task_dir.iterdir()) == ["agent_response.json", "eval_result.json", "network.har"]
+        task_dir = (
+            out / run["session"] / str(next(t for t in CHROMIUM_TASKS if run["session"].endswith(str(t))))
+        )
+        assert sorted(p.name for p in task_dir.iterdir()) == [
+            "agent_response.json",
+            "eval_result.json",
+            "network.har",
+        ]
         entries = json.loads((task_dir / "network.har").read_text())["log"]["entries"]
         assert entries and not any("by=http-" in e["request"]["url"] for e in entries)
     # The finished sessions' addresses are released.
@@ -146,7 +156,27 @@ def test_sixteen_sessions_on_two_workers(fleet: tuple[Served, Path], shop: str) 
     assert [w["running"] for w in health["workers"]] == [0, 0]
 
 
-def test_a_killed_worker_comes_back_with_its_sessions(fleet: tuple[Served, Path], shop: str) -> None:  # noqa: F811
+def test_the_shared_ports_reach_the_owning_worker(fleet: tuple[Served, Path], shop: str) -> None:
+    """`--port` and `--session-port` keep their meaning: credentials name the session, whichever worker
+    holds it; the session port asks for them (407); no credentials on the proxy port: `default`."""
+    served, _ = fleet
+    control = served.control
+    names = ["cred-0", "cred-1"]
+    started = {name: _start(control, name) for name in names}
+    assert {started[name]["worker"] for name in names} == {0, 1}
+    for name in names:
+        via = served.session_proxy_url.replace("http://", f"http://{name}:x@")
+        requests.get(f"{shop}/?by={name}", proxies={"http": via}, headers=NAVIGATION, timeout=10)
+        assert _urls(control, name) == [f"{shop}/?by={name}"]
+    asked = requests.get(f"{shop}/", proxies={"http": served.session_proxy_url}, timeout=10)
+    assert asked.status_code == 407 and "Basic" in asked.headers["proxy-authenticate"]
+    requests.get(f"{shop}/?by=nobody", proxies={"http": served.proxy_url}, headers=NAVIGATION, timeout=10)
+    assert _urls(control, "default")[-1] == f"{shop}/?by=nobody"
+    for name in names:
+        assert finish(control, name, NAVIGATED).json()["status"] == "failure"  # the home page, not the mug
+
+
+def test_a_killed_worker_comes_back_with_its_sessions(fleet: tuple[Served, Path], shop: str) -> None:
     served, out = fleet
     control = served.control
     names = [f"kill-{i}" for i in range(8)]

@@ -96,9 +96,7 @@ async def serve_workers(args: argparse.Namespace, count: int) -> int:
     try:
         await server.start()
     except OSError as error:
-        print(
-            f"webarena-live serve: cannot open the control port {control_port}: {error}", file=sys.stderr
-        )
+        print(f"webarena-live serve: cannot open the control port {control_port}: {error}", file=sys.stderr)
         return 1
     front.control_port = server.port
     env = {CONTROL_TOKEN_ENV: args.control_token} if args.control_token else {}

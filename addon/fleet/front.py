@@ -66,8 +66,9 @@ def _started_name(body: bytes, caller: str | None) -> str | None:
 class Front:
     """The fleet as the control API sees it: the workers, where each session lives, what each runs."""
 
-    def __init__(self, placement: Placement, pool: WorkerPool | None = None) -> None:
-        self.pool: WorkerPool = pool  # set before any request comes
+    def __init__(self, placement: Placement) -> None:
+        self.pool = WorkerPool(0, lambda index: (), on_down=lambda index: None, on_restart=_nothing)
+        """Replaced by the running pool before the control port answers anything."""
         self.placement = placement
         self.starts: dict[str, dict[str, Any]] = {}
         """What each running session was started with (`task_id`, `run`), to resume it on a new worker."""
@@ -174,6 +175,10 @@ class Front:
             return await self.http.get(f"{worker.control_url}{path}", headers=headers)
         except httpx.TransportError:
             return None
+
+
+async def _nothing(index: int) -> None:
+    return None
 
 
 def _answer_headers(upstream: httpx.Response) -> dict[str, str]:
