@@ -85,7 +85,7 @@ def test_each_room_of_the_addon_says_what_it_owns_and_may_import():
     modules = sorted(path.name for path in (REPO / "addon").glob("*.py"))
     assert len(modules) <= 12, modules
     rooms = [path.parent for path in (REPO / "addon").glob("*/__init__.py")]
-    assert {room.name for room in rooms} >= {"proxy", "runs", "control", "demo", "commands"}
+    assert {room.name for room in rooms} >= {"proxy", "runs", "control", "demo", "commands", "fleet"}
     for room in rooms:
         docstring = ast.get_docstring(ast.parse((room / "__init__.py").read_text())) or ""
         assert "Owns" in docstring and "May import" in docstring, room

@@ -47,8 +47,9 @@ logger = logging.getLogger(__name__)
 class SessionAddresses(Protocol):
     """The sessions' own proxy addresses (`proxy/session_addresses.py`); the control API only asks."""
 
-    async def claim(self, session: str, port: int | None = None) -> str:
-        """The session's `http://HOST:PORT`, opened unless it holds one; `ControlError` 503 if none."""
+    async def claim(self, session: str, port: int | None = None) -> str | None:
+        """The session's `http://HOST:PORT`, opened unless it holds one; `ControlError` 503 if none
+        can be; None when the host cannot listen for sessions."""
         ...
 
     def release(self, session: str) -> None: ...

@@ -1,8 +1,12 @@
-"""Many proxies behind one control port: where sessions go, and the workers that hold them.
+"""The fleet: many proxy processes behind one control port, and where each session goes.
 
-`placement.py` decides which worker and which proxy port a session gets (pure: no
-mitmproxy, no web framework), so every engine that runs workers reuses it; `workers.py`
-starts, watches and restarts local worker processes; `front.py` is the control API that
-forwards each request to the worker that owns its session; `router.py` carries the shared
-proxy ports to the right worker. See docs/architecture.md, Workers.
+Owns placement, which worker and which proxy port a session gets (`placement`, pure: every engine
+that runs workers reuses it); the worker processes of `serve --workers`, started, watched and
+started again (`workers`); the front's control API, which forwards each request to the worker
+that owns its session and answers the routes about every session once (`front`); and the shared
+proxy ports, carried to the right worker (`router`). See docs/architecture.md, Workers.
+
+May import: `control` (errors, limits, the stream format), `runs`, `webarena_live.launch`, the
+evaluator's exported names, httpx and FastAPI/Starlette. Never mitmproxy: the front runs in a
+process without it.
 """

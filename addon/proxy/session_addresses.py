@@ -57,9 +57,12 @@ class SessionAddresses:
     def url(self, port: int) -> str:
         return f"http://{address_host(ctx.options.listen_host)}:{port}"
 
-    async def claim(self, session: str, port: int | None = None) -> str:
+    async def claim(self, session: str, port: int | None = None) -> str | None:
         """The session's address, opened now unless it holds one (a restart keeps it); `port` asks for
-        that port (a worker told by its front). A JSON 503 when none can be opened."""
+        that port (a worker told by its front). A JSON 503 when none can be opened; None when this
+        mitmproxy has no proxy server to listen with (the addon under mitmproxy's test context)."""
+        if ctx.master.addons.get("proxyserver") is None:
+            return None
         held = self.placement.held_ports().get(session)
         if held is not None and port in (None, held):
             return self.url(held)
