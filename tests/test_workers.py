@@ -13,14 +13,17 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import requests
+from httpx_sse import EventSource
 from playwright.sync_api import sync_playwright
 
 from tests.serve_process import Served, finish, shop, start_serve
@@ -28,6 +31,7 @@ from tests.serve_process import Served, finish, shop, start_serve
 __all__ = ["shop"]  # a fixture
 from tests.site.harness import CHROMIUM, CHROMIUM_ARGS
 from webarena_live.addon.demo.agent import ATTEMPTS
+from webarena_live.launch import serve_command
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -174,6 +178,74 @@ def test_the_shared_ports_reach_the_owning_worker(fleet: tuple[Served, Path], sh
     assert _urls(control, "default")[-1] == f"{shop}/?by=nobody"
     for name in names:
         assert finish(control, name, NAVIGATED).json()["status"] == "failure"  # the home page, not the mug
+
+
+def test_a_startup_mistake_is_told_once_and_nothing_runs(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [*serve_command(), "--workers", "2", "--tasks", str(tmp_path / "nope.json"), "--port", "0",
+         "--session-port", "0", "--control-port", "0"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    output = run.stdout + run.stderr
+    assert run.returncode == 2, output
+    assert output.count("nope.json") == 1, output
+    assert "a worker did not start (exit code 2" in run.stderr
+
+
+def test_every_workers_sessions_in_one_event_stream(fleet: tuple[Served, Path], shop: str) -> None:
+    """`GET /events` on the front: one `sessions` opening with every worker's sessions, then each
+    worker's notices as they happen (what the dashboard reads)."""
+    served, _ = fleet
+    control = served.control
+    names = ["stream-0", "stream-1"]
+    started = {name: _start(control, name) for name in names}
+    with httpx.Client(timeout=30) as client, client.stream("GET", f"{control}/events") as stream:
+        notices = (sse for sse in EventSource(stream).iter_sse() if sse.data)  # as a browser: no empty ones
+        opening = next(notices)
+        assert opening.event == "sessions"
+        listed = {view["session"]: view["worker"] for view in json.loads(opening.data)["sessions"]}
+        assert {listed[name] for name in names} == {0, 1}
+        for name in names:
+            _browse(started[name]["proxy"], shop, f"/?by={name}")
+        seen: set[str] = set()
+        for notice in notices:
+            if notice.event == "event":
+                seen.add(json.loads(notice.data)["session"])
+            if seen >= set(names):
+                break
+    for name in names:
+        finish(control, name, NAVIGATED)
+
+
+def test_the_dashboard_shows_every_workers_sessions(
+    fleet: tuple[Served, Path], shop: str, tmp_path: Path
+) -> None:
+    """The front serves the dashboard: a real Chromium lists the sessions of both workers and follows
+    one of them live, with no console error."""
+    served, _ = fleet
+    control = served.control
+    names = ["dash-0", "dash-1"]
+    started = {name: _start(control, name) for name in names}
+    assert {started[name]["worker"] for name in names} == {0, 1}
+    problems: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda error: problems.append(str(error)))
+            page.goto(f"{control}/#{names[1]}")
+            for name in names:
+                page.wait_for_selector(f'#sessions tbody tr[data-session="{name}"]', timeout=10_000)
+            page.wait_for_selector("#live.on", timeout=10_000)
+            _browse(started[names[1]]["proxy"], shop, f"/?by={names[1]}")
+            page.wait_for_selector('#events tbody tr[data-index="0"]', timeout=10_000)
+            page.screenshot(path=str(tmp_path / "dashboard-workers.png"))
+        finally:
+            browser.close()
+    assert not problems, problems
+    for name in names:
+        finish(control, name, NAVIGATED)
 
 
 def test_a_killed_worker_comes_back_with_its_sessions(fleet: tuple[Served, Path], shop: str) -> None:

@@ -116,11 +116,19 @@ async def serve_workers(args: argparse.Namespace, count: int) -> int:
         if len(shared) > 1:
             await shared[1].start(args.listen_host, args.session_port)
         await pool.start()
-    except (OSError, LaunchError) as error:
-        print(f"webarena-live serve: {error}", file=sys.stderr)
+    except OSError as error:
+        print(f"webarena-live serve: cannot open a proxy port: {error}", file=sys.stderr)
+        await _stop(shared, server, pool)
+        return 1
+    except LaunchError:
         await _stop(shared, server, pool)
         codes = [w.process.process.returncode for w in pool if w.process and w.process.process]
-        return next((code for code in codes if code), 1)
+        code = next((code for code in codes if code), 1)
+        print(
+            f"webarena-live serve: a worker did not start (exit code {code}; its output is above)",
+            file=sys.stderr,
+        )
+        return code
     front.ready = True
     health = (await front.http.get(f"{pool[0].control_url}/health", headers=_auth(front))).json()
     print(_banner(args, front, server, health), flush=True)

@@ -128,7 +128,7 @@ class Front:
         """The worker's answer to `request`, streamed back as it comes."""
         upstream = await self._send(worker, request, body, headers)
         if upstream is None:
-            return self.unavailable(worker)
+            return self.unavailable(worker, request)
         return StreamingResponse(
             upstream.aiter_raw(),
             status_code=upstream.status_code,
@@ -151,12 +151,13 @@ class Front:
         except httpx.TransportError:
             return None
 
-    def unavailable(self, worker: Worker) -> Response:
+    def unavailable(self, worker: Worker, request: Request | None = None) -> Response:
         detail = (
             f"worker {worker.index} is restarting; its sessions resume from their journals at the same "
             f"proxy addresses: retry in a moment"
         )
-        answer = error_response(503, "worker_unavailable", detail)
+        where = {"method": request.method, "path": request.url.path} if request is not None else {}
+        answer = error_response(503, "worker_unavailable", detail, **where)
         answer.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return answer
 
@@ -192,8 +193,8 @@ def create_front_app(front: Front) -> FastAPI:
 
     @app.get("/health")
     async def get_health(request: Request) -> Response:
-        if not front.ready:
-            return error_response(503, "starting", "the workers are starting")
+        if not front.ready:  # not logged: this is what a launcher polls while the workers start
+            return JsonResponse({"error": "starting", "detail": "the workers are starting"}, status_code=503)
         replies = await front.ask_all(request, "/health")
         if isinstance(replies, Response):
             return replies
@@ -256,22 +257,22 @@ def create_front_app(front: Front) -> FastAPI:
         if name is None:
             workers = front.up_workers()
             if not workers:
-                return front.unavailable(front.pool[0])
+                return front.unavailable(front.pool[0], request)
             return await front.forward(workers[0], request, body)
         owner = front.placement.owner(name)
         if owner is not None and owner in front.placement.down:
-            return front.unavailable(front.pool[owner])
+            return front.unavailable(front.pool[owner], request)
         had_port = name in front.placement.held_ports()
         try:
             seat = front.placement.place(name)
         except PlacementError as error:
-            return error_response(503, "no_address", str(error))
+            return error_response(503, "no_address", str(error), method="POST", path="/sessions")
         worker = front.pool[seat.worker]
         upstream = await front._send(worker, request, body, {PROXY_PORT_HEADER: str(seat.port)})
         if upstream is None:
             if not had_port:
                 front.placement.release(name)
-            return front.unavailable(worker)
+            return front.unavailable(worker, request)
         content = await upstream.aread()
         await upstream.aclose()
         if upstream.status_code != 200:
@@ -286,7 +287,7 @@ def create_front_app(front: Front) -> FastAPI:
     @app.post("/sessions/{session}/finish")
     async def post_finish(session: str, request: Request) -> Response:
         name = unquote(session)
-        worker = _owner_of(front, name)
+        worker = _owner_of(front, name, request)
         if isinstance(worker, Response):
             return worker
         body = await _bounded_body(request)
@@ -294,7 +295,7 @@ def create_front_app(front: Front) -> FastAPI:
             return error_response(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
         upstream = await front._send(worker, request, body)
         if upstream is None:
-            return front.unavailable(worker)
+            return front.unavailable(worker, request)
         content = await upstream.aread()
         await upstream.aclose()
         if upstream.status_code == 200:  # the worker closed the session's address; its port is free
@@ -312,9 +313,9 @@ def create_front_app(front: Front) -> FastAPI:
         if name is None:  # tasks, the dashboard, the OpenAPI document: the same on every worker
             workers = front.up_workers()
             if not workers:
-                return front.unavailable(front.pool[0])
+                return front.unavailable(front.pool[0], request)
             return await front.forward(workers[0], request)
-        worker = _owner_of(front, name)
+        worker = _owner_of(front, name, request)
         if isinstance(worker, Response):
             return worker
         return await front.forward(worker, request)
@@ -322,13 +323,14 @@ def create_front_app(front: Front) -> FastAPI:
     return app
 
 
-def _owner_of(front: Front, name: str) -> Worker | Response:
+def _owner_of(front: Front, name: str, request: Request) -> Worker | Response:
     owner = front.placement.owner(name)
     if owner is None:
-        return error_response(404, "unknown_session", f"no session named {name!r}")
+        detail = f"no session named {name!r}"
+        return error_response(404, "unknown_session", detail, method=request.method, path=request.url.path)
     worker = front.pool[owner]
     if owner in front.placement.down or not worker.up:
-        return front.unavailable(worker)
+        return front.unavailable(worker, request)
     return worker
 
 

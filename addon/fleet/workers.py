@@ -96,11 +96,14 @@ class WorkerPool:
         )  # fmt: skip
 
     async def start(self) -> None:
-        """Start every worker and wait until each answers; `LaunchError` if one cannot start."""
+        """Start every worker and wait until each answers; `LaunchError` if one cannot start. The first
+        starts alone: a mistake on the command line is then told once, by it, not by every worker."""
         for worker in self.workers:
             worker.process = self._process(worker)
+        first, *rest = [w.process for w in self.workers if w.process is not None]
         try:
-            await asyncio.gather(*(asyncio.to_thread(w.process.start) for w in self.workers if w.process))
+            await asyncio.to_thread(first.start)
+            await asyncio.gather(*(asyncio.to_thread(process.start) for process in rest))
         except LaunchError:
             await self.stop()
             raise
