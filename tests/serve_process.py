@@ -14,6 +14,17 @@ from tests.site.harness import check_preview
 from webarena_live.addon.demo import site as demo_site
 from webarena_live.launch import ServeProcess
 
+NAVIGATION = {
+    "Accept": "text/html,application/xhtml+xml",
+    "Sec-Fetch-Dest": "document",
+    "Sec-Fetch-Mode": "navigate",
+    "Sec-Fetch-User": "?1",
+    "Sec-Fetch-Site": "none",
+}
+"""Request headers of a browser's navigation (what the evaluator counts as one), for HTTP clients."""
+NAVIGATED = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}
+"""A navigate task's final answer."""
+
 
 @pytest.fixture(scope="module")
 def shop() -> Iterator[str]:

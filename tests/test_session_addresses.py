@@ -14,21 +14,12 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.serve_process import finish, shop, start_serve
-
-__all__ = ["shop"]  # a fixture
+from tests.serve_process import NAVIGATED, NAVIGATION, finish, shop, start_serve
 from webarena_live.launch import free_ports
 
-pytestmark = pytest.mark.timeout(120)
+__all__ = ["shop"]  # a fixture
 
-NAVIGATION = {
-    "Accept": "text/html,application/xhtml+xml",
-    "Sec-Fetch-Dest": "document",
-    "Sec-Fetch-Mode": "navigate",
-    "Sec-Fetch-User": "?1",
-    "Sec-Fetch-Site": "none",
-}
-NAVIGATED = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}
+pytestmark = pytest.mark.timeout(120)
 
 
 def _listening(url: str) -> bool:

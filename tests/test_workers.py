@@ -26,23 +26,15 @@ import requests
 from httpx_sse import EventSource
 from playwright.sync_api import sync_playwright
 
-from tests.serve_process import Served, finish, shop, start_serve
-
-__all__ = ["shop"]  # a fixture
+from tests.serve_process import NAVIGATED, NAVIGATION, Served, finish, shop, start_serve
 from tests.site.harness import CHROMIUM, CHROMIUM_ARGS
 from webarena_live.addon.demo.agent import ATTEMPTS
 from webarena_live.launch import serve_command
 
+__all__ = ["shop"]  # a fixture
+
 pytestmark = pytest.mark.timeout(300)
 
-NAVIGATION = {
-    "Accept": "text/html,application/xhtml+xml",
-    "Sec-Fetch-Dest": "document",
-    "Sec-Fetch-Mode": "navigate",
-    "Sec-Fetch-User": "?1",
-    "Sec-Fetch-Site": "none",
-}
-NAVIGATED = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}
 PRODUCT = "/enamel-camp-mug.html"
 """Task 1003's page: a navigation ending here succeeds."""
 CHROMIUM_TASKS = {1001: "success", 1003: "success", 1004: "success", 1007: "failure"}

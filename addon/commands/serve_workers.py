@@ -1,6 +1,6 @@
 """`webarena-live serve --workers N`: N proxy processes behind one control port.
 
-This process runs no mitmproxy: it serves the control API (`fleet/front.py`), carries the shared
+This process runs no mitmproxy: it serves the control API (`fleet/front_app.py`), carries the shared
 proxy ports to the workers (`fleet/router.py`) and keeps the workers running (`fleet/workers.py`).
 Each worker is a `webarena-live serve` of its own with every option of this command line, on
 ports of its own, its control requests through the proxy sent here (`webarena_front`). See
@@ -17,7 +17,8 @@ import sys
 
 from webarena_live.addon.control.context import RESERVED_HOST
 from webarena_live.addon.control.server import ControlServer
-from webarena_live.addon.fleet.front import Front, create_front_app
+from webarena_live.addon.fleet.front import Front
+from webarena_live.addon.fleet.front_app import create_front_app
 from webarena_live.addon.fleet.placement import Placement, PlacementError, PortRange
 from webarena_live.addon.fleet.router import SharedPort
 from webarena_live.addon.fleet.workers import WorkerPool
