@@ -7,7 +7,7 @@ its own: once with the session's PAC file (`--proxy-pac-url`), once with its bar
 planned ones both ways, and the reference judges the HAR the PAC run wrote the same.
 
 Chromium sends `127.0.0.1` sites around any PAC script, so the wiki is reached as `wiki.test`:
-Chromium maps the name with `--host-resolver-rules`, the proxy with tests/site/test_hostnames.py.
+Chromium maps the name with `--host-resolver-rules`, the proxy with tests/site/hostnames_script.py.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from tests.wiki.agents import AGENTS, Wiki
 from webarena_live.evaluator import STATIC_ASSET_SUFFIXES
 
 TASKS_FILE = Path(__file__).resolve().parent / "wiki" / "tasks.json"
-HOSTNAMES = Path(__file__).resolve().parent / "site" / "test_hostnames.py"
+HOSTNAMES = Path(__file__).resolve().parent / "site" / "hostnames_script.py"
 TASKS = (9204, 9206, 9208)
 """A navigation judged by its URL, a login and an edit form (a mutation), a page not to change."""
 PLANNED = {"correct": "success", "wrong": "failure"}

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from mitmproxy.proxy import server_hooks
 
-TEST_SUFFIX = ".test"
+SUFFIX = ".test"
 
 
-class TestHostnames:
+class SiteNames:
     def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
         address = data.server.address
-        if address is not None and address[0].endswith(TEST_SUFFIX):
+        if address is not None and address[0].endswith(SUFFIX):
             data.server.address = ("127.0.0.1", address[1])
 
 
-addons = [TestHostnames()]
+addons = [SiteNames()]
