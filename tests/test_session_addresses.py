@@ -92,3 +92,28 @@ def test_the_pac_file_sends_static_assets_direct(tmp_path: Path, shop: str) -> N
         assert requests.get(f"{control}/sessions/s", timeout=10).status_code == 401
     finally:
         served.stop()
+
+
+def test_with_workers_the_range_is_shared_and_its_end_is_a_503(tmp_path: Path, shop: str) -> None:
+    low = free_ports(1)[0]
+    args = ("--workers", "2", "--session-ports", f"{low}-{low + 2}")
+    served, control, _ = start_serve(tmp_path, shop, tmp_path / "state", *args)
+    try:
+        started = [
+            requests.post(
+                f"{control}/sessions", json={"task_id": 1003, "session": f"w{i}"}, timeout=30
+            ).json()
+            for i in range(3)
+        ]
+        assert sorted(s["proxy"] for s in started) == [f"http://127.0.0.1:{p}" for p in range(low, low + 3)]
+        assert {s["worker"] for s in started} == {0, 1}
+        full = requests.post(f"{control}/sessions", json={"task_id": 1003, "session": "w3"}, timeout=30)
+        assert full.status_code == 503 and full.json()["error"] == "no_address", full.text
+        requests.get(f"{shop}/", proxies={"http": started[0]["proxy"]}, headers=NAVIGATION, timeout=10)
+        assert finish(control, "w0", NAVIGATED).json()["status"] == "failure"
+        again = requests.post(
+            f"{control}/sessions", json={"task_id": 1003, "session": "w3"}, timeout=30
+        ).json()
+        assert again["proxy"] == started[0]["proxy"]  # released by the finish, on whichever worker
+    finally:
+        served.stop()

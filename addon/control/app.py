@@ -241,7 +241,10 @@ def create_app(control: ControlContext | None) -> FastAPI:
         openapi_extra=_body({"$ref": "#/components/schemas/FinalResponse"}),
     )
     async def post_finish(session: SessionName, request: Request, ctx: Control) -> Response:
-        return finish(ctx, find_session(ctx, unquote(session)), await request.body())
+        answer = finish(ctx, find_session(ctx, unquote(session)), await request.body())
+        if ctx.addresses is not None:
+            await ctx.addresses.settle()  # the session's address is closed when the agent hears back
+        return answer
 
     @app.get(
         "/sessions/{session}/har",

@@ -54,6 +54,10 @@ class SessionAddresses(Protocol):
 
     def release(self, session: str) -> None: ...
 
+    async def settle(self) -> None:
+        """Wait until the ports released so far are closed."""
+        ...
+
 
 class ControlContext:
     """What the routes work on: the loaded tasks, the sessions (with the settings their attempts read)

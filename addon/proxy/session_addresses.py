@@ -97,6 +97,13 @@ class SessionAddresses:
             self.release(session.name)
             session.proxy = None
 
+    async def settle(self) -> None:
+        """Wait until the listeners match the addresses held: a port released by a finish is closed
+        once the finish answers, so the next session (on any worker) can listen on it."""
+        proxyserver: Any = ctx.master.addons.get("proxyserver")
+        if proxyserver is not None:
+            await proxyserver.setup_servers()
+
     async def _open(self, port: int) -> str | None:
         """Add the port's mode and wait until it listens; what went wrong, or None."""
         mode = session_mode(port)
