@@ -149,13 +149,16 @@ def _verdict(result: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def test_oracle_agrees_with_every_demo_verdict(
+@pytest.fixture(scope="module")
+def oracle_judged(
     demo_run: tuple[subprocess.CompletedProcess[str], Path, float],
     oracle_python: Path,
     official_dataset: Path,
-    tmp_path: Path,
-) -> None:
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
+    """The demo's run directory judged again by the reference's `eval-tasks` (a copy of it)."""
     _, out, _ = demo_run
+    tmp_path = tmp_path_factory.mktemp("oracle-judged")
     judged = tmp_path / "judged"
     shutil.copytree(out, judged, ignore=shutil.ignore_patterns("eval_result.json"))
     config = json.loads((out / "config.json").read_text())
@@ -170,12 +173,36 @@ def test_oracle_agrees_with_every_demo_verdict(
         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert oracle.returncode == 0, oracle.stdout[-3000:] + oracle.stderr[-3000:]
+    return judged
+
+
+def test_oracle_agrees_with_every_demo_verdict(
+    demo_run: tuple[subprocess.CompletedProcess[str], Path, float], oracle_judged: Path
+) -> None:
+    _, out, _ = demo_run
+    judged = oracle_judged
+    task_ids = sorted(load_tasks(DEMO_TASKS))
     for task_id in task_ids:
         ours = json.loads((out / str(task_id) / "eval_result.json").read_text())
         reference = json.loads((judged / str(task_id) / "eval_result.json").read_text())
         assert _verdict(ours) == _verdict(reference), task_id
     for task_id in PLANNED_FAILURES:
         assert json.loads((judged / str(task_id) / "eval_result.json").read_text())["status"] == "failure"
+
+
+def test_report_reads_the_references_outputs_as_the_proxys(
+    demo_run: tuple[subprocess.CompletedProcess[str], Path, float], oracle_judged: Path
+) -> None:
+    """`report` on the reference's own `eval-tasks` output gives the figures it gives on the proxy's."""
+    _, out, _ = demo_run
+    documents = []
+    for directory in (out, oracle_judged):
+        process = run_cli("report", str(directory), "--tasks", str(DEMO_TASKS), "--json")
+        assert process.returncode == 0, process.stderr
+        document = json.loads(process.stdout)
+        documents.append({key: value for key, value in document.items() if key != "directory"})
+    assert documents[0] == documents[1]
+    assert documents[0]["tasks"] == 7 and documents[0]["success"] == 5 and documents[0]["missing"] == 0
 
 
 def test_missing_chromium_is_one_clear_line(tmp_path: Path) -> None:

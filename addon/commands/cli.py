@@ -140,6 +140,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dataset_options(evaluate)
     evaluate.add_argument("--task-ids", type=_task_ids, metavar="1,2,3", help="only these task ids")
 
+    report = commands.add_parser(
+        "report",
+        help="a whole run in figures: success by site, action and template, with 95% intervals",
+        description="Report a run directory in the reference's layout (DIR/<task_id>/eval_result.json): the "
+        "success rate with its 95%% interval (Wilson) overall, by site, action and intent template (and the "
+        "official hard subset), errors and environment problems apart, the failing checks; with --vs, the "
+        "paired comparison with another run (flips, difference, exact McNemar test).",
+    )
+    report.add_argument("directory", metavar="DIR", help="run directory to report")
+    report.add_argument("--vs", metavar="OTHER_DIR", help="compare with this run of the same tasks")
+    report.add_argument("--json", action="store_true", help="print every figure as JSON instead of tables")
+    report.add_argument(
+        "--html", metavar="FILE", help="also write a self-contained HTML page, charts included"
+    )
+    _add_dataset_options(report)
+
     demo = commands.add_parser(
         "demo",
         help="run the embedded demo end to end",
@@ -183,6 +199,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from webarena_live.addon.commands.evaluate import run as run_evaluate
 
         return run_evaluate(args)
+    if args.command == "report":
+        from webarena_live.addon.commands.report import run as run_report
+
+        return run_report(args)
     if args.command == "addon-path":
         print(addon_path())
         return 0

@@ -1,0 +1,132 @@
+"""`webarena-live report OUT [--vs OTHER] [--json] [--html FILE]`: a whole run in figures.
+
+The figures are the evaluator's (`report_run`, `compare_runs`); this module picks the dataset as
+`evaluate` does, prints them as tables (rich) or JSON, and writes the HTML page
+(`commands/report_html.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from webarena_live.addon.commands.evaluate import dataset_source
+from webarena_live.evaluator import (
+    OFFICIAL_DATASET,
+    OFFICIAL_HARD_SUBSET,
+    TaskSet,
+    WebArenaLiveError,
+    compare_runs,
+    load_tasks,
+    official_dataset_installed,
+    official_subset_ids,
+    report_run,
+)
+
+
+def _dataset(args: argparse.Namespace) -> tuple[TaskSet | None, frozenset[int] | None, str]:
+    """The tasks to report over, the hard subset's ids when they are the official ones, and a note."""
+    if not args.tasks and not args.config and not official_dataset_installed():
+        return None, None, "no dataset (--tasks): sites and templates from the verdicts, no missing tasks"
+    source = dataset_source(args.tasks, args.config)
+    tasks = load_tasks(source)
+    official = str(source) in (OFFICIAL_DATASET, OFFICIAL_HARD_SUBSET)
+    hard = frozenset(official_subset_ids(OFFICIAL_HARD_SUBSET)) if official else None
+    return tasks, hard, f"{len(tasks)} tasks from {tasks.source}"
+
+
+def report_document(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """Every figure of `report` as one JSON document, and the dataset's note."""
+    tasks, hard, note = _dataset(args)
+    here = report_run(Path(args.directory), tasks, hard=hard)
+    document = here.to_dict()
+    if args.vs:
+        there = report_run(Path(args.vs), tasks, hard=hard)
+        document["vs"] = {"directory": str(there.directory), **compare_runs(here, there)}
+    return document, note
+
+
+def _percent(rate: dict[str, Any]) -> str:
+    low, high = rate["interval"]
+    return f"{rate['rate'] * 100:5.1f}%  [{low * 100:.1f}-{high * 100:.1f}]"
+
+
+def _rates(title: str, rows: dict[str, dict[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("", "tasks", "success", "rate [95% interval]", "failure", "errors", "environment"):
+        table.add_column(column, justify="left" if not column else "right")
+    for name, rate in rows.items():
+        table.add_row(name, str(rate["tasks"]), str(rate["success"]), _percent(rate), str(rate["failure"]),
+                      str(rate["errors"]), str(rate["environment"]))  # fmt: skip
+    return table
+
+
+def print_report(console: Console, document: dict[str, Any], note: str) -> None:
+    console.print(f"[bold]{document['directory']}[/bold]: {note}")
+    overall = {"all judged tasks": document}
+    if "hard" in document:
+        overall["hard subset"] = document["hard"]
+    console.print(_rates("Overall", overall))
+    if document["missing"]:
+        missing = document["missing"]
+        console.print(f"{missing} task(s) of the dataset have no verdict here: missing, not failures")
+    if document["unjudged_task_ids"]:
+        console.print(
+            f"not judged yet (run `webarena-live evaluate` first): {document['unjudged_task_ids'][:20]}"
+        )
+    if document["environment"]:
+        console.print(f"environment problems (UNKNOWN_ERROR answers, sites that did not answer): "
+                      f"{document['environment_task_ids'][:20]}")  # fmt: skip
+    console.print(_rates("By site (a task of several sites counts under each)", document["by_site"]))
+    console.print(_rates("By action", document["by_action"]))
+    worst = dict(sorted(document["by_template"].items(), key=lambda item: item[1]["rate"])[:10])
+    console.print(_rates(f"By intent template: the 10 lowest of {len(document['by_template'])}", worst))
+    checks = Table(title="Failing checks, most frequent first", title_justify="left")
+    for column in ("check", "tasks", "task ids"):
+        checks.add_column(column)
+    for check in document["failing_checks"][:15]:
+        shown = ", ".join(map(str, check["task_ids"][:12])) + (" …" if check["count"] > 12 else "")
+        checks.add_row(check["check"], str(check["count"]), shown)
+    console.print(checks)
+    if "vs" in document:
+        _print_comparison(console, document["vs"])
+
+
+def _print_comparison(console: Console, vs: dict[str, Any]) -> None:
+    table = Table(title=f"Against {vs['directory']} (paired, on the tasks both judged)", title_justify="left")
+    for column in ("", "tasks", "only here", "only there", "difference [95% interval]", "McNemar p"):
+        table.add_column(column, justify="left" if not column else "right")
+    for name, row in {"all": vs, **vs["by_site"]}.items():
+        low, high = row["interval"]
+        table.add_row(name, str(row["tasks"]), str(len(row["only_here"])), str(len(row["only_there"])),
+                      f"{row['difference'] * 100:+.1f} pts [{low * 100:+.1f}, {high * 100:+.1f}]",
+                      f"{row['p_value']:.3g}")  # fmt: skip
+    console.print(table)
+    console.print(f"succeed only here: {vs['only_here'][:30]}\nsucceed only there: {vs['only_there'][:30]}")
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console()
+    try:
+        document, note = report_document(args)
+    except WebArenaLiveError as error:
+        for line in str(error).splitlines():
+            print(f"webarena-live report: {line}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(document, indent=2))
+    else:
+        print_report(console, document, note)
+    if args.html:
+        from webarena_live.addon.commands.report_html import write_html
+
+        write_html(Path(args.html), document, note)
+        if not args.json:
+            console.print(f"HTML report: {args.html}")
+    return 0
