@@ -38,7 +38,7 @@ PAGES = [
 ]
 
 
-async def browse(base: str, proxy_args: list[str], paths: list[str] = PAGES) -> dict[str, float]:
+async def browse(base: str, proxy_args: list[str]) -> dict[str, float]:
     """One fresh Chromium loads `PAGES`: median seconds per page load, requests that reached the network."""
     async with async_playwright() as playwright:
         args = [*CHROMIUM_ARGS, *proxy_args, "--host-resolver-rules=MAP *.test 127.0.0.1"]
@@ -53,7 +53,7 @@ async def browse(base: str, proxy_args: list[str], paths: list[str] = PAGES) -> 
             )
             await cdp.send("Network.enable")
             times = []
-            for path in paths:
+            for path in PAGES:
                 started = time.perf_counter()
                 await page.goto(base + path, wait_until="load")
                 times.append(time.perf_counter() - started)
@@ -63,45 +63,9 @@ async def browse(base: str, proxy_args: list[str], paths: list[str] = PAGES) -> 
 
 
 def _session(proxy: bench.Proxy, name: str) -> str:
-    started = bench.control(
-        proxy.control_port, "POST", "/sessions", {"task_id": 9201, "session": name, "restart": True}
-    )
+    body = {"task_id": 9201, "session": name, "restart": True}
+    started = bench.control(proxy.control_port, "POST", "/sessions", body)
     return str(started["proxy"])
-
-
-def pac_on_the_demo_shop(*, rounds: int) -> float:
-    """The PAC comparison again on the demo shop, whose styles, scripts and images end in `.css`,
-    `.js` and `.svg`: proxy CPU per page load with PAC / with the bare address."""
-    from webarena_live.addon.demo import site as demo_site
-
-    shop = demo_site.serve("127.0.0.1", 0)
-    work = Path(tempfile.mkdtemp(prefix="bench-pages-shop-"))
-    named = shop.url.replace("127.0.0.1", "shop.test")
-    config = write_config(work / "sites.json", {"__SHOPPING__": {"urls": [named]}})
-    cpu: dict[str, list[float]] = {"pac": [], "bare": []}
-    try:
-        with bench.Proxy(
-            serve=True, serve_options=[f"webarena_config={config}", f"scripts={HOSTNAMES}"]
-        ) as serve:
-            for index in range(rounds + 1):
-                _session(serve, "pac", task_id=1003)
-                pac_url = f"http://127.0.0.1:{serve.control_port}/sessions/pac/proxy.pac"
-                ways = {
-                    "pac": [f"--proxy-pac-url={pac_url}"],
-                    "bare": [f"--proxy-server={_session(serve, 'bare', task_id=1003)}"],
-                }
-                for name, proxy_args in ways.items():
-                    before = bench.cpu_seconds(serve.pid)
-                    asyncio.run(browse(named, proxy_args, SHOP_PAGES))
-                    if index:
-                        cpu[name].append((bench.cpu_seconds(serve.pid) - before) / len(SHOP_PAGES) * 1000)
-    finally:
-        shop.shutdown()
-    pac, bare = bench.median(cpu["pac"]), bench.median(cpu["bare"])
-    print(
-        f"demo shop, proxy CPU per page load: PAC {pac:.1f} ms, bare address {bare:.1f} ms: {pac / bare:.2f}x"
-    )
-    return pac / bare
 
 
 def pages(*, rounds: int) -> None:
@@ -161,4 +125,3 @@ def pages(*, rounds: int) -> None:
     print(f"requests that reached the network, session address vs mitmdump: {requests} (target: equal)")
     cpu = med("pac", "cpu_ms") / med("bare", "cpu_ms")
     print(f"proxy CPU per page load, PAC / bare address: {cpu:.2f}x (target <= 0.4x)")
-    pac_on_the_demo_shop(rounds=rounds)
