@@ -38,6 +38,7 @@ from .run_dir import write_run as write_run
 from .run_dir import write_text_atomically as write_text_atomically
 from .run_report import ReportError as ReportError
 from .run_report import RunReport as RunReport
+from .run_report import VerdictCache as VerdictCache
 from .run_report import compare_runs as compare_runs
 from .run_report import report_run as report_run
 from .site_checks import placeholder as placeholder

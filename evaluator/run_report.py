@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,6 +141,11 @@ class RunReport:
 class ReportError(WebArenaLiveError):
     """The directory cannot be reported (not a run directory, or one holding named runs only)."""
 
+    def __init__(self, message: str, *, named_runs: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.named_runs = named_runs
+        """The named runs the directory holds, when that is why it cannot be reported itself."""
+
 
 def _failing(result: Mapping[str, Any]) -> tuple[str, ...]:
     checks = []
@@ -190,10 +195,42 @@ def read_verdict(task_dir: Path, tasks: TaskSet | None) -> Verdict | None:
     )
 
 
+class VerdictCache:
+    """`read_verdict` that reads a task folder again only when its `eval_result.json` changed: for a
+    report asked after every finish (the dashboard's run view)."""
+
+    def __init__(self) -> None:
+        self._known: dict[Path, tuple[tuple[int, int], Verdict | None]] = {}
+
+    def read(self, task_dir: Path, tasks: TaskSet | None) -> Verdict | None:
+        try:
+            stat = (task_dir / RESULT_FILE).stat()
+        except FileNotFoundError:
+            return None
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        known = self._known.get(task_dir)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        verdict = read_verdict(task_dir, tasks)
+        self._known[task_dir] = (stamp, verdict)
+        return verdict
+
+
+VerdictReader = Callable[[Path, "TaskSet | None"], "Verdict | None"]
+
+
 def report_run(
-    directory: Path, tasks: TaskSet | None = None, *, hard: frozenset[int] | None = None
+    directory: Path,
+    tasks: TaskSet | None = None,
+    *,
+    hard: frozenset[int] | None = None,
+    read: VerdictReader | None = None,
 ) -> RunReport:
-    """The report of `directory` (`OUT/<task_id>/…`) over `tasks` (the dataset; None: the verdicts only)."""
+    """The report of `directory` (`OUT/<task_id>/…`) over `tasks` (the dataset; None: the verdicts only).
+
+    `read` reads one task folder's verdict (`read_verdict`; a caching one for a report asked again
+    and again, as the dashboard does)."""
+    read = read or read_verdict
     if not directory.is_dir():
         raise ReportError(f"{directory}: no such directory")
     task_dirs = [entry for entry in directory.iterdir() if entry.name.isdigit() and entry.is_dir()]
@@ -201,14 +238,13 @@ def report_run(
         named = [run.name for run in named_runs(directory)]
         if named:
             listed = ", ".join(named)
-            raise ReportError(
-                f"{directory} holds named runs ({listed}): report one, e.g. {directory / named[0]}"
-            )
+            message = f"{directory} holds named runs ({listed}): report one, e.g. {directory / named[0]}"
+            raise ReportError(message, named_runs=tuple(named))
         raise ReportError(f"{directory}: no task folders (OUT/<task_id>/eval_result.json) to report")
     verdicts: dict[int, Verdict] = {}
     unjudged = []
     for task_dir in task_dirs:
-        verdict = read_verdict(task_dir, tasks)
+        verdict = read(task_dir, tasks)
         if verdict is None:
             unjudged.append(int(task_dir.name))
         else:

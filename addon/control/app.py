@@ -36,6 +36,7 @@ from webarena_live.addon.control.middleware import BodyCap, CommonHeaders, Guard
 from webarena_live.addon.control.models import SessionName
 from webarena_live.addon.control.pac import PAC_MEDIA_TYPE, proxy_auto_config
 from webarena_live.addon.control.reset import ResetOutcome, reset_sites, sites_without_reset
+from webarena_live.addon.control.run_view import run_figures
 from webarena_live.addon.control.streams import Streams, global_stream, session_stream
 from webarena_live.addon.runs.attempt import FinishRefused, OutputsFailed
 from webarena_live.addon.runs.sessions import Session
@@ -56,7 +57,8 @@ _ERRORS = {
     403: "the request came from a web page",
     404: "unknown task, session or route",
     405: "method not allowed on this route",
-    409: "the session cannot do that now (running, finished, no task, no events, no reset_url)",
+    409: "the session cannot do that now (running, finished, no task, no events, no reset_url); no output "
+    "directory, or one holding named runs only (GET /report)",
     413: "request body over 10 MiB",
     502: "a site's reset failed (each site's outcome in the detail); the session did not start",
     503: "no proxy address is free for the session (--session-ports used up), or its worker is restarting",
@@ -271,6 +273,17 @@ def create_app(control: ControlContext | None) -> FastAPI:
             )
             raise ControlError(409, "no_address", detail)
         return Response(proxy_auto_config(found.proxy), media_type=PAC_MEDIA_TYPE)
+
+    @app.get(
+        "/report",
+        summary="the run in figures, as `webarena-live report` gives them on the output directory",
+        responses=_documented(models.RunFigures, 400, 409, *_GUARDED),  # 404: an unknown named run
+    )
+    async def get_report(
+        ctx: Control,
+        run: Annotated[str | None, Query(description="a named run: OUT/<run>/")] = None,
+    ) -> Response:
+        return JsonResponse(await run_figures(ctx, run))
 
     app.include_router(
         agent_router(

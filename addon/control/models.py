@@ -127,3 +127,14 @@ class Progress(_Open):
     events: int
     network: list[dict[str, Any]]
     last_navigation: dict[str, Any] | None = None
+
+
+class RunFigures(_Open):
+    """`webarena-live report --json` of the output directory (every figure; see the README)."""
+
+    tasks: int
+    success: int
+    rate: float
+    interval: list[float]
+    missing: int
+    by_site: dict[str, dict[str, Any]]

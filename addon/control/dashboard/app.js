@@ -168,6 +168,7 @@ async function followAllSessions() {
         setLive(true);
         if (kind === "counts") showCount(data.session, data.counts);
         else {
+          if (kind === "finished") document.dispatchEvent(new Event("webarena-live:finished"));
           if (kind === "session" || kind === "reset") state.counts.delete(data.session); // a new run
           sessionsChanged();
         }
@@ -416,8 +417,9 @@ function showVerdict(result) {
 // --- start --------------------------------------------------------------------------------------
 
 async function start() {
+  let health = {};
   try {
-    const health = await api("health");
+    health = await api("health");
     $("#health").textContent = `v${health.version} · ${health.tasks} tasks · ${plural(Object.keys(health.sites || {}).length, "site")} mapped`;
     // /health is public and says whether a token is needed: ask before any request that would be
     // refused (a 401 shows as an error in the browser's console).
@@ -426,6 +428,7 @@ async function start() {
     console.warn(error);
   }
   await refreshSessions();
+  document.dispatchEvent(new CustomEvent("webarena-live:ready", { detail: health }));
   if (!state.following) {
     state.following = true;
     followAllSessions().finally(() => (state.following = false));

@@ -1,0 +1,72 @@
+// The run view: the figures `webarena-live report` gives on the output directory (GET /report, the
+// same function), drawn again each time a session finishes (app.js passes on the `finished` notices
+// of GET /events as a "webarena-live:finished" event). Uses app.js's `headers()`.
+"use strict";
+
+const run = { name: "", timer: 0, enabled: false };
+
+function percentOf(value) {
+  return `${(value * 100).toFixed(1)}%`;
+}
+
+function rateText(rate) {
+  const [low, high] = rate.interval;
+  return `${percentOf(rate.rate)} [${percentOf(low)}-${percentOf(high)}]`;
+}
+
+function fillRates(table, rates) {
+  const body = table.tBodies[0];
+  body.replaceChildren();
+  for (const [name, rate] of Object.entries(rates)) {
+    const row = body.insertRow();
+    row.dataset.name = name;
+    row.dataset.success = rate.success;
+    row.dataset.tasks = rate.tasks;
+    for (const text of [name, `${rate.success}/${rate.tasks}`, rateText(rate), rate.errors, rate.environment]) {
+      row.insertCell().textContent = text;
+    }
+  }
+}
+
+async function refreshRun() {
+  if (!run.enabled) return; // without an output directory there is no run to report
+  const path = run.name ? `report?run=${encodeURIComponent(run.name)}` : "report";
+  const response = await fetch(path, { headers: headers() });
+  if (!response.ok) return; // no output directory: the view stays hidden
+  const figures = await response.json();
+  const panel = document.querySelector("#run-panel");
+  panel.hidden = false;
+  const overall = document.querySelector("#run-overall");
+  overall.dataset.tasks = figures.tasks;
+  overall.dataset.success = figures.success;
+  overall.textContent = `${figures.success} of ${figures.tasks} judged tasks succeed: ${rateText(figures)}`;
+  const notes = [];
+  if (figures.missing) notes.push(`${figures.missing} missing (not failures)`);
+  if (figures.errors) notes.push(`${figures.errors} evaluation errors`);
+  if (figures.environment) notes.push(`${figures.environment} environment problems`);
+  document.querySelector("#run-notes").textContent = notes.join(" · ");
+  fillRates(document.querySelector("#run-sites"), figures.by_site);
+  fillRates(document.querySelector("#run-actions"), figures.by_action);
+  const chooser = document.querySelector("#run-name");
+  const names = ["", ...figures.named_runs];
+  if (chooser.options.length !== names.length) {
+    chooser.replaceChildren(...names.map((name) => new Option(name || "(the output directory)", name)));
+    chooser.value = run.name;
+  }
+  chooser.hidden = names.length === 1;
+}
+
+function runChanged() {
+  clearTimeout(run.timer);
+  run.timer = setTimeout(refreshRun, 300); // several finishes at once: one report
+}
+
+document.querySelector("#run-name").addEventListener("change", (event) => {
+  run.name = event.target.value;
+  refreshRun();
+});
+document.addEventListener("webarena-live:finished", runChanged);
+document.addEventListener("webarena-live:ready", (event) => {
+  run.enabled = Boolean(event.detail && event.detail.output_dir);
+  refreshRun();
+});

@@ -1,0 +1,47 @@
+"""The dashboard's run view: the run in figures, as `webarena-live report` gives them on the output dir.
+
+One function under `GET /report`, over the evaluator's `report_run`: the same figures the command
+prints, read from the same files, so the two always agree. Verdicts are read again only when their
+`eval_result.json` changed (`VerdictCache`), and the reading runs in a worker thread: the proxy's
+event loop keeps capturing while a large run directory is read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from webarena_live.addon.control.bodies import ControlError
+from webarena_live.addon.control.context import ControlContext
+from webarena_live.evaluator import (
+    ReportError,
+    RunReport,
+    VerdictCache,
+    named_runs,
+    report_run,
+    run_name_problem,
+)
+
+_cache = VerdictCache()
+
+
+async def run_figures(ctx: ControlContext, run: str | None) -> dict[str, Any]:
+    """`report --json` of the output directory (of its named run `run`), with `named_runs`: the named
+    runs it holds. A directory with no verdict yet reports no judged task (every task missing)."""
+    if ctx.output_dir is None:
+        raise ControlError(409, "no_output_dir", "this proxy writes no outputs (serve --output-dir DIR)")
+    if run is not None and (problem := run_name_problem(run)):
+        raise ControlError(400, "bad_run_name", problem)
+    directory = ctx.output_dir / run if run else ctx.output_dir
+    if run and not directory.is_dir():
+        raise ControlError(404, "unknown_run", f"no run named {run!r} in {ctx.output_dir}")
+    return await asyncio.to_thread(_figures, directory, ctx)
+
+
+def _figures(directory: Path, ctx: ControlContext) -> dict[str, Any]:
+    try:
+        report = report_run(directory, ctx.tasks, read=_cache.read)
+    except ReportError:  # no task folder yet
+        report = RunReport(directory, {}, missing=tuple(sorted(ctx.tasks)))
+    return {**report.to_dict(), "named_runs": [path.name for path in named_runs(directory)]}
