@@ -244,9 +244,10 @@ def official_dataset_installed() -> bool:
     return importlib.util.find_spec("webarena_verified") is not None
 
 
-def official_subset_ids(name: str) -> list[int]:
-    """The task ids of one of the reference package's own subsets (`assets/dataset/subsets/<name>.json`)."""
-    file = official_dataset_path().parent / "subsets" / f"{name}.json"
+def official_subset_ids(name: str, dataset: Path | None = None) -> list[int]:
+    """The task ids of one of the reference package's own subsets (`assets/dataset/subsets/<name>.json`,
+    beside `dataset`, the official dataset file: the installed package's by default)."""
+    file = (dataset or official_dataset_path()).parent / "subsets" / f"{name}.json"
     try:
         ids = json.loads(file.read_text(encoding="utf-8"))["task_ids"]
     except (OSError, ValueError, KeyError, TypeError) as error:

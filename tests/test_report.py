@@ -135,6 +135,13 @@ def test_figures_over_the_812_official_tasks(
             )
             assert got["interval"] == pytest.approx(want["interval"], abs=1e-12), (key, name)
     assert sorted(document["by_action"]) == ["mutate", "navigate", "retrieve"]
+    # The official hard subset, from the reference package beside the dataset file.
+    hard_file = official_dataset.parent / "subsets" / "webarena-verified-hard.json"
+    hard_ids = json.loads(hard_file.read_text())["task_ids"]
+    want = _expected(plan, hard_ids)
+    got = document["hard"]
+    assert (got["tasks"], got["success"], got["errors"]) == (want["tasks"], want["success"], want["errors"])
+    assert got["interval"] == pytest.approx(want["interval"], abs=1e-12)
     failing = {check["check"]: check["count"] for check in document["failing_checks"]}
     assert failing == {"NetworkEventEvaluator: missing_navigation_event": sum(
         plan[i] in ("failure", "unknown_error", "unanswered") for i in ids)}  # fmt: skip

@@ -56,6 +56,9 @@ def test_the_run_view_follows_the_finishes(
                 )
                 finish(control, name, answer)
                 page.wait_for_selector(f'#run-overall[data-tasks="{judged}"]', timeout=10_000)
+            page.wait_for_selector("#run-chart .main-svg", timeout=10_000)
+            bars = page.eval_on_selector_all("#run-chart .bars .point", "points => points.length")
+            assert bars == 1  # one site: the shop
             page.screenshot(path=str(shots / "run-view.png"), full_page=True)
             shown = {
                 "overall": page.eval_on_selector(

@@ -36,9 +36,19 @@ def _dataset(args: argparse.Namespace) -> tuple[TaskSet | None, frozenset[int] |
         return None, None, "no dataset (--tasks): sites and templates from the verdicts, no missing tasks"
     source = dataset_source(args.tasks, args.config)
     tasks = load_tasks(source)
-    official = str(source) in (OFFICIAL_DATASET, OFFICIAL_HARD_SUBSET)
-    hard = frozenset(official_subset_ids(OFFICIAL_HARD_SUBSET)) if official else None
+    hard = None
+    if str(source) in (OFFICIAL_DATASET, OFFICIAL_HARD_SUBSET):
+        hard = frozenset(official_subset_ids(OFFICIAL_HARD_SUBSET))
+    elif _is_official_file(Path(source)):  # the dataset file of a reference package, named by its path
+        hard = frozenset(official_subset_ids(OFFICIAL_HARD_SUBSET, Path(source)))
     return tasks, hard, f"{len(tasks)} tasks from {tasks.source}"
+
+
+def _is_official_file(path: Path) -> bool:
+    return (
+        path.name == f"{OFFICIAL_DATASET}.json"
+        and (path.parent / "subsets" / f"{OFFICIAL_HARD_SUBSET}.json").is_file()
+    )
 
 
 def report_document(args: argparse.Namespace) -> tuple[dict[str, Any], str]:

@@ -16,7 +16,7 @@ from urllib.parse import quote, unquote
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.openapi.utils import get_openapi
 from pydantic import ValidationError
-from starlette.responses import Response
+from starlette.responses import FileResponse, Response
 
 from webarena_live.addon.control import models
 from webarena_live.addon.control.agent_routes import agent_router, dashboard_files, no_task_detail
@@ -36,7 +36,7 @@ from webarena_live.addon.control.middleware import BodyCap, CommonHeaders, Guard
 from webarena_live.addon.control.models import SessionName
 from webarena_live.addon.control.pac import PAC_MEDIA_TYPE, proxy_auto_config
 from webarena_live.addon.control.reset import ResetOutcome, reset_sites, sites_without_reset
-from webarena_live.addon.control.run_view import run_figures
+from webarena_live.addon.control.run_view import plotly_script, run_figures
 from webarena_live.addon.control.streams import Streams, global_stream, session_stream
 from webarena_live.addon.runs.attempt import FinishRefused, OutputsFailed
 from webarena_live.addon.runs.sessions import Session
@@ -284,6 +284,10 @@ def create_app(control: ControlContext | None) -> FastAPI:
         run: Annotated[str | None, Query(description="a named run: OUT/<run>/")] = None,
     ) -> Response:
         return JsonResponse(await run_figures(ctx, run))
+
+    @app.get("/dashboard/plotly.min.js", include_in_schema=False)
+    async def get_plotly() -> Response:
+        return FileResponse(plotly_script(), media_type="text/javascript")
 
     app.include_router(
         agent_router(

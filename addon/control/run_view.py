@@ -9,6 +9,7 @@ event loop keeps capturing while a large run directory is read.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,14 @@ from webarena_live.evaluator import (
 )
 
 _cache = VerdictCache()
+
+
+def plotly_script() -> Path:
+    """Plotly's JavaScript as the installed `plotly` package ships it: the run view draws its chart
+    with the library `report --html` uses, served from here (no CDN)."""
+    spec = importlib.util.find_spec("plotly")  # its file only: importing plotly is not needed
+    assert spec is not None and spec.origin is not None, "plotly is a dependency"
+    return Path(spec.origin).parent / "package_data" / "plotly.min.js"
 
 
 async def run_figures(ctx: ControlContext, run: str | None) -> dict[str, Any]:

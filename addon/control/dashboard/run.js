@@ -28,6 +28,44 @@ function fillRates(table, rates) {
   }
 }
 
+// Plotly, as `report --html` draws: loaded once, from this server, when there is a run to show.
+let plotly = null;
+
+function loadPlotly() {
+  plotly ??= new Promise((resolve, reject) => {
+    const script = document.createElement("script");
+    script.src = "dashboard/plotly.min.js";
+    script.onload = () => resolve(window.Plotly);
+    script.onerror = reject;
+    document.head.append(script);
+  });
+  return plotly;
+}
+
+async function drawChart(bySite) {
+  const names = Object.keys(bySite);
+  const rates = names.map((name) => bySite[name].rate * 100);
+  const bar = {
+    type: "bar",
+    x: names,
+    y: rates,
+    text: names.map((name) => `${bySite[name].success}/${bySite[name].tasks}`),
+    error_y: {
+      type: "data",
+      symmetric: false,
+      array: names.map((name, i) => bySite[name].interval[1] * 100 - rates[i]),
+      arrayminus: names.map((name, i) => rates[i] - bySite[name].interval[0] * 100),
+    },
+  };
+  const layout = {
+    title: { text: "Success rate by site (95% interval)" },
+    yaxis: { range: [0, 100], title: { text: "%" } },
+    height: 280,
+    margin: { t: 40, b: 40, l: 50, r: 10 },
+  };
+  (await loadPlotly()).react("run-chart", [bar], layout, { displayModeBar: false });
+}
+
 async function refreshRun() {
   if (!run.enabled) return; // without an output directory there is no run to report
   const path = run.name ? `report?run=${encodeURIComponent(run.name)}` : "report";
@@ -46,6 +84,7 @@ async function refreshRun() {
   if (figures.environment) notes.push(`${figures.environment} environment problems`);
   document.querySelector("#run-notes").textContent = notes.join(" · ");
   fillRates(document.querySelector("#run-sites"), figures.by_site);
+  if (Object.keys(figures.by_site).length) drawChart(figures.by_site);
   fillRates(document.querySelector("#run-actions"), figures.by_action);
   const chooser = document.querySelector("#run-name");
   const names = ["", ...figures.named_runs];
