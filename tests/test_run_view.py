@@ -72,6 +72,9 @@ def test_the_run_view_follows_the_finishes(
                     "#run-actions tbody tr",
                     "rows => rows.map(r => [r.dataset.name, +r.dataset.success, +r.dataset.tasks])",
                 ),
+                "templates": page.eval_on_selector_all(
+                    "#run-templates tbody tr", "rows => rows.map(r => [r.dataset.name, +r.dataset.success])"
+                ),
                 "text": page.inner_text("#run-overall"),
             }
             browser.close()
@@ -84,5 +87,6 @@ def test_the_run_view_follows_the_finishes(
     assert shown["overall"] == [document["success"], document["tasks"]]
     assert shown["sites"] == [[n, r["success"], r["tasks"]] for n, r in document["by_site"].items()]
     assert shown["actions"] == [[n, r["success"], r["tasks"]] for n, r in document["by_action"].items()]
+    assert sorted(shown["templates"]) == sorted([n, r["success"]] for n, r in document["by_template"].items())
     low, high = document["interval"]
     assert f"{low * 100:.1f}%-{high * 100:.1f}%" in shown["text"]

@@ -14,10 +14,11 @@ function rateText(rate) {
   return `${percentOf(rate.rate)} [${percentOf(low)}-${percentOf(high)}]`;
 }
 
-function fillRates(table, rates) {
+// `rows`: [name, figures] pairs, in the order shown (an object would put template ids in numeric order).
+function fillRates(table, rows) {
   const body = table.tBodies[0];
   body.replaceChildren();
-  for (const [name, rate] of Object.entries(rates)) {
+  for (const [name, rate] of rows) {
     const row = body.insertRow();
     row.dataset.name = name;
     row.dataset.success = rate.success;
@@ -83,9 +84,14 @@ async function refreshRun() {
   if (figures.errors) notes.push(`${figures.errors} evaluation errors`);
   if (figures.environment) notes.push(`${figures.environment} environment problems`);
   document.querySelector("#run-notes").textContent = notes.join(" · ");
-  fillRates(document.querySelector("#run-sites"), figures.by_site);
+  fillRates(document.querySelector("#run-sites"), Object.entries(figures.by_site));
   if (Object.keys(figures.by_site).length) drawChart(figures.by_site);
-  fillRates(document.querySelector("#run-actions"), figures.by_action);
+  fillRates(document.querySelector("#run-actions"), Object.entries(figures.by_action));
+  // As the terminal report: the templates that fail most, lowest rate first (ties: most tasks first).
+  const lowest = Object.entries(figures.by_template)
+    .sort(([, a], [, b]) => a.rate - b.rate || b.tasks - a.tasks)
+    .slice(0, 10);
+  fillRates(document.querySelector("#run-templates"), lowest);
   const chooser = document.querySelector("#run-name");
   const names = ["", ...figures.named_runs];
   if (chooser.options.length !== names.length) {
