@@ -16,6 +16,7 @@ import asyncio
 import json
 import shutil
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ HOSTNAMES = Path(__file__).resolve().parent / "site" / "hostnames_script.py"
 TASKS = (9204, 9206, 9208)
 """A navigation judged by its URL, a login and an edit form (a mutation), a page not to change."""
 PLANNED = {"correct": "success", "wrong": "failure"}
+MODES = ("pac", "address")
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -64,29 +66,35 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("wiki-pac")
 
 
+@dataclass
+class Stack:
+    """One way of running the agents: a wiki of its own (so one way's edits and page locks never meet
+    the other's) and a proxy in front of it."""
+
+    wiki: str
+    environments: dict[str, dict[str, list[str]]]
+    proxy: ProxyProcess
+
+
 @pytest.fixture(scope="module")
-def wiki(workdir: Path) -> Iterator[str]:
+def stacks(workdir: Path) -> Iterator[dict[str, Stack]]:
     assert app.installed(), app.INSTALL_HINT
-    with app.run_dokuwiki(workdir / "dokuwiki", free_port()) as running:
-        yield running.base_url.replace("127.0.0.1", "wiki.test")
+    with ExitStack() as cleanup:
+        built = {}
+        for mode in MODES:
+            running = cleanup.enter_context(app.run_dokuwiki(workdir / mode / "dokuwiki", free_port()))
+            wiki = running.base_url.replace("127.0.0.1", "wiki.test")
+            environments = {"__WIKIPEDIA__": {"urls": [wiki]}}
+            config = write_config(workdir / mode / "sites.json", environments)
+            proxy = start_proxy(workdir / mode / "proxy", tasks=TASKS_FILE, config=config,
+                                extra_options=[f"scripts={HOSTNAMES}"])  # fmt: skip
+            cleanup.callback(proxy.stop)
+            built[mode] = Stack(wiki, environments, proxy)
+        yield built
 
 
-@pytest.fixture(scope="module")
-def environments(wiki: str) -> dict[str, dict[str, list[str]]]:
-    return {"__WIKIPEDIA__": {"urls": [wiki]}}
-
-
-@pytest.fixture(scope="module")
-def proxy(workdir: Path, environments: dict[str, dict[str, list[str]]]) -> Iterator[ProxyProcess]:
-    config = write_config(workdir / "sites.json", environments)
-    running = start_proxy(
-        workdir / "proxy", tasks=TASKS_FILE, config=config, extra_options=[f"scripts={HOSTNAMES}"]
-    )
-    yield running
-    running.stop()
-
-
-async def _run(proxy: ProxyProcess, wiki: str, workdir: Path, task_id: int, kind: str, mode: str) -> PacRun:
+async def _run(stack: Stack, workdir: Path, task_id: int, kind: str, mode: str) -> PacRun:
+    proxy, wiki = stack.proxy, stack.wiki
     session = f"{mode}-{kind}-{task_id}"
     started = await asyncio.to_thread(proxy.client.start, task_id, session=session, run=f"{mode}-{kind}")
     assert started.proxy is not None
@@ -115,20 +123,18 @@ async def _run(proxy: ProxyProcess, wiki: str, workdir: Path, task_id: int, kind
 
 
 @pytest.fixture(scope="module")
-def runs(proxy: ProxyProcess, wiki: str, workdir: Path) -> list[PacRun]:
-    async def all_runs() -> list[PacRun]:
+def runs(stacks: dict[str, Stack], workdir: Path) -> list[PacRun]:
+    async def all_runs(mode: str) -> list[PacRun]:
         slots = asyncio.Semaphore(2)
 
-        async def one(task_id: int, kind: str, mode: str) -> PacRun:
+        async def one(task_id: int, kind: str) -> PacRun:
             async with slots:
-                return await _run(proxy, wiki, workdir, task_id, kind, mode)
+                return await _run(stacks[mode], workdir, task_id, kind, mode)
 
-        # Two at a time, a task's two agents side by side as in test_wiki_e2e.py; the two ways of the
-        # same agent never at once (two edits of one page by one user would meet DokuWiki's page lock).
-        jobs = [one(t, k, m) for m in ("pac", "address") for t in TASKS for k in PLANNED]
-        return list(await asyncio.gather(*jobs))
+        # Two at a time, a task's two agents side by side, as test_wiki_e2e.py runs them.
+        return list(await asyncio.gather(*(one(t, k) for t in TASKS for k in PLANNED)))
 
-    return asyncio.run(all_runs())
+    return [run for mode in MODES for run in asyncio.run(all_runs(mode))]
 
 
 def _is_static(url: str) -> bool:
@@ -164,10 +170,11 @@ def test_verdicts_are_the_same_with_and_without_pac(runs: list[PacRun]) -> None:
 def test_the_reference_agrees_on_the_pac_runs_outputs(
     runs: list[PacRun],
     workdir: Path,
-    environments: dict[str, dict[str, list[str]]],
+    stacks: dict[str, Stack],
     oracle_python: Path,
     official_dataset: Path,
 ) -> None:
+    environments = stacks["pac"].environments
     dataset = oracle_dataset(official_dataset, TASKS_FILE, workdir / "oracle-dataset.json")
     config = write_config(workdir / "oracle-config.json", environments, test_data_file=dataset)
     for kind, planned in PLANNED.items():
