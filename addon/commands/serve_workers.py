@@ -69,8 +69,13 @@ def _banner(args: argparse.Namespace, front: Front, server: ControlServer, healt
         f"  control API   http://{server.host}:{server.port}/ and http://{RESERVED_HOST}/ through the proxy"
     )
     for worker in front.pool:
+        web = (
+            f", mitmweb http://127.0.0.1:{args.web_port + worker.index}/"
+            if getattr(args, "web", False)
+            else ""
+        )
         lines.append(
-            f"  worker {worker.index}      pid {worker.pid}, control http://127.0.0.1:{worker.ports.control}/"
+            f"  worker {worker.index}      pid {worker.pid}, control http://127.0.0.1:{worker.ports.control}/{web}"
         )
     if health.get("output_dir"):
         lines.append(f"  outputs       {health['output_dir']}")
