@@ -48,6 +48,9 @@ from .sites import read_config_file as read_config_file
 from .stats import mcnemar_exact_p as mcnemar_exact_p
 from .stats import paired_difference as paired_difference
 from .stats import wilson_interval as wilson_interval
+from .tasks import ANSWER_STATUSES as ANSWER_STATUSES
+from .tasks import ANSWER_TASK_TYPES as ANSWER_TASK_TYPES
+from .tasks import DEMO_DATASET as DEMO_DATASET
 from .tasks import OFFICIAL_DATASET as OFFICIAL_DATASET
 from .tasks import OFFICIAL_HARD_SUBSET as OFFICIAL_HARD_SUBSET
 from .tasks import Task as Task

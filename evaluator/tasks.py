@@ -33,6 +33,9 @@ from webarena_live.evaluator.sites import SiteMap
 OFFICIAL_DATASET = "webarena-verified"
 """`--tasks` value that means the dataset shipped in the installed reference package."""
 OFFICIAL_HARD_SUBSET = "webarena-verified-hard"
+DEMO_DATASET = "demo"
+"""The embedded demo tasks by name (`--tasks demo`): a pip user has no path for the packaged file."""
+DATASET_NAMES = frozenset({DEMO_DATASET, OFFICIAL_DATASET, OFFICIAL_HARD_SUBSET})
 """The reference's hard subset: 258 official tasks, listed by id in its package's `subsets/` folder."""
 
 
@@ -49,6 +52,12 @@ class Status(StrEnum):
     NOT_FOUND_ERROR = "NOT_FOUND_ERROR"
     DATA_VALIDATION_ERROR = "DATA_VALIDATION_ERROR"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+ANSWER_TASK_TYPES = tuple(kind.value for kind in TaskType)
+"""The `task_type` values a final answer may give (any case)."""
+ANSWER_STATUSES = tuple(status.value for status in Status)
+"""The `status` values a final answer may give (any case)."""
 
 
 class _Frozen(BaseModel):
@@ -262,7 +271,8 @@ def official_dataset_path() -> Path:
     spec = importlib.util.find_spec("webarena_verified")
     if spec is None or not spec.submodule_search_locations:
         raise TaskFileError(
-            "--tasks webarena-verified needs the reference package: pip install 'webarena-live[official]'"
+            "the official dataset ('webarena-verified') comes with the reference package, which is not "
+            "installed: pip install 'webarena-live[official]'"
         )
     root = Path(next(iter(spec.submodule_search_locations)))
     return root / "assets" / "dataset" / "webarena-verified.json"
@@ -278,12 +288,15 @@ def default_tasks_path() -> Path:
 def load_tasks(path: str | Path | None = None) -> TaskSet:
     """Load a dataset file: a JSON list of tasks (or one task object).
 
-    `None` loads the embedded demo tasks; the string `webarena-verified` loads the
-    official dataset from the installed reference package, `webarena-verified-hard`
-    its 258-task hard subset (the full file's checksum, as the reference reports it).
+    `None` or `demo` loads the embedded demo tasks; the string `webarena-verified` loads
+    the official dataset from the installed reference package, `webarena-verified-hard`
+    its 258-task hard subset (the full file's checksum, as the reference reports it). A
+    file of that name in the current directory wins over a name.
     """
     subset: list[int] | None = None
-    if path is None:
+    if path is not None and str(path) in DATASET_NAMES and Path(path).is_file():
+        file = Path(path)
+    elif path is None or str(path) == DEMO_DATASET:
         file = default_tasks_path()
     elif str(path) in (OFFICIAL_DATASET, OFFICIAL_HARD_SUBSET):
         file = official_dataset_path()

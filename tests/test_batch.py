@@ -208,7 +208,7 @@ def test_cli_takes_the_dataset_from_the_config_and_lists_failures(run_dir: Path,
     done = _cli("--output-dir", str(run_dir), "--config", str(config))
     assert done.returncode == 0, done.stderr
     assert f"dataset: {dataset}" in done.stdout.replace("\n", "")
-    assert "failed: 44" in done.stdout
+    assert "failed (1): 44" in done.stdout
 
 
 def test_cli_without_a_dataset_or_with_a_missing_one_writes_nothing(run_dir: Path) -> None:

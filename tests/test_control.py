@@ -65,6 +65,10 @@ def test_tasks_are_listed_with_rendered_start_urls_and_no_answers(context):
     assert all("eval" not in t for t in body["tasks"])
     status, one = call(context, "GET", f"/tasks/{RETRIEVE_TASK}")
     assert status == 200 and one["intent"] == "What is the name of product 7?"
+    # The answer's shape, never its values: the schema of `retrieved_data`, the values allowed.
+    assert one["results_schema"] == context.tasks[RETRIEVE_TASK].response_config.results_schema
+    assert one["answer"]["task_type"] == ["RETRIEVE", "MUTATE", "NAVIGATE"]
+    assert "UNKNOWN_ERROR" in one["answer"]["status"] and "expected" not in json.dumps(one)
 
 
 def test_unknown_and_malformed_task_ids_are_json_errors(context):

@@ -24,7 +24,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from tests.site.harness import CHROMIUM, CHROMIUM_ARGS
 from webarena_live.addon.commands.cli import main
-from webarena_live.evaluator import load_tasks, paired_difference, wilson_interval
+from webarena_live.evaluator import default_tasks_path, load_tasks, paired_difference, wilson_interval
 
 OUTCOMES = ("success", "failure", "error", "unknown_error", "unanswered", "missing")
 WEIGHTS = (45, 30, 5, 5, 5, 10)
@@ -238,3 +238,21 @@ def test_an_html_report_with_its_charts_and_no_network(
     assert {k: v for k, v in shown.items() if k != "directory"} == {
         k: v for k, v in document.items() if k != "directory"
     }
+
+
+def test_the_demo_tasks_by_name_and_evaluate_lists_few_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], official: Any, official_dataset: Path
+) -> None:
+    """`--tasks demo` names the embedded tasks (a pip user has no path for them); `evaluate` prints
+    the first failed ids and counts the rest."""
+    assert load_tasks("demo").checksum == load_tasks(default_tasks_path()).checksum
+    plan = dict.fromkeys(sorted(official), "failure")
+    _write_run(tmp_path / "run", plan, official)
+    assert main(["evaluate", "--output-dir", str(tmp_path / "run"), "--tasks", str(official_dataset)]) == 0
+    printed = capsys.readouterr().out
+    flat = " ".join(printed.split())  # rich wraps long lines at the terminal's width
+    listed = flat[flat.index("failed (") : flat.index(" more", flat.index("failed ("))]
+    assert listed.count(",") == 19 and "… and" in listed, listed
+    demo_run = tmp_path / "demo"
+    _write_run(demo_run, dict.fromkeys(sorted(load_tasks("demo")), "success"), load_tasks("demo"))
+    assert _report(capsys, str(demo_run), "--tasks", "demo")["success"] == 7

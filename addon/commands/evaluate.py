@@ -62,10 +62,21 @@ def summary_table(report: BatchReport) -> Table:
     return table
 
 
+SHOWN_IDS = 20
+"""Task ids printed per list; the rest are counted (`webarena-live report` groups them by check)."""
+
+
+def id_list(ids: list[int]) -> str:
+    """The first `SHOWN_IDS` ids, then how many more."""
+    shown = ", ".join(str(i) for i in ids[:SHOWN_IDS])
+    return shown + (f" … and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else "")
+
+
 def _print_problems(console: Console, report: BatchReport) -> None:
-    failed = [str(r.task_id) for r in report.results if r.status == "failure"]
+    failed = [r.task_id for r in report.results if r.status == "failure"]
     if failed:
-        console.print(f"[bold]failed:[/] {', '.join(failed)}")
+        console.print(f"[bold]failed ({len(failed)}):[/] {id_list(failed)}")
+        console.print(f"which checks fail, by site and template: webarena-live report {report.output_dir}")
     errors = [r for r in report.results if r.status == "error"]
     if errors:
         console.print(f"[bold red]{len(errors)} task(s) could not be evaluated:[/]")
@@ -77,7 +88,7 @@ def _print_problems(console: Console, report: BatchReport) -> None:
                 soft_wrap=True,
             )
     if report.skipped_task_ids:
-        ids = ", ".join(str(i) for i in report.skipped_task_ids)
+        ids = id_list(list(report.skipped_task_ids))
         console.print(f"[yellow]skipped (agent_response.json or network.har missing):[/] {ids}")
 
 

@@ -27,6 +27,8 @@ from webarena_live.addon.runs.sessions import (
     session_name_problem,
 )
 from webarena_live.evaluator import (
+    ANSWER_STATUSES,
+    ANSWER_TASK_TYPES,
     REFERENCE_VERSION,
     NetworkTrace,
     SiteMap,
@@ -108,7 +110,9 @@ def render_url(site_map: SiteMap, template: str, sites: tuple[str, ...]) -> str:
 
 
 def task_view(task: Task, site_map: SiteMap) -> dict[str, Any]:
-    """What an agent may see of a task: never the evaluators (they hold the expected answer)."""
+    """What an agent may see of a task: never the evaluators (they hold the expected answer), but the
+    shape its final answer must have: `results_schema` and the `task_type` and `status` values the
+    answer may give."""
     return {
         "task_id": task.task_id,
         "intent_template_id": task.intent_template_id,
@@ -116,6 +120,8 @@ def task_view(task: Task, site_map: SiteMap) -> dict[str, Any]:
         "intent": task.intent,
         "start_urls": [render_url(site_map, url, task.sites) for url in task.start_urls],
         "revision": task.revision,
+        "results_schema": task.response_config.results_schema,
+        "answer": {"task_type": list(ANSWER_TASK_TYPES), "status": list(ANSWER_STATUSES)},
     }
 
 

@@ -82,6 +82,12 @@ class TaskView(_Open):
     intent: str
     start_urls: list[str]
     revision: int
+    results_schema: dict[str, Any] | None = Field(
+        None, description="JSON Schema of the answer's `retrieved_data` (the seed's `results`)"
+    )
+    answer: dict[str, list[str]] | None = Field(
+        None, description="the `task_type` and `status` values a final answer may give (any case)"
+    )
 
 
 class TaskList(_Open):

@@ -43,8 +43,8 @@ class AddonOption:
 
 TASKS_HELP = (
     "dataset file in WebArena-Verified format, or 'webarena-verified' (the official 812 tasks) or "
-    "'webarena-verified-hard' (its 258-task hard subset) from the installed reference package "
-    "(serve's default: the embedded demo tasks)"
+    "'webarena-verified-hard' (its 258-task hard subset) from the installed reference package, or "
+    "'demo' (the embedded demo tasks: serve's default)"
 )
 CONFIG_HELP = 'site map in the reference format: {"environments": {"__SHOPPING__": {"urls": ["http://..."]}}}'
 
