@@ -355,3 +355,35 @@ def test_startup_mistakes_are_one_line_each_and_nothing_starts(tmp_path, officia
     assert bare.returncode == 2
     assert "no --config given: no URLs for __GITLAB__, which 204 task(s) use" in bare.stderr
     assert len(bare.stderr.splitlines()) == 6  # one per site the official tasks use
+
+
+def test_a_mistake_is_told_alone(tmp_path):
+    """Nothing is said of a dataset before the mistake that stops the start, and a config that is not
+    JSON is one line, not also a missing site per task; an unknown flag is named by its subcommand,
+    with the flag it resembles."""
+    ports = [
+        "--port",
+        str(free_port()),
+        "--session-port",
+        str(free_port()),
+        "--control-port",
+        str(free_port()),
+    ]
+    missing = subprocess.run([str(CLI), "serve", "--tasks", str(tmp_path / "nope.json"), *ports],
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert missing.returncode == 2 and "tasks from" not in missing.stdout + missing.stderr
+    assert missing.stderr.splitlines() == [
+        f"webarena-live serve: {tmp_path / 'nope.json'}: cannot read task file: No such file or directory"
+    ]
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"environments": {')
+    syntax = subprocess.run([str(CLI), "serve", "--config", str(broken), *ports],
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert syntax.returncode == 2 and len(syntax.stderr.splitlines()) == 1, syntax.stderr
+    assert "not valid JSON" in syntax.stderr
+    typo = subprocess.run([str(CLI), "serve", "--prot", "8080"], capture_output=True, text=True, timeout=60)
+    assert typo.returncode == 2
+    assert typo.stderr.strip() == (
+        "webarena-live serve: error: unrecognized arguments: --prot (did you mean --port?) 8080 "
+        "(see webarena-live serve --help)"
+    )

@@ -7,20 +7,49 @@ imported when the subcommand runs, so `--help` stays fast.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from webarena_live.addon.proxy.options import OPTIONS, AddonOption, flag_default, with_flags
 from webarena_live.evaluator import __version__
 
 
 class _Parser(argparse.ArgumentParser):
-    """Wrong arguments give one line naming the problem (not the whole usage) and exit code 2."""
+    """Wrong arguments give one line naming the problem (not the whole usage) and exit code 2; an
+    unknown flag is told by the subcommand it was given to, with the closest flag it has."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._command_parser(getattr(parsed, "command", None)) or self
+            command.error(unknown_arguments(command, extras))
+        return parsed
+
+    def _command_parser(self, name: str | None) -> argparse.ArgumentParser | None:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                parser: argparse.ArgumentParser = action.choices[name]
+                return parser
+        return None
+
+
+def unknown_arguments(parser: argparse.ArgumentParser, extras: Sequence[str]) -> str:
+    """What is wrong with `extras`, a flag's closest known spelling beside it."""
+    known = [option for action in parser._actions for option in action.option_strings]
+    told = []
+    for extra in extras:
+        if extra.startswith("-"):
+            close = difflib.get_close_matches(extra.split("=", 1)[0], known, n=1, cutoff=0.6)
+            told.append(f"{extra} (did you mean {close[0]}?)" if close else extra)
+        else:
+            told.append(extra)
+    return f"unrecognized arguments: {' '.join(told)}"
 
 
 def _port(text: str) -> int:

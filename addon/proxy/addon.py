@@ -167,6 +167,8 @@ class WebArenaLive:
         self._pinned: dict[str, str] = {}
         """Session name by client connection id, for connections accepted on a session's own address."""
         self._front: tuple[str, int] | None = None
+        self.started = False
+        """The proxy runs (`running` was called): a reconfiguration from now on says what it loaded."""
 
     # --- options -------------------------------------------------------------------------------
 
@@ -191,7 +193,7 @@ class WebArenaLive:
         config, out = options.webarena_config, options.webarena_output_dir
         site_map = _checked(problems, SiteMap.load, config) if config else None
         output_dir = _checked(problems, prepare_output_dir, out) if out else None
-        if tasks is not None:
+        if tasks is not None and (site_map is not None or not config):  # an unreadable map: told once
             problems += site_map_problems(tasks, site_map or SiteMap(), config=options.webarena_config)
         if problems or tasks is None:
             raise exceptions.OptionsError("\n".join(problems))
@@ -230,9 +232,21 @@ class WebArenaLive:
         self.app.state.control = self.context  # options changed while running: both ways in serve it
         self.body_cap = options.webarena_body_cap
         self.session_port = options.webarena_session_port
-        logger.info("webarena-live: %d tasks from %s; journal in %s", len(tasks), tasks.source, journal_dir)
+        if self.started:  # at start the line waits for `running`: options given after this one may fail
+            self._tell_dataset()
+
+    def _tell_dataset(self) -> None:
+        assert self.context is not None
+        settings = self.context.settings
+        tasks = self.context.tasks
+        logger.info(
+            "webarena-live: %d tasks from %s; journal in %s", len(tasks), tasks.source, settings.journal_dir
+        )
 
     async def running(self) -> None:
+        if self.context is not None and not self.started:
+            self._tell_dataset()
+        self.started = True
         options = ctx.options
         if self.context is None or not options.webarena_control_port or self.server is not None:
             return
