@@ -307,6 +307,12 @@ def test_a_later_attempt_keeps_the_earlier_one(context, tmp_path):
     assert finish.headers["x-webarena-live-earlier-attempt"] == str(kept).replace(":", "%3A")
     assert json.loads((out / str(NAVIGATE_TASK) / "eval_result.json").read_text())["status"] == "failure"
     assert call(context, "GET", "/sessions/b")[1]["outputs"]["earlier_attempt"] == str(kept)
+    # The earlier session says where its files are now, not where they were.
+    moved = call(context, "GET", "/sessions/a")[1]["outputs"]
+    assert moved == {
+        name: str(kept / name) for name in ("agent_response.json", "network.har", "eval_result.json")
+    }
+    assert all(Path(path).is_file() for path in moved.values())
 
 
 def test_a_named_run_writes_its_own_run_directory(context, tmp_path):
