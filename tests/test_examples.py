@@ -51,18 +51,26 @@ def rewards_of(output: str, episodes: int) -> list[float]:
 
 
 def test_rollout_32_http_sessions(serve: tuple[str, str, str]) -> None:
-    control, port, session_port = serve
-    output = run_example("rollout.py", "--control", control, "--proxy-port", port,
-                         "--session-port", session_port, "--sessions", "32")  # fmt: skip
+    control, _, _ = serve
+    output = run_example("rollout.py", "--control", control, "--sessions", "32")
     rewards = rewards_of(output, 32)
     assert 0 < sum(rewards) < 32  # the toy policy picks the cheapest mug's page about a third of the time
 
 
 def test_rollout_with_real_chromium_sessions(serve: tuple[str, str, str]) -> None:
-    control, port, session_port = serve
-    output = run_example("rollout.py", "--control", control, "--proxy-port", port,
-                         "--session-port", session_port, "--sessions", "8", "--browsers", "4")  # fmt: skip
+    control, _, _ = serve
+    output = run_example("rollout.py", "--control", control, "--sessions", "8", "--browsers", "4")
     rewards_of(output, 8)
+
+
+def test_a_failed_episode_is_told_and_the_others_go_on() -> None:
+    """Episodes that cannot reach the control API fail one by one: each is named, no traceback, exit 1."""
+    bad = subprocess.run(
+        [sys.executable, str(EXAMPLES / "rollout.py"), "--control", "http://127.0.0.1:9", "--sessions", "3"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr, bad.stderr
+    assert bad.stderr.count("failed: ConnectError") == 3 and "no episode finished" in bad.stderr
 
 
 def test_agent_loop_succeeds_and_shows_progress(serve: tuple[str, str, str]) -> None:
