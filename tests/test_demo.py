@@ -194,10 +194,15 @@ def test_report_reads_the_references_outputs_as_the_proxys(
     demo_run: tuple[subprocess.CompletedProcess[str], Path, float], oracle_judged: Path
 ) -> None:
     """`report` on the reference's own `eval-tasks` output gives the figures it gives on the proxy's."""
-    _, out, _ = demo_run
+    process, out, _ = demo_run
+    # The demo's last line is the command (the embedded tasks by name: a pip user has no path for them).
+    assert (
+        process.stdout.strip().splitlines()[-1]
+        == f"The run in figures: webarena-live report {out} --tasks demo"
+    )
     documents = []
     for directory in (out, oracle_judged):
-        process = run_cli("report", str(directory), "--tasks", str(DEMO_TASKS), "--json")
+        process = run_cli("report", str(directory), "--tasks", "demo", "--json")
         assert process.returncode == 0, process.stderr
         document = json.loads(process.stdout)
         documents.append({key: value for key, value in document.items() if key != "directory"})

@@ -292,6 +292,7 @@ def run(args: argparse.Namespace) -> int:
         f"Evaluate them again offline: webarena-live evaluate --output-dir {output_dir} "
         f"--config {output_dir / CONFIG_FILE}"
     )
+    print(f"The run in figures: webarena-live report {output_dir} --tasks demo")
     return 0 if planned else 1
 
 
