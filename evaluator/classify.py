@@ -33,23 +33,14 @@ class EventType(StrEnum):
 def classify(method: str, headers: dict[str, str]) -> EventType:
     """Label an event from its method and lower-cased request headers (docs/architecture.md, Capture).
 
-    Clients that send no `sec-fetch-*` headers (curl, requests) fall back to the
-    Accept header: a GET that accepts `text/html` first is a navigation.
+    A navigation is exactly what the reference counts as one (`counts_as_navigation`), so the label
+    people see never disagrees with the verdict: a Node `fetch` of a page that accepts `text/html`
+    (`sec-fetch-mode: cors`, no `sec-fetch-user`) is a navigation to the reference, and is labelled so.
     """
     method = method.upper()
     if method in MUTATION_METHODS:
         return EventType.MUTATION
-    if method != "GET":
-        return EventType.OTHER
-    dest = headers.get("sec-fetch-dest")
-    mode = headers.get("sec-fetch-mode")
-    if dest is not None or mode is not None:
-        if (dest or "").lower() == "document" and (mode or "").lower() == "navigate":
-            return EventType.NAVIGATION
-        return EventType.OTHER
-    if headers.get("accept", "").lower().startswith("text/html"):
-        return EventType.NAVIGATION
-    return EventType.OTHER
+    return EventType.NAVIGATION if counts_as_navigation(method, headers) else EventType.OTHER
 
 
 def counts_as_navigation(method: str, headers: dict[str, str]) -> bool:

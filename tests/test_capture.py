@@ -168,3 +168,31 @@ def test_timestamps_and_protocol_are_recorded():
 
 def test_body_cap_default_is_256_kib():
     assert capture.BODY_CAP == 256 * 1024
+
+
+def test_the_label_says_navigation_exactly_when_the_reference_counts_one() -> None:
+    """A Node `fetch` (undici) of a page: `sec-fetch-mode: cors`, an Accept of text/html, no
+    `sec-fetch-user`. The reference counts it as a navigation, so the label says so too; and for every
+    combination of the headers that matter the two never disagree."""
+    from itertools import product
+
+    from webarena_live.evaluator.classify import EventType, classify, counts_as_navigation
+
+    undici = {"sec-fetch-mode": "cors", "sec-fetch-dest": "empty", "accept": "text/html"}
+    assert counts_as_navigation("GET", undici) and classify("GET", undici) is EventType.NAVIGATION
+    values = {
+        "sec-fetch-dest": (None, "document", "empty", "iframe"),
+        "sec-fetch-mode": (None, "navigate", "cors", "no-cors"),
+        "sec-fetch-user": (None, "?1"),
+        "accept": (None, "text/html,application/xhtml+xml", "*/*", "application/json, text/html"),
+    }
+    for method in ("GET", "HEAD", "POST"):
+        for combination in product(*values.values()):
+            headers = {
+                name: value for name, value in zip(values, combination, strict=True) if value is not None
+            }
+            label = classify(method, headers)
+            if method == "POST":
+                assert label is EventType.MUTATION
+            else:
+                assert (label is EventType.NAVIGATION) == counts_as_navigation(method, headers), headers

@@ -28,6 +28,7 @@ from webarena_live.addon.control.app import CALLER_HEADER, create_app
 from webarena_live.addon.control.context import RESERVED_HOST, ControlContext
 from webarena_live.addon.control.middleware import MAX_CONTROL_BODY
 from webarena_live.addon.control.server import ControlServer
+from webarena_live.addon.proxy.browser_traffic import is_service_host
 from webarena_live.addon.proxy.capture import record_from_flow, tunnel_failure_event
 from webarena_live.addon.proxy.credentials import challenge, take_credentials
 from webarena_live.addon.proxy.flow_notes import FlowNotes
@@ -314,6 +315,10 @@ class WebArenaLive:
             return
         flow.metadata[CHALLENGED_KEY] = True
 
+    def _not_a_site(self, url: str) -> bool:
+        assert self.context is not None
+        return self.context.site_map.derender(url, strict=False) == url
+
     def http_connect_error(self, flow: http.HTTPFlow) -> None:
         """A tunnel to one of the task sites that could not be opened (connection refused, DNS):
         the only trace of the request the client meant to send inside it, so it becomes an event
@@ -323,7 +328,7 @@ class WebArenaLive:
         if flow.metadata.get(CHALLENGED_KEY) or self.context is None:
             return
         event = tunnel_failure_event(flow)
-        if self.context.site_map.derender(event.url, strict=False) == event.url:
+        if self._not_a_site(event.url):
             return  # not a site of any task
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
         self.context.sessions.get_or_create(name).append(event)
@@ -403,5 +408,8 @@ class WebArenaLive:
         flow.metadata[CAPTURED_KEY] = True
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
         session = self.context.sessions.get_or_create(name)
+        if is_service_host[flow.request.host] and self._not_a_site(flow.request.url):
+            session.attempt.note_browser_request(flow.request.method, flow.request.url)
+            return
         if session.append(record_from_flow(flow, body_cap=self.body_cap)) and self.flow_notes is not None:
             self.flow_notes.captured(flow, session)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -44,6 +45,9 @@ from webarena_live.evaluator import (
     prepare_evaluation,
     task_progress,
 )
+
+BROWSER_REQUESTS_LISTED = 20
+"""The browser's own requests an attempt lists (the newest); all are counted."""
 
 PREPARE_DELAY = 0.1
 """Seconds after an event before the task's evaluators scan the new events (batched, off the flow path)."""
@@ -120,6 +124,10 @@ class Attempt:
         self.result: TaskResult | None = None
         self.outputs: dict[str, str] | None = None
         self.late_events = 0
+        self.browser_requests = 0
+        """Requests of the browser itself (update and connectivity checks) seen in this attempt's
+        traffic and kept out of its trace (`proxy/browser_traffic.py`)."""
+        self.recent_browser_requests: deque[str] = deque(maxlen=BROWSER_REQUESTS_LISTED)
         """Events that arrived after the finish (not in the trace)."""
         self.dropped_idle_events = 0
         """Events of an idle attempt no longer held in memory (its journal has them)."""
@@ -141,6 +149,11 @@ class Attempt:
         self._prepare_timer: asyncio.TimerHandle | None = None
 
     # --- while it runs ---------------------------------------------------------------------------
+
+    def note_browser_request(self, method: str, url: str) -> None:
+        """A request of the browser itself: counted and listed, never an event."""
+        self.browser_requests += 1
+        self.recent_browser_requests.append(f"{method} {url}")
 
     def append(self, event: NetworkEvent | EventRecord) -> bool:
         """Record a captured event (or its record); False (and nothing recorded) once finished."""
@@ -297,6 +310,11 @@ class Attempt:
         }
         if self.late_events:
             view["late_events"] = self.late_events
+        if self.browser_requests:
+            view["browser_requests"] = {
+                "count": self.browser_requests,
+                "recent": list(self.recent_browser_requests),
+            }
         if self.dropped_idle_events:
             view["dropped_idle_events"] = self.dropped_idle_events
         if self.result is not None:

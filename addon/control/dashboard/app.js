@@ -143,7 +143,10 @@ async function refreshSessions() {
   for (const view of sessions) {
     const row = body.insertRow();
     row.dataset.session = view.session;
-    if (view.session === state.selected) row.classList.add("selected");
+    if (view.session === state.selected) {
+      row.classList.add("selected");
+      showBrowserRequests(view.browser_requests);
+    }
     cell(row, view.session);
     cell(row, view.state);
     cell(row, view.task_id);
@@ -216,6 +219,7 @@ function select(name) {
   $("#session-panel").hidden = false;
   $("#session-name").textContent = name;
   $("#session-task").textContent = "";
+  $("#browser-requests").hidden = true;
   $("#progress tbody").replaceChildren();
   state.progressShown = null;
   $("#verdict").hidden = true;
@@ -225,6 +229,15 @@ function select(name) {
   history.replaceState(null, "", `#${encodeURIComponent(name)}`);
   followSession(name);
   showProgress(); // at once, whatever the throttle last did for another session
+}
+
+// The browser's own requests (update and connectivity checks): never events, but not hidden either.
+function showBrowserRequests(info) {
+  const line = $("#browser-requests");
+  line.hidden = !info;
+  if (!info) return;
+  line.textContent = `${plural(info.count, "request")} of the browser itself (update and connectivity checks) kept out of the trace`;
+  line.title = info.recent.join("\n");
 }
 
 function setDownload(link, path, filename) {

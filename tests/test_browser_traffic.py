@@ -1,0 +1,94 @@
+"""The browser's own traffic stays out of the traces: live, the reference on the proxy's outputs and
+the reference on Playwright's own HAR agree on a run where Chromium phones home.
+
+A real Chromium with its background networking on (and its component updater told to check at once,
+`--component-updater=fast-update`, so the phantom `POST http://update.googleapis.com/...` comes
+within seconds) runs the demo's scripted agent through a session's own address. The update request
+reaches the proxy — it is counted and listed in the session — but is no event: the trace, the
+written `network.har` and the verdict are those of the page alone, as the reference sees them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from playwright.sync_api import sync_playwright
+
+from tests.serve_process import finish, shop, start_serve
+from tests.site.harness import CHROMIUM, oracle_dataset, oracle_verdicts, write_config
+from webarena_live.addon.demo.agent import ATTEMPTS
+from webarena_live.addon.proxy.browser_traffic import is_service_host
+from webarena_live.evaluator import default_tasks_path
+
+__all__ = ["shop"]  # a fixture
+
+pytestmark = pytest.mark.timeout(240)
+
+TASK = 1003
+
+
+def test_service_hosts_are_the_browsers_and_nothing_else() -> None:
+    for host in ("update.googleapis.com", "connectivitycheck.gstatic.com", "detectportal.firefox.com",
+                 "r1---sn-x.edgedl.me.gvt1.com", "UPDATE.googleapis.com."):  # fmt: skip
+        assert is_service_host[host], host
+    for host in ("127.0.0.1", "googleapis.com", "maps.googleapis.com", "gitlab.example", "shop.test"):
+        assert not is_service_host[host], host
+
+
+def test_three_way_agreement_with_the_browsers_own_traffic(
+    tmp_path: Path, shop: str, oracle_python: Path, official_dataset: Path
+) -> None:
+    out = tmp_path / "out"
+    served, control, _ = start_serve(tmp_path, shop, tmp_path / "state", "--output-dir", str(out))
+    browser_dir = tmp_path / "browser" / str(TASK)
+    browser_dir.mkdir(parents=True)
+    try:
+        started = requests.post(f"{control}/sessions", json={"task_id": TASK, "session": "phones-home"},
+                                timeout=30).json()  # fmt: skip
+        with sync_playwright() as playwright:
+            args = ["--no-sandbox", "--component-updater=fast-update", f"--proxy-server={started['proxy']}",
+                    "--proxy-bypass-list=<-loopback>"]  # fmt: skip
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+            try:
+                context = browser.new_context(record_har_path=str(browser_dir / "network.har"))
+                attempt = next(a for a in ATTEMPTS if a.task_id == TASK)
+                answer = attempt.act(context.new_page(), started["start_urls"][0])
+                deadline = time.monotonic() + 60
+                while (
+                    not requests.get(f"{control}/sessions/phones-home", timeout=10)
+                    .json()
+                    .get("browser_requests")
+                ):
+                    assert time.monotonic() < deadline, "Chromium sent no request of its own in 60 s"
+                    time.sleep(0.5)
+                context.close()  # writes Playwright's HAR
+            finally:
+                browser.close()
+        view = requests.get(f"{control}/sessions/phones-home", timeout=10).json()
+        live = finish(control, "phones-home", answer).json()
+    finally:
+        served.stop()
+
+    seen = view["browser_requests"]
+    assert seen["count"] >= 1 and any("googleapis.com" in line for line in seen["recent"]), seen
+    written = json.loads((out / str(TASK) / "network.har").read_text())["log"]["entries"]
+    assert written and not [e for e in written if "127.0.0.1" not in e["request"]["url"]]
+    assert live["status"] == "success"
+
+    shutil.copy2(out / str(TASK) / "agent_response.json", browser_dir / "agent_response.json")
+    dataset = oracle_dataset(official_dataset, default_tasks_path(), tmp_path / "dataset.json")
+    config = write_config(
+        tmp_path / "oracle.json", {"__SHOPPING__": {"urls": [shop]}}, test_data_file=dataset
+    )
+    judged = tmp_path / "judged" / str(TASK)
+    judged.mkdir(parents=True)
+    for name in ("agent_response.json", "network.har"):
+        shutil.copy2(out / str(TASK) / name, judged / name)
+    on_outputs = oracle_verdicts(oracle_python, judged.parent, config)[TASK]["status"]
+    on_browser_har = oracle_verdicts(oracle_python, browser_dir.parent, config)[TASK]["status"]
+    assert (live["status"], on_outputs, on_browser_har) == ("success", "success", "success")
