@@ -93,7 +93,7 @@ class Front:
         headers: dict[str, str] | None = None,
     ) -> Response:
         """The worker's answer to `request`, streamed back as it comes."""
-        upstream = await self._send(worker, request, body, headers)
+        upstream = await self.send(worker, request, body, headers)
         if upstream is None:
             return self.unavailable(worker, request)
         return StreamingResponse(
@@ -103,9 +103,10 @@ class Front:
             background=BackgroundTask(upstream.aclose),
         )
 
-    async def _send(
+    async def send(
         self, worker: Worker, request: Request, body: bytes | None, headers: dict[str, str] | None = None
     ) -> httpx.Response | None:
+        """The worker's answer to `request` (its body not read yet), or None when the worker is gone."""
         raw_path = request.scope.get("raw_path") or request.url.path.encode()
         query = request.url.query
         url = f"{worker.control_url}{raw_path.decode('latin-1')}" + (f"?{query}" if query else "")

@@ -136,7 +136,7 @@ def create_front_app(front: Front) -> FastAPI:
         except PlacementError as error:
             return error_response(503, "no_address", str(error), method="POST", path="/sessions")
         worker = front.pool[seat.worker]
-        upstream = await front._send(worker, request, body, {PROXY_PORT_HEADER: str(seat.port)})
+        upstream = await front.send(worker, request, body, {PROXY_PORT_HEADER: str(seat.port)})
         if upstream is None:
             if not had_port:
                 front.placement.release(name)
@@ -161,7 +161,7 @@ def create_front_app(front: Front) -> FastAPI:
         body = await _bounded_body(request)
         if body is None:
             return error_response(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
-        upstream = await front._send(worker, request, body)
+        upstream = await front.send(worker, request, body)
         if upstream is None:
             return front.unavailable(worker, request)
         content = await upstream.aread()
@@ -219,7 +219,7 @@ async def merged_events(front: Front, request: Request) -> Response:
     workers = front.up_workers()
     upstreams: list[tuple[Worker, httpx.Response]] = []
     for worker in workers:
-        upstream = await front._send(worker, request, b"")
+        upstream = await front.send(worker, request, b"")
         if upstream is None:
             continue
         if upstream.status_code != 200:
