@@ -129,14 +129,14 @@ def run(args: argparse.Namespace) -> int:
         for line in str(error).splitlines():
             print(f"webarena-live report: {line}", file=sys.stderr)
         return 2
+    if args.html:  # first: a reader that stops reading the tables early (`| head`) still gets the page
+        from webarena_live.addon.commands.report_html import write_html
+
+        write_html(Path(args.html), document, note)
     if args.json:
         print(json.dumps(document, indent=2))
     else:
         print_report(console, document, note)
-    if args.html:
-        from webarena_live.addon.commands.report_html import write_html
-
-        write_html(Path(args.html), document, note)
-        if not args.json:
+        if args.html:
             console.print(f"HTML report: {args.html}")
     return 0
