@@ -11,17 +11,14 @@ repeat the credentials, land in the session named on the CONNECT.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 from mitmproxy import connection, ctx, exceptions, http
-from mitmproxy.proxy import mode_specs
 from mitmproxy.utils import human
 
 from webarena_live.addon.control.app import CALLER_HEADER, create_app
@@ -36,16 +33,19 @@ from webarena_live.addon.proxy.header_login import HeaderLogin
 from webarena_live.addon.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING
 from webarena_live.addon.proxy.reserved_host import answer_too_large, serve_on_flow
 from webarena_live.addon.proxy.session_addresses import SessionAddresses
-from webarena_live.addon.runs.attempt import RunSettings, SessionState
+from webarena_live.addon.proxy.startup import (
+    checked,
+    default_journal_dir,
+    front_address,
+    listen_ports,
+    site_map_problems,
+    unfinished_lines,
+)
+from webarena_live.addon.runs.attempt import RunSettings
 from webarena_live.addon.runs.sessions import DEFAULT_SESSION, SessionStore
-from webarena_live.evaluator import SiteMap, TaskSet, WebArenaLiveError, load_tasks, prepare_output_dir
+from webarena_live.evaluator import SiteMap, load_tasks, prepare_output_dir
 
 logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-JOURNAL_SUBDIR = ".journal"
-"""Journal directory inside the output dir; not a task id, so the reference tooling skips it."""
 
 # Keys of flow.metadata set by this addon.
 SESSION_KEY = "webarena_live.session"
@@ -54,78 +54,6 @@ SKIP_KEY = "webarena_live.skip"
 CAPTURED_KEY = "webarena_live.captured"
 CHALLENGED_KEY = "webarena_live.challenged"
 """CONNECTs this addon answered with a 407 itself: their failure is no upstream fault."""
-
-
-def default_journal_dir(output_dir: str) -> Path:
-    """`OUT/.journal`, else a stable per-user state directory, so a restarted proxy finds its journals."""
-    if output_dir:
-        return Path(output_dir) / JOURNAL_SUBDIR
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "webarena-live" / "journal"
-
-
-def _checked(problems: list[str], load: Callable[[Any], T], argument: Any) -> T | None:
-    """`load(argument)`, or None with the error's lines added to `problems` (so all are told at once)."""
-    try:
-        return load(argument)
-    except WebArenaLiveError as error:
-        problems.extend(str(error).splitlines())
-        return None
-
-
-def unfinished_lines(sessions: SessionStore) -> list[str]:
-    """What stopping now leaves unfinished, and how to pick each session up after a restart."""
-    lines = []
-    for session in sessions:
-        task = session.task
-        if session.state is not SessionState.RUNNING or task is None or not len(session.trace):
-            continue
-        journal = session.attempt.journal
-        where = f", journal {journal.path}" if journal is not None else ""
-        resume = json.dumps({"task_id": task.task_id, "session": session.name, "resume_journal": True})
-        lines.append(
-            f"unfinished: session {session.name}, task {task.task_id}, {len(session.trace)} events{where}; "
-            f"after a restart resume it with POST /sessions {resume}"
-        )
-    return lines
-
-
-def site_map_problems(tasks: TaskSet, site_map: SiteMap, *, config: str) -> list[str]:
-    """Sites the loaded tasks use that the site map cannot render, one line each (empty: fine).
-
-    The embedded demo tasks run without a map (their start URLs stay placeholders
-    until `webarena-live demo` or a user's config names the demo shop); a map that
-    is given must cover every site the tasks use.
-    """
-    if not config and tasks.is_embedded_demo:
-        return []
-    where = config or "no --config given"
-    problems = []
-    for name, ids in sorted(tasks.sites_missing_from(site_map).items()):
-        shown = ", ".join(str(i) for i in ids[:5]) + (", …" if len(ids) > 5 else "")
-        problems.append(f"{where}: no URLs for {name}, which {len(ids)} task(s) use ({shown})")
-    return problems
-
-
-def _listen_ports(modes: Sequence[str], listen_port: int | None) -> Iterator[int]:
-    """The ports mitmproxy's modes listen on (never handed to a session)."""
-    for mode in modes:
-        try:
-            port = mode_specs.ProxyMode.parse(mode).listen_port(listen_port)
-        except ValueError:
-            continue  # mitmproxy reports it
-        if port:
-            yield port
-
-
-def _front_address(text: str) -> tuple[str, int] | None:
-    """`webarena_front` (`HOST:PORT`) as an address; None when empty."""
-    if not text:
-        return None
-    host, _, port = text.rpartition(":")
-    if not host or not port.isdigit():
-        raise exceptions.OptionsError(f"webarena_front must be HOST:PORT, not {text!r}")
-    return host, int(port)
 
 
 def _declared_length(request: http.Request) -> int:
@@ -183,17 +111,17 @@ class WebArenaLive:
         elif self.flow_notes is None:
             self.flow_notes = FlowNotes()
         if "webarena_front" in updated:
-            self._front = _front_address(ctx.options.webarena_front)
+            self._front = front_address(ctx.options.webarena_front)
         if self.context is not None and not updated.intersection(RECONFIGURING):
             return
         options = ctx.options
         if options.webarena_body_cap < 0:
             raise exceptions.OptionsError("webarena_body_cap must not be negative")
         problems: list[str] = []
-        tasks = _checked(problems, load_tasks, options.webarena_tasks or None)
+        tasks = checked(problems, load_tasks, options.webarena_tasks or None)
         config, out = options.webarena_config, options.webarena_output_dir
-        site_map = _checked(problems, SiteMap.load, config) if config else None
-        output_dir = _checked(problems, prepare_output_dir, out) if out else None
+        site_map = checked(problems, SiteMap.load, config) if config else None
+        output_dir = checked(problems, prepare_output_dir, out) if out else None
         if tasks is not None and (site_map is not None or not config):  # an unreadable map: told once
             problems += site_map_problems(tasks, site_map or SiteMap(), config=options.webarena_config)
         if problems or tasks is None:
@@ -208,7 +136,7 @@ class WebArenaLive:
             data_checksum=tasks.checksum,
         )
         reserved = frozenset(
-            [*_listen_ports(options.mode, options.listen_port), options.webarena_control_port]
+            [*listen_ports(options.mode, options.listen_port), options.webarena_control_port]
         )
         self.addresses.configure(ports=options.webarena_session_ports, reserved=reserved)
         if self.context is None:
