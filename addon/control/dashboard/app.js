@@ -13,6 +13,7 @@ const state = {
   counts: new Map(), // the latest event count of each session's current run, from the global stream
   sessionsAsked: 0, // refreshes of the list asked for (only the latest answer is drawn)
   progressShown: null, // the progress on the page, as JSON
+  satisfying: new Set(), // indexes of the events that satisfy (or violate) a network evaluator
   finished: false,
   following: false, // the global stream is being read
 };
@@ -150,7 +151,7 @@ async function refreshSessions() {
     cell(row, view.session);
     cell(row, view.state);
     cell(row, view.task_id);
-    cell(row, view.intent);
+    cell(row, view.intent, "intent").title = view.intent || "";
     const counts = view.counts || { total: view.events || 0 };
     // A counts notice newer than this answer may have been drawn already; within a run counts only grow.
     cell(row, Math.max(counts.total, state.counts.get(view.session) || 0));
@@ -220,6 +221,8 @@ function select(name) {
   $("#session-name").textContent = name;
   $("#session-task").textContent = "";
   $("#browser-requests").hidden = true;
+  showTimes(null, null);
+  state.satisfying = new Set();
   $("#progress tbody").replaceChildren();
   state.progressShown = null;
   $("#verdict").hidden = true;
@@ -288,9 +291,11 @@ function onSessionMessage(kind, data) {
       $("#verdict").hidden = true;
     }
     $("#session-task").textContent = data.task_id == null ? "(no task)" : `task ${data.task_id}: ${data.intent}`;
+    showTimes(data.started, data.finished);
     scheduleProgress();
   } else if (kind === "finished") {
     state.finished = true;
+    showTimes(state.started, Date.now() / 1000);
     showVerdict(data);
     scheduleProgress();
     sessionsChanged();
@@ -299,6 +304,26 @@ function onSessionMessage(kind, data) {
     scheduleProgress();
   }
 }
+
+// When the run started, and how long it took (or has taken so far: drawn again every second).
+function showTimes(started, finished) {
+  state.started = started;
+  state.ended = finished;
+  drawTimes();
+}
+
+function drawTimes() {
+  const line = $("#session-time");
+  if (!state.started) {
+    line.textContent = "";
+    return;
+  }
+  const end = state.ended || Date.now() / 1000;
+  const seconds = Math.max(0, end - state.started);
+  const took = seconds < 120 ? `${seconds.toFixed(1)} s` : `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s`;
+  line.textContent = `started ${new Date(state.started * 1000).toLocaleTimeString()} · ${state.ended ? "took" : "running for"} ${took}`;
+}
+setInterval(() => state.started && !state.ended && drawTimes(), 1000);
 
 function shownTypes() {
   return new Set([...document.querySelectorAll(".filters input:checked")].map((input) => input.value));
@@ -330,6 +355,7 @@ function drawEvents() {
       row.addEventListener("animationend", () => row.classList.remove("new"), { once: true });
     }
     row.hidden = !types.has(view.type);
+    if (state.satisfying.has(view.index)) row.classList.add("satisfies");
     cell(row, view.index);
     cell(row, view.type);
     cell(row, view.method);
@@ -385,6 +411,11 @@ async function showProgress() {
     cell(row, verdict, item.error ? "error" : item.satisfied ? "success" : "failure");
     const what = item.should_not_exist ? "violated by" : "by";
     cell(row, item.event == null ? "" : `${what} event ${item.event}`);
+  }
+  // The events an evaluator is satisfied (or violated) by stand out in the list.
+  state.satisfying = new Set(progress.network.filter((item) => item.event != null).map((item) => item.event));
+  for (const row of $("#events tbody").rows) {
+    row.classList.toggle("satisfies", state.satisfying.has(Number(row.dataset.index)));
   }
   $("#no-evaluators").hidden = progress.network.length > 0;
   const last = progress.last_navigation;
