@@ -269,7 +269,10 @@ def test_a_killed_worker_comes_back_with_its_sessions(fleet: tuple[Served, Path]
     # The agents carry on at their addresses (retrying while the worker comes back).
     for name in names:
         _browse(started[name]["proxy"], shop, PRODUCT)
-    after = requests.get(f"{control}/health", timeout=10).json()["workers"][victim]
+    deadline = time.monotonic() + 60  # back once every session of it is resumed
+    while (after := requests.get(f"{control}/health", timeout=10).json()["workers"][victim])["state"] != "up":
+        assert time.monotonic() < deadline, after
+        time.sleep(0.1)
     assert after["pid"] != before["pid"] and after["restarts"] == before["restarts"] + 1
     assert after["proxy_port"] == before["proxy_port"]
     for name in names:

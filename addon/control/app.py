@@ -174,8 +174,14 @@ def create_app(control: ControlContext | None) -> FastAPI:
             raise ControlError(400, "bad_request", validation_detail(error.errors())) from None
         plan = plan_start(ctx, start, caller=unquote(caller) if caller else None)
         outcomes = await reset_first(ctx, plan.task.sites, start.reset_timeout) if start.reset else None
-        address = await ctx.addresses.claim(plan.name, port) if ctx.addresses is not None else None
-        reply = begin_session(ctx, plan)
+        addresses = ctx.addresses
+        if plan.resumed is None:  # the address first: a refusal (503) then changes nothing
+            address = await addresses.claim(plan.name, port) if addresses is not None else None
+            reply = begin_session(ctx, plan)
+        else:  # resumed (a restarted worker): the journal's events first, then the port opens, since
+            # agents that already hold the address send as soon as it listens
+            reply = begin_session(ctx, plan)
+            address = await addresses.claim(plan.name, port) if addresses is not None else None
         if address is not None:
             ctx.sessions.get_or_create(plan.name).proxy = reply["proxy"] = address
         if outcomes is not None:

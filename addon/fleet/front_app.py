@@ -72,7 +72,8 @@ def create_front_app(front: Front) -> FastAPI:
             {
                 "index": worker.index,
                 "pid": worker.pid,
-                "state": "up" if worker.index in healths else "restarting",
+                "state": "up" if worker.index in healths and worker.index not in front.placement.down
+                else "restarting",
                 "proxy_port": worker.ports.proxy,
                 "session_port": worker.ports.session,
                 "control_port": worker.ports.control,
