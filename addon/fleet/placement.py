@@ -119,10 +119,6 @@ class Placement:
         self.down: set[int] = set()
         """Workers that take no new session now (restarting)."""
 
-    def seat(self, session: str) -> Seat | None:
-        worker = self._owners.get(session)
-        return None if worker is None else Seat(worker, self._ports.get(session))
-
     def owner(self, session: str) -> int | None:
         return self._owners.get(session)
 

@@ -15,7 +15,7 @@ import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
@@ -46,7 +46,6 @@ class Worker:
     process: ServeProcess | None = None
     up: bool = False
     restarts: int = 0
-    pids: list[int] = field(default_factory=list)
 
     @property
     def control_url(self) -> str:
@@ -109,8 +108,6 @@ class WorkerPool:
             raise
         for worker in self.workers:
             worker.up = True
-            if worker.pid is not None:
-                worker.pids.append(worker.pid)
             self._watchers.append(asyncio.create_task(self._watch(worker)))
 
     async def _watch(self, worker: Worker) -> None:
@@ -138,8 +135,6 @@ class WorkerPool:
             if self._stopping:
                 return
             worker.restarts += 1
-            if worker.pid is not None:
-                worker.pids.append(worker.pid)
             await self._on_restart(worker.index)
             worker.up = True
             logger.warning("webarena-live: worker %d is back (pid %s)", worker.index, worker.pid)
