@@ -56,10 +56,15 @@ def run_name_problem(name: str) -> str | None:
 
 def write_text_atomically(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file in the same directory and a rename."""
+    write_bytes_atomically(path, text.encode("utf-8"))
+
+
+def write_bytes_atomically(path: Path, content: bytes) -> None:
+    """Write `content` to `path` through a temporary file in the same directory and a rename."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
-            file.write(text)
+        with os.fdopen(handle, "wb") as file:
+            file.write(content)
         os.chmod(temporary, RUN_FILE_MODE)  # mkstemp creates 0600; run files are shared like any output
         os.replace(temporary, path)
     except BaseException:
@@ -115,6 +120,22 @@ def write_run(
     write_trace(paths[TRACE_FILE])
     write_json_atomically(paths[RESULT_FILE], result)
     written = {name: str(path) for name, path in paths.items()}
+    if earlier is not None:
+        written[EARLIER_ATTEMPT] = str(earlier)
+    return written
+
+
+def place_run(directory: Path, contents: Mapping[str, bytes]) -> dict[str, str]:
+    """Write a run's files, already made elsewhere, into `directory` (`OUT/[<run>/]<task_id>`), by
+    file name: an earlier attempt there is moved aside first and the result goes last, as `write_run`
+    does. Returns their paths, with `EARLIER_ATTEMPT` when one was moved."""
+    earlier = keep_earlier_attempt(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name in (RESPONSE_FILE, TRACE_FILE, RESULT_FILE):
+        if name in contents:
+            write_bytes_atomically(directory / name, contents[name])
+            written[name] = str(directory / name)
     if earlier is not None:
         written[EARLIER_ATTEMPT] = str(earlier)
     return written

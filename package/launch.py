@@ -47,13 +47,13 @@ class Ports:
     control: int
 
 
-def free_ports(count: int) -> list[int]:
-    """Distinct ports that were free a moment ago on 127.0.0.1."""
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """Distinct ports that were free a moment ago on `host`."""
     sockets = []
     try:
         for _ in range(count):
             sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
+            sock.bind((host, 0))
             sockets.append(sock)
         return [sock.getsockname()[1] for sock in sockets]
     finally:
@@ -83,6 +83,7 @@ class ServeProcess:
     (the workers of `serve --workers`).
     `own_session` starts it in a process session of its own, so a terminal's Ctrl-C reaches only the
     caller, which stops it in order; `preexec_fn` runs in the child before it starts (CPU pinning).
+    `host` is where its control port is reached (a Ray worker binds the address of its node).
     """
 
     def __init__(
@@ -97,8 +98,10 @@ class ServeProcess:
         preexec_fn: Callable[[], Any] | None = None,
         control: bool = True,
         inherit_output: bool = False,
+        host: str = "127.0.0.1",
     ) -> None:
-        self.ports = ports or Ports(*free_ports(3))
+        self.host = host
+        self.ports = ports or Ports(*free_ports(3, host))
         self.log = log or _new_log()
         ports_flags = [
             "--port", str(self.ports.proxy), "--session-port", str(self.ports.session),
@@ -115,17 +118,17 @@ class ServeProcess:
 
     @property
     def control_url(self) -> str:
-        return f"http://127.0.0.1:{self.ports.control}"
+        return f"http://{self.host}:{self.ports.control}"
 
     @property
     def proxy_url(self) -> str:
         """The proxy port: traffic with credentials goes to their session, without to `default`."""
-        return f"http://127.0.0.1:{self.ports.proxy}"
+        return f"http://{self.host}:{self.ports.proxy}"
 
     @property
     def session_proxy_url(self) -> str:
         """The session port: it asks for credentials (407), as browsers need."""
-        return f"http://127.0.0.1:{self.ports.session}"
+        return f"http://{self.host}:{self.ports.session}"
 
     @property
     def pid(self) -> int:
@@ -149,7 +152,7 @@ class ServeProcess:
                 raise LaunchError(f"the proxy exited with code {code}: {self.log_tail(500)}")
             try:
                 if not self._control:
-                    socket.create_connection(("127.0.0.1", self.ports.proxy), timeout=1).close()
+                    socket.create_connection((self.host, self.ports.proxy), timeout=1).close()
                     return self
                 self.health = self.client.health()
                 return self

@@ -40,7 +40,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 step "installing webarena-live into .venv"
 # Strict editable mode: a tree of links that mypy can read (the default finder is invisible to it).
-.venv/bin/pip install "${pip_quiet[@]}" --config-settings editable_mode=strict -e '.[test]'
+.venv/bin/pip install "${pip_quiet[@]}" --config-settings editable_mode=strict -e '.[test,ray]'
 
 if [ "$what" = test ] || [ "$what" = setup ]; then
     if [ ! -x .oracle-venv/bin/webarena-verified ]; then

@@ -12,6 +12,11 @@ Reads one JSON document on stdin and prints one JSON list of verdicts:
         each response judged by the reference's public API against a small dataset of `tasks`
         -> [{"status": .., "score": .., "detail": str}]  (the AgentResponseEvaluator's result)
         `config` is an optional site map in the reference's format ({"environments": {...}}).
+
+    {"mode": "files", "config": PATH, "cases": [{"task_id": .., "response": PATH, "har": PATH}]}
+        each run's files (agent_response.json, network.har) judged by the reference's public
+        `evaluate_task` in one process (`config` names a config file with its `test_data_file`)
+        -> [{"status": .., "score": .., "detail": str}]
 """
 
 from __future__ import annotations
@@ -120,11 +125,27 @@ def _responses(
     return verdicts
 
 
+def _files(config: str, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from webarena_verified.api import WebArenaVerified
+
+    oracle = WebArenaVerified(config=Path(config))
+    verdicts = []
+    for case in cases:
+        result = oracle.evaluate_task(
+            task_id=case["task_id"], agent_response=Path(case["response"]), network_trace=Path(case["har"])
+        )
+        detail = result.error_msg or ""
+        verdicts.append({"status": str(result.status), "score": result.score, "detail": detail})
+    return verdicts
+
+
 def main() -> None:
     logging.disable(logging.CRITICAL)
     request = json.load(sys.stdin)
     if request["mode"] == "values":
         verdicts = _values(request["cases"])
+    elif request["mode"] == "files":
+        verdicts = _files(request["config"], request["cases"])
     else:
         verdicts = _responses(request["tasks"], request["cases"], request.get("config"))
     json.dump(verdicts, sys.stdout)

@@ -130,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
         "lives on one worker, placed on the one with the fewest running sessions",
     )
     serve.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the workers as Ray actors spread over a Ray cluster's nodes ('auto': the cluster this "
+        "machine is in, as ray.init does; needs pip install 'webarena-live[ray]'); the control API, "
+        "dashboard and outputs stay on this process",
+    )
+    serve.add_argument(
         "--no-gc-tuning",
         dest="gc_tuning",
         action="store_false",

@@ -160,7 +160,7 @@ def _quiet_cancellations(loop: asyncio.AbstractEventLoop, context: dict[str, Any
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of `webarena-live serve`; returns the process exit status."""
-    if args.workers > 1:
+    if args.workers > 1 or args.ray:
         from webarena_live.addon.commands.serve_workers import run as run_workers
 
         return run_workers(args, args.workers)

@@ -21,9 +21,9 @@ from webarena_live.addon.fleet.front import Front
 from webarena_live.addon.fleet.front_app import create_front_app
 from webarena_live.addon.fleet.placement import Placement, PlacementError, PortRange
 from webarena_live.addon.fleet.router import SharedPort
-from webarena_live.addon.fleet.workers import WorkerPool
+from webarena_live.addon.fleet.workers import WorkerPool, Workers
 from webarena_live.addon.proxy.options import CONTROL_TOKEN_ENV, options_from_flags, with_flags
-from webarena_live.evaluator import __version__
+from webarena_live.evaluator import WebArenaLiveError, __version__
 from webarena_live.launch import LaunchError
 
 logger = logging.getLogger("webarena_live.addon.fleet")
@@ -35,12 +35,16 @@ _FRONT_ONLY = frozenset(
 """Options the front keeps for itself: each worker gets its own ports, the token by environment."""
 
 
-def worker_args(args: argparse.Namespace, index: int, front_port: int) -> list[str]:
-    """The `serve` command line of worker `index` (its ports are added by `ServeProcess`)."""
-    argv = ["--listen-host", args.listen_host, "--control-host", "127.0.0.1"]
+def worker_args(
+    args: argparse.Namespace, index: int, front: str, *, skip: frozenset[str] = frozenset()
+) -> list[str]:
+    """The `serve` command line of worker `index` (its ports are added by `ServeProcess`); `front` is
+    the HOST:PORT of this process's control API. Options named in `skip` are left to the engine (a
+    Ray worker gets its own addresses, folders and copies of the files)."""
+    argv = [] if "listen_host" in skip else ["--listen-host", args.listen_host, "--control-host", "127.0.0.1"]
     for option in with_flags():
         value = getattr(args, option.dest or "", None)
-        if option.name in _FRONT_ONLY or value is None or value is False:
+        if option.name in _FRONT_ONLY | skip or value is None or value is False:
             continue
         argv += [f"--{option.flag}"] if value is True else [f"--{option.flag}", str(value)]
     if args.quiet:
@@ -51,7 +55,7 @@ def worker_args(args: argparse.Namespace, index: int, front_port: int) -> list[s
         argv += ["--web", "--web-port", str(args.web_port + index)]
     for setting in args.mitmproxy_options:
         argv += ["--set", setting]
-    return [*argv, "--set", f"webarena_front=127.0.0.1:{front_port}"]
+    return [*argv, "--set", f"webarena_front={front}"]
 
 
 def _banner(args: argparse.Namespace, front: Front, server: ControlServer, health: dict[str, object]) -> str:
@@ -74,9 +78,16 @@ def _banner(args: argparse.Namespace, front: Front, server: ControlServer, healt
             if getattr(args, "web", False)
             else ""
         )
+        node = f", node {worker.node}" if worker.node else ""
         lines.append(
-            f"  worker {worker.index}      pid {worker.pid}, control http://127.0.0.1:{worker.ports.control}/{web}"
+            f"  worker {worker.index}      pid {worker.pid}, control {worker.control_url}/{web}{node}"
         )
+    if args.ray:
+        outputs = front.outputs.output_dir if front.outputs is not None else None
+        carried = f"{outputs}  (carried from each worker's node)" if outputs else "none (--output-dir DIR)"
+        lines.append(f"  outputs       {carried}")
+        lines.append("  journal       in each worker's node's temp directory")
+        return "\n".join(lines)
     if health.get("output_dir"):
         lines.append(f"  outputs       {health['output_dir']}")
     lines.append(f"  journal       {health.get('journal_dir')}")
@@ -84,6 +95,12 @@ def _banner(args: argparse.Namespace, front: Front, server: ControlServer, healt
 
 
 async def serve_workers(args: argparse.Namespace, count: int) -> int:
+    if args.ray:
+        from webarena_live.addon.commands.serve_ray import ray_problem
+
+        if problem := ray_problem():
+            print(f"webarena-live serve: {problem}", file=sys.stderr)
+            return 2
     logging.getLogger("webarena_live").setLevel(logging.INFO)
     logging.basicConfig(format="[%(asctime)s.%(msecs)03d] %(message)s", datefmt="%H:%M:%S", stream=sys.stdout)
     options = options_from_flags(args)
@@ -106,17 +123,30 @@ async def serve_workers(args: argparse.Namespace, count: int) -> int:
         return 1
     front.control_port = server.port
     env = {CONTROL_TOKEN_ENV: args.control_token} if args.control_token else {}
-    pool = WorkerPool(
-        count,
-        lambda index: worker_args(args, index, server.port),
-        on_down=front.worker_down,
-        on_restart=front.resume_on,
-        env=env,
-    )
+    pool: Workers
+    if args.ray:
+        from webarena_live.addon.commands import serve_ray
+
+        try:
+            await asyncio.to_thread(serve_ray.connect, args.ray)
+            pool = serve_ray.ray_pool(args, count, front, server.port, env)
+        except (ConnectionError, WebArenaLiveError) as error:
+            print(f"webarena-live serve: {error}", file=sys.stderr)
+            await server.stop()
+            return 1
+        placement.is_free = lambda port: True  # a port is the worker's node's: its bind is the check
+    else:
+        pool = WorkerPool(
+            count,
+            lambda index: worker_args(args, index, f"127.0.0.1:{server.port}"),
+            on_down=front.worker_down,
+            on_restart=front.resume_on,
+            env=env,
+        )
     front.pool = pool
-    shared = [SharedPort(placement, lambda i: pool[i].ports.proxy, challenges=False)]
+    shared = [SharedPort(placement, lambda i: (pool[i].host, pool[i].ports.proxy), challenges=False)]
     if args.session_port and args.session_port != args.port:
-        shared.append(SharedPort(placement, lambda i: pool[i].ports.session, challenges=True))
+        shared.append(SharedPort(placement, lambda i: (pool[i].host, pool[i].ports.session), challenges=True))
     try:
         await shared[0].start(args.listen_host, args.port)
         if len(shared) > 1:
@@ -126,8 +156,11 @@ async def serve_workers(args: argparse.Namespace, count: int) -> int:
         print(f"webarena-live serve: cannot open a proxy port: {error}", file=sys.stderr)
         await _stop(shared, server, pool)
         return 1
-    except LaunchError:
+    except LaunchError as error:
         await _stop(shared, server, pool)
+        if args.ray:
+            print(f"webarena-live serve: {error}", file=sys.stderr)
+            return 1
         codes = [w.process.process.returncode for w in pool if w.process and w.process.process]
         code = next((code for code in codes if code), 1)
         print(
@@ -152,7 +185,7 @@ def _auth(front: Front) -> dict[str, str]:
     return {"Authorization": f"Bearer {front.token}"} if front.token else {}
 
 
-async def _stop(shared: list[SharedPort], server: ControlServer, pool: WorkerPool) -> None:
+async def _stop(shared: list[SharedPort], server: ControlServer, pool: Workers) -> None:
     for port in shared:
         await port.stop()
     await pool.stop()

@@ -289,7 +289,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
         ctx: Control,
         run: Annotated[str | None, Query(description="a named run: OUT/<run>/")] = None,
     ) -> Response:
-        return JsonResponse(await run_figures(ctx, run))
+        return JsonResponse(await run_figures(ctx.output_dir, ctx.tasks, run))
 
     @app.get("/dashboard/plotly.min.js", include_in_schema=False)
     async def get_plotly() -> Response:

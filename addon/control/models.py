@@ -49,6 +49,11 @@ class StartSession(BaseModel):
     run: StrictStr | None = Field(
         None, description="the run directory the outputs go to: OUT/<run>/<task_id>/"
     )
+    near: StrictStr | None = Field(
+        None,
+        description="the node the agent's browser runs on (a Ray node id or address): with serve --ray the "
+        "session goes to a worker there, when one is up; elsewhere every worker is on this machine",
+    )
     restart: StrictBool = Field(False, description="discard the events of a running session instead of 409")
     resume_journal: StrictBool = Field(
         False, description="start with the events of this session's newest journal for the task"

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from webarena_live.addon.control.bodies import ControlError
-from webarena_live.addon.control.context import ControlContext
 from webarena_live.evaluator import (
     ReportError,
     RunReport,
+    TaskSet,
     VerdictCache,
     named_runs,
     report_run,
@@ -35,22 +35,22 @@ def plotly_script() -> Path:
     return Path(spec.origin).parent / "package_data" / "plotly.min.js"
 
 
-async def run_figures(ctx: ControlContext, run: str | None) -> dict[str, Any]:
+async def run_figures(output_dir: Path | None, tasks: TaskSet, run: str | None) -> dict[str, Any]:
     """`report --json` of the output directory (of its named run `run`), with `named_runs`: the named
     runs it holds. A directory with no verdict yet reports no judged task (every task missing)."""
-    if ctx.output_dir is None:
+    if output_dir is None:
         raise ControlError(409, "no_output_dir", "this proxy writes no outputs (serve --output-dir DIR)")
     if run is not None and (problem := run_name_problem(run)):
         raise ControlError(400, "bad_run_name", problem)
-    directory = ctx.output_dir / run if run else ctx.output_dir
+    directory = output_dir / run if run else output_dir
     if run and not directory.is_dir():
-        raise ControlError(404, "unknown_run", f"no run named {run!r} in {ctx.output_dir}")
-    return await asyncio.to_thread(_figures, directory, ctx)
+        raise ControlError(404, "unknown_run", f"no run named {run!r} in {output_dir}")
+    return await asyncio.to_thread(_figures, directory, tasks)
 
 
-def _figures(directory: Path, ctx: ControlContext) -> dict[str, Any]:
+def _figures(directory: Path, tasks: TaskSet) -> dict[str, Any]:
     try:
-        report = report_run(directory, ctx.tasks, read=_cache.read)
+        report = report_run(directory, tasks, read=_cache.read)
     except ReportError:  # no task folder yet
-        report = RunReport(directory, {}, missing=tuple(sorted(ctx.tasks)))
+        report = RunReport(directory, {}, missing=tuple(sorted(tasks)))
     return {**report.to_dict(), "named_runs": [path.name for path in named_runs(directory)]}

@@ -9,8 +9,13 @@ journals. The routes are in `fleet/front_app.py` (docs/architecture.md, Workers)
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from starlette.background import BackgroundTask
@@ -20,7 +25,8 @@ from starlette.responses import Response, StreamingResponse
 from webarena_live.addon.control.app import PROXY_PORT_HEADER
 from webarena_live.addon.control.errors import error_response
 from webarena_live.addon.fleet.placement import Placement
-from webarena_live.addon.fleet.workers import Worker, WorkerPool
+from webarena_live.addon.fleet.workers import Worker, WorkerPool, Workers
+from webarena_live.evaluator import EARLIER_ATTEMPT, WebArenaLiveError, place_run
 
 logger = logging.getLogger("webarena_live.addon.fleet")
 
@@ -34,7 +40,7 @@ class Front:
     """The fleet as the control API sees it: the workers, where each session lives, what each runs."""
 
     def __init__(self, placement: Placement) -> None:
-        self.pool = WorkerPool(0, lambda index: (), on_down=lambda index: None, on_restart=_nothing)
+        self.pool: Workers = WorkerPool(0, lambda index: (), on_down=lambda index: None, on_restart=_nothing)
         """Replaced by the running pool before the control port answers anything."""
         self.placement = placement
         self.starts: dict[str, dict[str, Any]] = {}
@@ -45,11 +51,40 @@ class Front:
         """Every worker answered once (until then `/health` answers 503)."""
         self.token: str | None = None
         """The control token, for the front's own calls (resuming sessions on a restarted worker)."""
+        self.lost: dict[str, dict[str, Any]] = {}
+        """The sessions whose worker's node left the cluster, as `GET /sessions` lists them."""
+        self.listeners: set[asyncio.Queue[bytes | None]] = set()
+        """The merged `/events` streams open now: the front's own notices (`lost`) go to each."""
+        self.outputs: CarriedOutputs | None = None
+        """Set when the workers write on other machines: their files are carried here."""
+        self.carried: dict[str, dict[str, str]] = {}
+        """Where each session's carried files are on this machine, by session name."""
+        self.report: Callable[[str | None], Awaitable[dict[str, Any]]] | None = None
+        """`GET /report` of the carried outputs (else a worker answers it from the shared directory)."""
 
     # --- the workers' side ----------------------------------------------------------------------
 
     def worker_down(self, index: int) -> None:
         self.placement.down.add(index)
+
+    def worker_lost(self, index: int, reason: str) -> None:
+        """The worker's node is gone: its running sessions cannot resume. Each is reported `lost`
+        (`GET /sessions`, the log, a `lost` notice), and its name may be started again elsewhere."""
+        worker = self.pool[index]
+        for name in self.placement.running_on(index):
+            start = self.starts.pop(name, {})
+            view = {"session": name, "state": "lost", "reason": reason, "worker": index, "node": worker.node,
+                    "task_id": start.get("task_id"), "run": start.get("run")}  # fmt: skip
+            self.lost[name] = view
+            self.placement.forget(name)
+            logger.error("webarena-live: session %s is lost: %s", name, reason)
+            self.announce("lost", view)
+
+    def announce(self, kind: str, data: dict[str, Any]) -> None:
+        """A notice of the front's own, to every merged `/events` stream open now."""
+        message = f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode()
+        for queue in self.listeners:
+            queue.put_nowait(message)
 
     async def resume_on(self, index: int) -> None:
         """A restarted worker: start each of its running sessions again from its journal, at its port."""
@@ -74,11 +109,15 @@ class Front:
         self.placement.down.discard(index)
 
     async def _start_on(self, worker: Worker, body: dict[str, Any], port: int) -> httpx.Response:
-        headers = {PROXY_PORT_HEADER: str(port)}
-        token = self.token
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
+        headers = {PROXY_PORT_HEADER: str(port), **self._auth()}
         return await self.http.post(f"{worker.control_url}/sessions", json=body, headers=headers)
+
+    def workers_near(self, near: str) -> list[int]:
+        """The workers on the node an agent asked to be `near` (its Ray node id or its address); with
+        local workers, all: they share the agent's machine."""
+        if all(worker.node is None for worker in self.pool):
+            return [worker.index for worker in self.pool]
+        return [w.index for w in self.pool if near in (w.node, w.host) and w.index not in self.placement.down]
 
     def up_workers(self) -> list[Worker]:
         return [worker for worker in self.pool if worker.up and worker.index not in self.placement.down]
@@ -138,12 +177,72 @@ class Front:
                 return Response(reply.content, reply.status_code, headers=answer_headers(reply))
         return [(worker, reply) for worker, reply in zip(workers, replies, strict=True) if reply is not None]
 
+    async def carry_outputs(self, worker: Worker, name: str) -> None:
+        """The files of a session the worker just finished, written into this machine's output dir
+        (`self.outputs`); their paths here are what the session's view shows from then on. When they
+        cannot be carried the verdict stands, and the view says where the files stayed."""
+        assert self.outputs is not None
+        try:
+            reply = await self.http.get(
+                f"{worker.control_url}/sessions/{quote(name, safe='')}", headers=self._auth()
+            )
+            written = reply.json().get("outputs") if reply.status_code == 200 else None
+            if written:
+                self.carried[name] = await self.outputs.carry(worker.index, written)
+        except Exception as error:
+            logger.error(
+                "webarena-live: the files of session %s stay on node %s: %s", name, worker.node, error
+            )
+
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    async def refusal(self, request: Request) -> Response | None:
+        """A worker's refusal of `request`'s credentials (token, page guard) on a route the front
+        answers itself, or None when they would be accepted."""
+        replies = await self.ask_all(request, "/sessions")
+        return replies if isinstance(replies, Response) else None
+
     async def _get(self, worker: Worker, request: Request, path: str) -> httpx.Response | None:
         headers = [(k, v) for k, v in request.headers.raw if k.decode("latin-1").lower() not in _HOP_BY_HOP]
         try:
             return await self.http.get(f"{worker.control_url}{path}", headers=headers)
         except httpx.TransportError:
             return None
+
+
+@dataclass
+class CarriedOutputs:
+    """Where the files of sessions finished on other machines go (`serve --output-dir` of the front),
+    and how they are read from the worker that wrote them."""
+
+    output_dir: Path
+    worker_dir: Callable[[int], str]
+    """A worker's own output folder, on its node."""
+    read: Callable[[int, list[str]], Awaitable[dict[str, bytes]]]
+
+    async def carry(self, index: int, written: dict[str, str]) -> dict[str, str]:
+        """The files a worker wrote for one finished session, written here in the same layout (an
+        earlier attempt here moved aside first, as the worker did there); their paths here."""
+        files = {name: path for name, path in written.items() if name != EARLIER_ATTEMPT}
+        contents = await self.read(index, list(files.values()))
+        missing = sorted(set(files.values()) - set(contents))
+        if missing:
+            raise WebArenaLiveError(f"worker {index} no longer has {', '.join(missing)}")
+        relative = Path(next(iter(files.values()))).parent.relative_to(self.worker_dir(index))
+        by_name = {Path(path).name: contents[path] for path in files.values()}
+        return place_run(self.output_dir / relative, by_name)
+
+    def local(self, index: int, written: dict[str, str]) -> dict[str, str]:
+        """A worker's paths of a session's files as their paths here (for its views)."""
+        root = Path(self.worker_dir(index))
+        local = {}
+        for name, path in written.items():
+            try:
+                local[name] = str(self.output_dir / Path(path).relative_to(root))
+            except ValueError:
+                local[name] = path
+        return local
 
 
 async def _nothing(index: int) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import unquote
@@ -22,6 +23,7 @@ from sse_starlette import EventSourceResponse
 from starlette.responses import Response
 
 from webarena_live.addon.control.app import CALLER_HEADER, PROXY_PORT_HEADER
+from webarena_live.addon.control.bodies import ControlError
 from webarena_live.addon.control.errors import JsonResponse, error_response
 from webarena_live.addon.control.middleware import MAX_CONTROL_BODY
 from webarena_live.addon.control.streams import HEARTBEAT_SECONDS, RETRY_MS, Streams
@@ -29,6 +31,8 @@ from webarena_live.addon.fleet.front import Front, answer_headers
 from webarena_live.addon.fleet.placement import PlacementError
 from webarena_live.addon.fleet.workers import Worker
 from webarena_live.evaluator import __version__
+
+logger = logging.getLogger("webarena_live.addon.fleet")
 
 
 def _session_of(path: str) -> str | None:
@@ -39,19 +43,21 @@ def _session_of(path: str) -> str | None:
     return None
 
 
-def _started_name(body: bytes, caller: str | None) -> str | None:
-    """The session a `POST /sessions` body starts, as the worker will read it; None when the body is
-    not an object (the worker then answers the 400)."""
+def _started(body: bytes, caller: str | None) -> tuple[str, str | None] | None:
+    """The session a `POST /sessions` body starts, as the worker will read it, and the node it asks
+    to be `near`; None when the body is not an object (the worker then answers the 400)."""
     try:
         document = json.loads(body)
     except ValueError:
         return None
     if not isinstance(document, dict):
         return None
-    name = document.get("session")
+    name, near = document.get("session"), document.get("near")
     if name is None:
-        return unquote(caller) if caller else "default"
-    return name if isinstance(name, str) else None
+        name = unquote(caller) if caller else "default"
+    if not isinstance(name, str) or (near is not None and not isinstance(near, str)):
+        return None
+    return name, near
 
 
 def create_front_app(front: Front) -> FastAPI:
@@ -72,8 +78,12 @@ def create_front_app(front: Front) -> FastAPI:
             {
                 "index": worker.index,
                 "pid": worker.pid,
-                "state": "up" if worker.index in healths and worker.index not in front.placement.down
+                "state": "lost" if worker.node_lost
+                else "up" if worker.index in healths and worker.index not in front.placement.down
                 else "restarting",
+                "node": worker.node,
+                "host": worker.host,
+                "actor": worker.actor,
                 "proxy_port": worker.ports.proxy,
                 "session_port": worker.ports.session,
                 "control_port": worker.ports.control,
@@ -90,6 +100,8 @@ def create_front_app(front: Front) -> FastAPI:
         answer = {**first, "sessions": sum(w["sessions"] for w in workers), "workers": workers}
         answer["control_port"] = front.control_port
         answer.pop("memory", None)  # a worker's own; each worker answers it on its port
+        if front.outputs is not None:  # the workers write on their nodes; the files are carried here
+            answer["output_dir"], answer["journal_dir"] = str(front.outputs.output_dir), None
         return JsonResponse(answer)
 
     @app.get("/sessions")
@@ -104,7 +116,7 @@ def create_front_app(front: Front) -> FastAPI:
                 if view.get("state") == "resumable":
                     resumable[view["journal"]] = view
                 else:
-                    live.append({**view, "worker": worker.index})
+                    live.append({**view, "worker": worker.index, "node": worker.node})
         journals = {view.get("journal") for view in live}
         seen = {view["session"] for view in live}
         for name in front.placement.held_ports():  # the sessions of a worker that is restarting
@@ -115,25 +127,28 @@ def create_front_app(front: Front) -> FastAPI:
         rest = [
             view for path, view in resumable.items() if path not in journals and view["session"] not in seen
         ]
-        return JsonResponse({"sessions": live + rest})
+        lost = [view for name, view in front.lost.items() if name not in seen]
+        return JsonResponse({"sessions": live + rest + lost})
 
     @app.post("/sessions")
     async def post_sessions(request: Request) -> Response:
         body = await _bounded_body(request)
         if body is None:
             return error_response(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
-        name = _started_name(body, request.headers.get(CALLER_HEADER))
-        if name is None:
+        started = _started(body, request.headers.get(CALLER_HEADER))
+        if started is None:
             workers = front.up_workers()
             if not workers:
                 return front.unavailable(front.pool[0], request)
             return await front.forward(workers[0], request, body)
+        name, near = started
         owner = front.placement.owner(name)
         if owner is not None and owner in front.placement.down:
             return front.unavailable(front.pool[owner], request)
         had_port = name in front.placement.held_ports()
+        among = front.workers_near(near) if near is not None else None
         try:
-            seat = front.placement.place(name)
+            seat = front.placement.place(name, among=among or None)
         except PlacementError as error:
             return error_response(503, "no_address", str(error), method="POST", path="/sessions")
         worker = front.pool[seat.worker]
@@ -150,7 +165,10 @@ def create_front_app(front: Front) -> FastAPI:
             return Response(content, upstream.status_code, headers=answer_headers(upstream))
         reply = json.loads(content)
         front.starts[name] = {"task_id": reply["task_id"], "run": json.loads(body).get("run")}
-        reply["worker"] = worker.index
+        front.lost.pop(name, None)
+        reply["worker"], reply["node"] = worker.index, worker.node
+        if among is not None and seat.worker not in among:
+            reply["near_unmet"] = f"no worker is up on {near!r}; placed on the least busy worker"
         return JsonResponse(reply)
 
     @app.post("/sessions/{session}/finish")
@@ -167,10 +185,48 @@ def create_front_app(front: Front) -> FastAPI:
             return front.unavailable(worker, request)
         content = await upstream.aread()
         await upstream.aclose()
-        if upstream.status_code == 200:  # the worker closed the session's address; its port is free
-            front.placement.release(name)
-            front.starts.pop(name, None)
+        if upstream.status_code != 200:
+            return Response(content, upstream.status_code, headers=answer_headers(upstream))
+        front.placement.release(name)  # the worker closed the session's address; its port is free
+        front.starts.pop(name, None)
+        if front.outputs is not None:  # written on the worker's node: carried here before the answer
+            await front.carry_outputs(worker, name)
         return Response(content, upstream.status_code, headers=answer_headers(upstream))
+
+    @app.get("/sessions/{session}")
+    async def get_session(session: str, request: Request) -> Response:
+        worker = _owner_of(front, unquote(session), request)
+        if isinstance(worker, Response):
+            return worker
+        upstream = await front.send(worker, request, b"")
+        if upstream is None:
+            return front.unavailable(worker, request)
+        content = await upstream.aread()
+        await upstream.aclose()
+        if upstream.status_code != 200 or front.outputs is None:
+            return Response(content, upstream.status_code, headers=answer_headers(upstream))
+        view = json.loads(content)
+        name = unquote(session)
+        if name in front.carried:
+            view["outputs"] = front.carried[name]
+        elif view.get("outputs"):
+            view["outputs"] = front.outputs.local(worker.index, view["outputs"])
+        return JsonResponse({**view, "worker": worker.index, "node": worker.node})
+
+    @app.get("/report")
+    async def get_report(request: Request, run: str | None = None) -> Response:
+        workers = front.up_workers()
+        if front.report is None:  # the workers share the output directory: any of them answers
+            if not workers:
+                return front.unavailable(front.pool[0], request)
+            return await front.forward(workers[0], request)
+        refusal = await front.refusal(request)
+        if refusal is not None:
+            return refusal
+        try:
+            return JsonResponse(await front.report(run))
+        except ControlError as error:
+            return error_response(error.status, error.error, error.detail, method="GET", path="/report")
 
     @app.get("/events")
     async def get_events(request: Request) -> Response:
@@ -194,6 +250,10 @@ def create_front_app(front: Front) -> FastAPI:
 
 def _owner_of(front: Front, name: str, request: Request) -> Worker | Response:
     owner = front.placement.owner(name)
+    if owner is None and name in front.lost:
+        lost = front.lost[name]
+        detail = f"session {name!r} is lost: {lost['reason']}; start it again to run it elsewhere"
+        return error_response(410, "session_lost", detail, method=request.method, path=request.url.path)
     if owner is None:
         detail = f"no session named {name!r}"
         return error_response(404, "unknown_session", detail, method=request.method, path=request.url.path)
@@ -233,7 +293,8 @@ async def merged_events(front: Front, request: Request) -> Response:
 
     async def events() -> AsyncIterator[bytes]:
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        sessions: list[dict[str, Any]] = []
+        front.listeners.add(queue)
+        sessions: list[dict[str, Any]] = list(front.lost.values())
         readers = []
         try:
             for worker, upstream in upstreams:
@@ -241,7 +302,7 @@ async def merged_events(front: Front, request: Request) -> Response:
                 async for sse in source:
                     if sse.event == "sessions":
                         views = json.loads(sse.data)["sessions"]
-                        sessions += [{**view, "worker": worker.index} for view in views]
+                        sessions += [{**view, "worker": worker.index, "node": worker.node} for view in views]
                         break
                 readers.append(asyncio.create_task(_pump(source, queue)))
             opening = {"sessions": sessions}
@@ -254,6 +315,7 @@ async def merged_events(front: Front, request: Request) -> Response:
                     continue
                 yield item
         finally:
+            front.listeners.discard(queue)
             for reader in readers:
                 reader.cancel()
             for _, upstream in upstreams:

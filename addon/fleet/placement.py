@@ -14,7 +14,7 @@ bookkeeping: the caller opens and closes the listening ports. See docs/architect
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 from webarena_live.evaluator import WebArenaLiveError
@@ -112,7 +112,7 @@ class Placement:
         self.ports = ports
         self.reserved = reserved
         """Ports never handed to a session (the proxy's own, the control port)."""
-        self._is_free = is_free or (lambda port: port_is_free(host, port))
+        self.is_free = is_free or (lambda port: port_is_free(host, port))
         self._pick_port = pick_port or (lambda: os_port(host))
         self._owners: dict[str, int] = {}
         self._ports: dict[str, int] = {}
@@ -130,9 +130,10 @@ class Placement:
         """The sessions holding a port on `worker` (its running sessions)."""
         return [name for name in self._ports if self._owners[name] == worker]
 
-    def choose_worker(self) -> int:
-        """The worker that is up with the fewest running sessions (the lowest index on a tie)."""
-        pool = [worker for worker in range(self.workers) if worker not in self.down]
+    def choose_worker(self, among: Collection[int] | None = None) -> int:
+        """The worker that is up with the fewest running sessions (the lowest index on a tie), of
+        `among` when given (the workers on the node an agent asked to be near)."""
+        pool = [w for w in range(self.workers) if w not in self.down and (among is None or w in among)]
         if not pool:
             raise PlacementError("no worker is up to take a session; retry in a moment")
         counts = dict.fromkeys(pool, 0)
@@ -142,13 +143,20 @@ class Placement:
                 counts[worker] += 1
         return min(pool, key=lambda worker: (counts[worker], worker))
 
-    def place(self, session: str, *, address: bool = True, port: int | None = None) -> Seat:
-        """The session's seat: its worker (kept, else the least busy that is up) and, with `address`,
-        a port (the one it holds, else `port` if given, else a free one). `AddressesExhausted` when
-        the range has no port left; nothing changes then."""
+    def place(
+        self,
+        session: str,
+        *,
+        address: bool = True,
+        port: int | None = None,
+        among: Collection[int] | None = None,
+    ) -> Seat:
+        """The session's seat: its worker (kept, else the least busy that is up, of `among` when
+        given) and, with `address`, a port (the one it holds, else `port` if given, else a free one).
+        `AddressesExhausted` when the range has no port left; nothing changes then."""
         worker = self._owners.get(session)
-        if worker is None:
-            worker = self.choose_worker()
+        if worker is None or (among is not None and worker not in among and session not in self._ports):
+            worker = self.choose_worker(among)
         if address and session not in self._ports:
             self._ports[session] = port if port is not None else self._free_port()
         self._owners[session] = worker
@@ -157,6 +165,11 @@ class Placement:
     def release(self, session: str) -> int | None:
         """Free the session's port (the next session may get it); the port it held, if any."""
         return self._ports.pop(session, None)
+
+    def forget(self, session: str) -> None:
+        """The session is gone with its worker's node: its name and port are free for a new start."""
+        self._ports.pop(session, None)
+        self._owners.pop(session, None)
 
     def _free_port(self) -> int:
         held = set(self._ports.values()) | self.reserved
@@ -167,7 +180,7 @@ class Placement:
                     return port
             raise PlacementError("the operating system gave no free port")
         for port in self.ports:
-            if port not in held and self._is_free(port):
+            if port not in held and self.is_free(port):
                 return port
         raise AddressesExhausted(
             f"every port of the session range {self.ports} is in use ({len(held & set(self.ports))} held "

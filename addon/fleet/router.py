@@ -74,9 +74,12 @@ def _unavailable(detail: str) -> bytes:
 
 
 class SharedPort:
-    """One public proxy port; `worker_port(index)` is the same kind of port on worker `index`."""
+    """One public proxy port; `worker_port(index)` is the same kind of port on worker `index`, as
+    (host, port)."""
 
-    def __init__(self, placement: Placement, worker_port: Callable[[int], int], *, challenges: bool) -> None:
+    def __init__(
+        self, placement: Placement, worker_port: Callable[[int], tuple[str, int]], *, challenges: bool
+    ) -> None:
         self.placement = placement
         self.worker_port = worker_port
         self.challenges = challenges
@@ -113,9 +116,7 @@ class SharedPort:
                 await writer.drain()
                 return
             try:
-                up_reader, up_writer = await asyncio.open_connection(
-                    "127.0.0.1", self.worker_port(seat.worker)
-                )
+                up_reader, up_writer = await asyncio.open_connection(*self.worker_port(seat.worker))
             except OSError:
                 writer.write(_unavailable(f"worker {seat.worker} is restarting; retry in a moment"))
                 await writer.drain()

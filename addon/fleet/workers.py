@@ -14,9 +14,9 @@ import ctypes
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
 
@@ -26,9 +26,14 @@ RESTART_PAUSE = 0.5
 """Seconds between a worker's death and its restart (a worker that dies at once does not spin)."""
 
 
-def _end_with_parent() -> None:
-    """In the worker, before it starts (Linux): a SIGTERM when the front dies, even by SIGKILL, so no
-    worker outlives it holding its ports."""
+def end_with_parent() -> None:
+    """In the worker, before it starts (Linux): a SIGTERM when its parent dies, even by SIGKILL, so no
+    worker outlives it holding its ports. And Ctrl-C's and SIGTERM's signals back to their defaults:
+    a parent that ignores or blocks them (Ray's worker processes do) would pass that on through
+    exec, and the worker could then not be stopped in order."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -46,14 +51,40 @@ class Worker:
     process: ServeProcess | None = None
     up: bool = False
     restarts: int = 0
+    host: str = "127.0.0.1"
+    """The address its ports listen on (a Ray worker's: its node's)."""
+    node: str | None = None
+    """Its Ray node id (None: a local worker)."""
+    actor: str | None = None
+    """Its Ray actor's name (in the `webarena-live` namespace)."""
+    node_pid: int | None = None
+    """The pid of a Ray worker's `serve` on its node."""
+    node_lost: bool = False
+    """Its node left the cluster (its sessions are lost) and it is not back yet."""
 
     @property
     def control_url(self) -> str:
-        return f"http://127.0.0.1:{self.ports.control}"
+        return f"http://{self.host}:{self.ports.control}"
 
     @property
     def pid(self) -> int | None:
+        if self.node_pid is not None:
+            return self.node_pid
         return self.process.pid if self.process is not None and self.process.process is not None else None
+
+
+class Workers(Protocol):
+    """What the front needs of a pool of workers, local processes or Ray actors."""
+
+    workers: list[Worker]
+
+    def __iter__(self) -> Iterator[Worker]: ...
+
+    def __getitem__(self, index: int) -> Worker: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 class WorkerPool:
@@ -80,7 +111,7 @@ class WorkerPool:
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Worker]:
         return iter(self.workers)
 
     def __getitem__(self, index: int) -> Worker:
@@ -91,7 +122,7 @@ class WorkerPool:
         # workers in order (a worker killed by it first would be restarted).
         return ServeProcess(
             *self._serve_args(worker.index), ports=worker.ports, env=self._env, inherit_output=True,
-            own_session=True, preexec_fn=_end_with_parent,
+            own_session=True, preexec_fn=end_with_parent,
         )  # fmt: skip
 
     async def start(self) -> None:
