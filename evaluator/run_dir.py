@@ -15,13 +15,19 @@ whoever writes it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 from webarena_live.evaluator.errors import AgentResponseError, OutputDirError
 from webarena_live.evaluator.responses import FinalAnswer, parse_response
@@ -113,29 +119,49 @@ def write_run(
     complete.
     """
     directory = task_dir(out_dir, task_id, run)
-    earlier = keep_earlier_attempt(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = {name: directory / name for name in (RESPONSE_FILE, TRACE_FILE, RESULT_FILE)}
-    write_text_atomically(paths[RESPONSE_FILE], agent_response_text(response))
-    write_trace(paths[TRACE_FILE])
-    write_json_atomically(paths[RESULT_FILE], result)
+    with _writing(directory):
+        earlier = keep_earlier_attempt(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        paths = {name: directory / name for name in (RESPONSE_FILE, TRACE_FILE, RESULT_FILE)}
+        write_text_atomically(paths[RESPONSE_FILE], agent_response_text(response))
+        write_trace(paths[TRACE_FILE])
+        write_json_atomically(paths[RESULT_FILE], result)
     written = {name: str(path) for name, path in paths.items()}
     if earlier is not None:
         written[EARLIER_ATTEMPT] = str(earlier)
     return written
 
 
+@contextlib.contextmanager
+def _writing(directory: Path) -> Iterator[None]:
+    """Hold the run directory holding `directory` (`OUT` or `OUT/<run>`) while a task's files are
+    moved aside and written: two processes finishing the same task there (the workers of
+    `serve --workers`) take turns instead of moving a folder the other is writing in. An advisory
+    lock on the folder itself, so nothing is added to the run directory."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:  # not POSIX: one process writes a run directory at a time
+        yield
+        return
+    handle = os.open(directory.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)  # releases the lock
+
+
 def place_run(directory: Path, contents: Mapping[str, bytes]) -> dict[str, str]:
     """Write a run's files, already made elsewhere, into `directory` (`OUT/[<run>/]<task_id>`), by
     file name: an earlier attempt there is moved aside first and the result goes last, as `write_run`
     does. Returns their paths, with `EARLIER_ATTEMPT` when one was moved."""
-    earlier = keep_earlier_attempt(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     written = {}
-    for name in (RESPONSE_FILE, TRACE_FILE, RESULT_FILE):
-        if name in contents:
-            write_bytes_atomically(directory / name, contents[name])
-            written[name] = str(directory / name)
+    with _writing(directory):
+        earlier = keep_earlier_attempt(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in (RESPONSE_FILE, TRACE_FILE, RESULT_FILE):
+            if name in contents:
+                write_bytes_atomically(directory / name, contents[name])
+                written[name] = str(directory / name)
     if earlier is not None:
         written[EARLIER_ATTEMPT] = str(earlier)
     return written

@@ -127,4 +127,14 @@ kill "$dump_pid"
 wait "$dump_pid" 2>/dev/null || true
 if grep -qi "deprecat" "$work/mitmdump.log"; then cat "$work/mitmdump.log" >&2; fail "mitmdump printed a deprecation warning"; fi
 
+step "serve --ray without the ray extra: one line naming it"
+set +e
+said="$("$venv/webarena-live" serve --workers 2 --ray auto 2>&1)"
+code=$?
+set -e
+[ "$code" = 2 ] || fail "serve --ray without Ray exited $code: $said"
+[ "$said" = "webarena-live serve: --ray needs Ray, which is not installed: pip install 'webarena-live[ray]'" ] \
+    || fail "serve --ray without Ray said: $said"
+echo "$said"
+
 echo "==> wheel check: all passed"

@@ -255,7 +255,7 @@ def test_the_ray_rollout_example(cluster: tuple[Cluster, Any], shop: str, tmp_pa
 
 
 def test_a_stopped_node_loses_its_sessions_and_the_rest_finish(
-    fleet: tuple[Served, Path], shop: str, cluster: tuple[Cluster, Any]
+    fleet: tuple[Served, Path], shop: str, cluster: tuple[Cluster, Any], tmp_path: Path
 ) -> None:
     """Last in this file: it stops the second node."""
     served, out = fleet
@@ -269,7 +269,20 @@ def test_a_stopped_node_loses_its_sessions_and_the_rest_finish(
     for name in names:
         _browse(started[name]["proxy"], shop, f"/?by={name}")
 
-    built.remove_node(second)
+    with sync_playwright() as playwright:  # the dashboard, open while the node goes
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page.goto(f"{control}/")
+            page.wait_for_selector(f'#sessions tbody tr[data-session="{gone[0]}"]', timeout=10_000)
+            built.remove_node(second)
+            row = page.wait_for_selector(
+                f'#sessions tbody tr[data-session="{gone[0]}"] td.lost', timeout=60_000
+            )
+            assert row is not None and "left the Ray cluster" in row.inner_text()
+            page.screenshot(path=str(tmp_path / "dashboard-lost.png"))
+        finally:
+            browser.close()
     deadline = time.monotonic() + 60
     while True:
         listed = {v["session"]: v for v in requests.get(f"{control}/sessions", timeout=10).json()["sessions"]}

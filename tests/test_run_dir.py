@@ -91,3 +91,45 @@ def test_output_dir_is_created_or_refused_in_one_line(tmp_path: Path) -> None:
         prepare_output_dir(tmp_path / "afile")
     with pytest.raises(OutputDirError, match="cannot be used"):
         prepare_output_dir(tmp_path / "afile" / "below")
+
+
+_WRITER = """
+import sys, time
+from pathlib import Path
+from webarena_live.evaluator import write_run, write_text_atomically
+out, who = Path(sys.argv[1]), sys.argv[2]
+time.sleep(max(0.0, float(sys.argv[3]) - time.time()))  # both start writing at once
+for i in range(100):
+    write_run(out, 1003, run=None, response={"who": who, "i": i},
+              write_trace=lambda path: write_text_atomically(path, '{"log": {"entries": []}}'),
+              result={"status": "success", "who": who, "i": i})
+"""
+
+
+def test_two_processes_finishing_the_same_task_keep_every_attempt(tmp_path: Path) -> None:
+    """The workers of `serve --workers` write one output directory: finishes of the same task in two
+    processes take turns, so no write fails on a folder moved away under it and no attempt is lost."""
+    import subprocess
+    import sys
+    import time
+
+    at = str(time.time() + 3)
+    command = [sys.executable, "-c", _WRITER, str(tmp_path)]
+    writers = [subprocess.Popen([*command, who, at], stderr=subprocess.PIPE, text=True) for who in ("a", "b")]
+    for writer in writers:
+        _, errors = writer.communicate(timeout=120)
+        assert writer.returncode == 0, errors
+    folders = [tmp_path / "1003", *(tmp_path / ".attempts" / "1003").iterdir()]
+    assert len(folders) == 200
+    seen = set()
+    for folder in folders:
+        assert sorted(p.name for p in folder.iterdir()) == [
+            "agent_response.json",
+            "eval_result.json",
+            "network.har",
+        ]
+        result = json.loads((folder / "eval_result.json").read_text())
+        response = json.loads((folder / "agent_response.json").read_text())
+        assert (response["who"], response["i"]) == (result["who"], result["i"])  # a whole attempt each
+        seen.add((result["who"], result["i"]))
+    assert len(seen) == 200

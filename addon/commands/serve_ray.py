@@ -34,6 +34,7 @@ _CARRIED = frozenset({"webarena_tasks", "webarena_config", "webarena_output_dir"
 
 def ray_problem() -> str | None:
     """Why `--ray` cannot run here (Ray is not installed, or cannot be imported), or None."""
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")  # every worker's log line as it is: none is a repeat
     try:
         import ray  # noqa: F401  (what --ray runs on: imported now, so a missing extra is told first)
     except ModuleNotFoundError as error:
@@ -81,7 +82,6 @@ def front_address(control_host: str, control_port: int) -> str:
 
 def connect(address: str) -> None:
     """Join the cluster as a driver (`auto`: the one this machine is in); `ConnectionError` naming it."""
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")  # every worker's log line as it is: none is a repeat
     import ray
 
     try:

@@ -155,7 +155,9 @@ async function refreshSessions() {
     const counts = view.counts || { total: view.events || 0 };
     // A counts notice newer than this answer may have been drawn already; within a run counts only grow.
     cell(row, Math.max(counts.total, state.counts.get(view.session) || 0));
-    cell(row, verdictText(view.result), view.result ? view.result.status : "");
+    // A lost session (its worker's node left the cluster) says why where its verdict would be.
+    const verdict = view.state === "lost" ? view.reason || "" : verdictText(view.result);
+    cell(row, verdict, view.result ? view.result.status : view.state === "lost" ? "lost" : "").title = verdict;
     row.addEventListener("click", () => select(view.session));
   }
   $("#no-sessions").hidden = sessions.length > 0;
