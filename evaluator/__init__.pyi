@@ -31,6 +31,7 @@ from .run_dir import EARLIER_ATTEMPT as EARLIER_ATTEMPT
 from .run_dir import RUN_FILE_MODE as RUN_FILE_MODE
 from .run_dir import SUMMARY_FILE as SUMMARY_FILE
 from .run_dir import discover_runs as discover_runs
+from .run_dir import holding_run_dir as holding_run_dir
 from .run_dir import named_runs as named_runs
 from .run_dir import place_run as place_run
 from .run_dir import prepare_output_dir as prepare_output_dir

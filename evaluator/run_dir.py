@@ -119,7 +119,7 @@ def write_run(
     complete.
     """
     directory = task_dir(out_dir, task_id, run)
-    with _writing(directory):
+    with holding_run_dir(directory):
         earlier = keep_earlier_attempt(directory)
         directory.mkdir(parents=True, exist_ok=True)
         paths = {name: directory / name for name in (RESPONSE_FILE, TRACE_FILE, RESULT_FILE)}
@@ -133,11 +133,12 @@ def write_run(
 
 
 @contextlib.contextmanager
-def _writing(directory: Path) -> Iterator[None]:
-    """Hold the run directory holding `directory` (`OUT` or `OUT/<run>`) while a task's files are
-    moved aside and written: two processes finishing the same task there (the workers of
-    `serve --workers`) take turns instead of moving a folder the other is writing in. An advisory
-    lock on the folder itself, so nothing is added to the run directory."""
+def holding_run_dir(directory: Path) -> Iterator[None]:
+    """Hold the run directory holding the task folder `directory` (`OUT` or `OUT/<run>`) while its
+    files are moved aside and written, or read: two processes finishing the same task there (the
+    workers of `serve --workers`) take turns instead of moving a folder the other is writing in, and a
+    reader sees whole attempts where it looked. An advisory lock on the folder itself, so nothing is
+    added to the run directory."""
     directory.parent.mkdir(parents=True, exist_ok=True)
     if fcntl is None:  # not POSIX: one process writes a run directory at a time
         yield
@@ -155,7 +156,7 @@ def place_run(directory: Path, contents: Mapping[str, bytes]) -> dict[str, str]:
     file name: an earlier attempt there is moved aside first and the result goes last, as `write_run`
     does. Returns their paths, with `EARLIER_ATTEMPT` when one was moved."""
     written = {}
-    with _writing(directory):
+    with holding_run_dir(directory):
         earlier = keep_earlier_attempt(directory)
         directory.mkdir(parents=True, exist_ok=True)
         for name in (RESPONSE_FILE, TRACE_FILE, RESULT_FILE):

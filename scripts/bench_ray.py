@@ -87,6 +87,11 @@ def main() -> int:
                     results[kind].append(found)
                     print(f"round {round_ + 1} {kind}: {found['sessions_per_s']:.1f} sessions/s, "
                           f"front {found['front_cpu_ms']:.1f} ms CPU per session", flush=True)  # fmt: skip
+            for kind in setups:  # every finished session's files, carried or written, each kept
+                kept = len(list((Path(work) / kind).rglob("eval_result.json")))
+                print(
+                    f"{kind}: {kept} of {args.rounds * args.sessions} sessions' files in the output directory"
+                )
         finally:
             for served in setups.values():
                 served.stop()

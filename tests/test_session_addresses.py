@@ -117,3 +117,28 @@ def test_with_workers_the_range_is_shared_and_its_end_is_a_503(tmp_path: Path, s
         assert again["proxy"] == started[0]["proxy"]  # released by the finish, on whichever worker
     finally:
         served.stop()
+
+
+def test_an_address_listens_from_its_start_while_others_open_and_close(tmp_path: Path, shop: str) -> None:
+    """Sessions started and finished from 8 threads at once: each address answers the moment its start
+    has answered. (mitmproxy updates its listeners in a task per change of `mode`; an update that ran
+    ahead of older ones let them close a port just opened, for a moment.)"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    served, control, _ = start_serve(tmp_path, shop, tmp_path / "state", "--quiet")
+
+    def one(index: int) -> None:
+        name = f"churn-{index}"
+        started = requests.post(f"{control}/sessions", json={"task_id": 1003, "session": name}, timeout=30)
+        proxy = started.json()["proxy"]
+        reply = requests.get(f"{shop}/?i={index}", proxies={"http": proxy}, headers=NAVIGATION, timeout=10)
+        assert reply.status_code == 200
+        assert (
+            requests.post(f"{control}/sessions/{name}/finish", json=NAVIGATED, timeout=30).status_code == 200
+        )
+
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(one, range(160)))
+    finally:
+        served.stop()

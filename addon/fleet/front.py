@@ -34,6 +34,8 @@ _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
 )
 RETRY_AFTER_SECONDS = 1
+CARRY_ATTEMPTS = 5
+"""Times a finished session's files are looked up again when a later finish moved them meanwhile."""
 
 
 class Front:
@@ -183,16 +185,20 @@ class Front:
         cannot be carried the verdict stands, and the view says where the files stayed."""
         assert self.outputs is not None
         try:
-            reply = await self.http.get(
-                f"{worker.control_url}/sessions/{quote(name, safe='')}", headers=self._auth()
-            )
-            written = reply.json().get("outputs") if reply.status_code == 200 else None
-            if written:
-                self.carried[name] = await self.outputs.carry(worker.index, written)
-        except Exception as error:
-            logger.error(
-                "webarena-live: the files of session %s stay on node %s: %s", name, worker.node, error
-            )
+            url = f"{worker.control_url}/sessions/{quote(name, safe='')}"
+            for _ in range(CARRY_ATTEMPTS):  # a later finish of the task there may move them aside
+                reply = await self.http.get(url, headers=self._auth())
+                written = reply.json().get("outputs") if reply.status_code == 200 else None
+                if not written:
+                    return
+                carried = await self.outputs.carry(worker.index, written)
+                if carried is not None:
+                    self.carried[name] = carried
+                    return
+            raise WebArenaLiveError(f"its files kept moving on worker {worker.index}")
+        except Exception as error:  # Ray's and httpx's errors alike: the verdict stands
+            where = f"node {worker.node}"
+            logger.error("webarena-live: the files of session %s stay on %s: %s", name, where, error)
 
     def _auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
@@ -221,14 +227,14 @@ class CarriedOutputs:
     """A worker's own output folder, on its node."""
     read: Callable[[int, list[str]], Awaitable[dict[str, bytes]]]
 
-    async def carry(self, index: int, written: dict[str, str]) -> dict[str, str]:
+    async def carry(self, index: int, written: dict[str, str]) -> dict[str, str] | None:
         """The files a worker wrote for one finished session, written here in the same layout (an
-        earlier attempt here moved aside first, as the worker did there); their paths here."""
+        earlier attempt here moved aside first, as the worker did there); their paths here. None when
+        they are no longer where `written` says (moved aside there by a later finish: ask again)."""
         files = {name: path for name, path in written.items() if name != EARLIER_ATTEMPT}
         contents = await self.read(index, list(files.values()))
-        missing = sorted(set(files.values()) - set(contents))
-        if missing:
-            raise WebArenaLiveError(f"worker {index} no longer has {', '.join(missing)}")
+        if set(contents) != set(files.values()):
+            return None
         relative = Path(next(iter(files.values()))).parent.relative_to(self.worker_dir(index))
         by_name = {Path(path).name: contents[path] for path in files.values()}
         return place_run(self.output_dir / relative, by_name)

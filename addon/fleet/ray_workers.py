@@ -35,6 +35,7 @@ from ray.util.placement_group import PlacementGroup, placement_group, remove_pla
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from webarena_live.addon.fleet.workers import Worker, end_with_parent
+from webarena_live.evaluator import holding_run_dir
 from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
 
 logger = logging.getLogger("webarena_live.addon.fleet")
@@ -136,12 +137,16 @@ class ServeWorker:
         return code
 
     def read_outputs(self, paths: list[str]) -> dict[str, bytes]:
-        """The bytes of a finished session's files, by path (only files under this worker's outputs)."""
-        found = {}
-        for path in paths:
-            resolved = Path(path).resolve()
-            if self.output_dir.resolve() in resolved.parents and resolved.is_file():
-                found[path] = resolved.read_bytes()
+        """The bytes of a finished session's files, by path, read while no finish of this node moves
+        them (only files under this worker's outputs; a file moved aside already is missing)."""
+        found: dict[str, bytes] = {}
+        if not paths:
+            return found
+        with holding_run_dir(Path(paths[0]).parent):
+            for path in paths:
+                resolved = Path(path).resolve()
+                if self.output_dir.resolve() in resolved.parents and resolved.is_file():
+                    found[path] = resolved.read_bytes()
         return found
 
     def stop(self) -> int | None:

@@ -10,6 +10,7 @@ kept, as for any finished session).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -100,17 +101,16 @@ class SessionAddresses:
     async def settle(self) -> None:
         """Wait until the listeners match the addresses held: a port released by a finish is closed
         once the finish answers, so the next session (on any worker) can listen on it."""
-        proxyserver: Any = ctx.master.addons.get("proxyserver")
-        if proxyserver is not None:
-            await proxyserver.setup_servers()
+        if ctx.master.addons.get("proxyserver") is not None:
+            await _listeners_updated()
 
     async def _open(self, port: int) -> str | None:
         """Add the port's mode and wait until it listens; what went wrong, or None."""
         mode = session_mode(port)
         if mode not in ctx.options.mode:
             ctx.options.update(mode=[*ctx.options.mode, mode])
+        await _listeners_updated()
         proxyserver: Any = ctx.master.addons.get("proxyserver")
-        await proxyserver.setup_servers()  # waits for the update the option change started
         try:
             instance = proxyserver.servers[mode_specs.ProxyMode.parse(mode)]
         except KeyError:
@@ -121,3 +121,17 @@ class SessionAddresses:
         problem = str(instance.last_exception or "the listener did not start")
         ctx.options.update(mode=[m for m in ctx.options.mode if m != mode])
         return problem
+
+
+async def _listeners_updated() -> None:
+    """Wait until mitmproxy's listeners match the `mode` option as it is now.
+
+    Each change of `mode` starts an update of the listeners with the modes of that moment, in a task
+    of its own; the updates take turns on a lock. `setup_servers()` called at once would take the lock
+    before the tasks of changes made just before (by another session's claim or release) and return,
+    and those older updates would then run with their older modes: closing, for a moment, the port
+    just opened. One turn of the event loop first lets them queue ahead, so ours runs last.
+    """
+    await asyncio.sleep(0)
+    proxyserver: Any = ctx.master.addons.get("proxyserver")
+    await proxyserver.setup_servers()
