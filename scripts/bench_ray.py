@@ -9,7 +9,7 @@ with `--output-dir` set (with Ray the finished session's three files are carried
 Ray). Per set-up: sessions/s, and the front process's CPU time per session (from /proc): the cost that
 bounds how many sessions per second one control process can take, whatever the number of workers.
 
-    .venv/bin/python scripts/bench_ray.py [--rounds N] [--sessions S]
+    .venv/bin/python scripts/bench_ray.py [--rounds N] [--sessions S] [--quick]
 
 No target: the figures feed the capacity model in docs/notes/scale.md.
 """
@@ -60,7 +60,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sessions", type=int, default=64)
+    parser.add_argument("--quick", action="store_true", help="one round of 16 sessions: checks that it runs")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.sessions = 1, 16
     from ray.cluster_utils import Cluster
 
     from webarena_live.launch import ServeProcess

@@ -34,6 +34,28 @@ step() {
 }
 trap 'status=$?; step ""; echo "==> $what finished with exit status $status after ${SECONDS}s"' EXIT
 
+# Debian's packages (Chromium; for test and setup also DokuWiki and PHP) install in the background while
+# pip fills the virtualenvs: the two wait on different servers. Their output is shown when they are done.
+debian_packages() {
+    if [ ! -x /usr/bin/chromium ]; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+            echo "==> installing Debian's chromium with apt-get"
+            apt-get update -qq
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+        else
+            echo "Chromium is missing: install it first (sudo apt-get install chromium), then run this again." >&2
+            return 1
+        fi
+    fi
+    if [ "$what" = test ] || [ "$what" = setup ]; then
+        echo "==> DokuWiki and php-cli from Debian for the wiki end-to-end tests (scripts/install_test_apps.sh)"
+        bash scripts/install_test_apps.sh
+    fi
+}
+debian_log="$(mktemp "${TMPDIR:-/tmp}/webarena-live-debian.XXXXXX")"
+debian_packages >"$debian_log" 2>&1 &
+debian_pid=$!
+
 if [ ! -x .venv/bin/python ]; then
     step "creating .venv"
     "$python" -m venv .venv
@@ -52,21 +74,13 @@ if [ "$what" = test ] || [ "$what" = setup ]; then
     fi
 fi
 
-if [ ! -x /usr/bin/chromium ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        step "installing Debian's chromium with apt-get"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-    else
-        echo "Chromium is missing: install it first (sudo apt-get install chromium), then run this again." >&2
-        exit 1
-    fi
+step "Debian's packages (installed in the background meanwhile)"
+if ! wait "$debian_pid"; then
+    cat "$debian_log" >&2
+    exit 1
 fi
-
-if [ "$what" = test ] || [ "$what" = setup ]; then
-    step "DokuWiki and php-cli from Debian for the wiki end-to-end tests (scripts/install_test_apps.sh)"
-    bash scripts/install_test_apps.sh
-fi
+cat "$debian_log"
+rm -f "$debian_log"
 
 case "$what" in
     demo)
@@ -81,9 +95,9 @@ case "$what" in
         .venv/bin/lint-imports
         step "the installed product: wheel in a fresh venv, used from outside the checkout"
         bash scripts/check_wheel.sh
-        step pytest
+        step "pytest (test files spread over the cores: pytest-xdist, one file per process at a time)"
         export WEBARENA_ORACLE="$PWD/.oracle-venv/bin/python"
-        .venv/bin/pytest "${@:2}"
+        .venv/bin/pytest -n auto --dist loadfile "${@:2}"
         ;;
     setup)
         echo "==> ready: .venv/bin/webarena-live --help"

@@ -199,6 +199,15 @@ def test_sixteen_sessions_on_two_nodes(
     theirs = ask_oracle(oracle_python, request)
     assert [v["status"].rsplit(".", 1)[-1].lower() for v in theirs] == [planned[name] for name in task_of]
 
+    # `webarena-live evaluate` judges a carried run as it judges one written on this machine.
+    site_map = write_config(tmp_path / "sites.json", {"__SHOPPING__": {"urls": [shop]}})
+    evaluate = [*serve_command()[:-1], "evaluate", "--output-dir", str(out / names[1]), "--config",
+                str(site_map), "--tasks", "demo"]  # fmt: skip
+    judged = subprocess.run(evaluate, capture_output=True, text=True, timeout=120)
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    rejudged = json.loads((out / names[1] / "1003" / "eval_result.json").read_text())
+    assert rejudged["status"] == planned[names[1]]
+
     # The run view reads the one output directory (the front answers it).
     figures = requests.get(f"{control}/report", params={"run": names[0]}, timeout=30).json()
     assert (figures["tasks"], figures["success"]) == (1, 1), figures
