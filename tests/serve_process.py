@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -80,3 +81,57 @@ def finish(
     reply = requests.post(f"{base}/finish", json=answer, timeout=timeout, **kwargs)
     check_preview(preview, reply)
     return reply
+
+
+def start_session(control: str, session: str, task_id: int = 1003, **extra: Any) -> dict[str, Any]:
+    """`POST /sessions` for `session`, its outputs in the run of its name: the answer (a 200)."""
+    body = {"task_id": task_id, "session": session, "run": session, **extra}
+    reply = requests.post(f"{control}/sessions", json=body, timeout=30)
+    assert reply.status_code == 200, reply.text
+    answer: dict[str, Any] = reply.json()
+    return answer
+
+
+def browse(proxy: str, site: str, path: str, *, patience: float = 90) -> None:
+    """One navigation through `proxy`; retried while the address is not back (its worker restarting)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            reply = requests.get(f"{site}{path}", proxies={"http": proxy}, headers=NAVIGATION, timeout=10)
+            assert reply.status_code == 200
+            return
+        except requests.ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def trace_urls(control: str, session: str) -> list[str]:
+    """The URLs of the session's events so far."""
+    events = requests.get(f"{control}/sessions/{session}/trace", timeout=10).json()["events"]
+    return [event["url"] for event in events]
+
+
+def run_chromium_agent(control: str, task_id: int, **extra: Any) -> dict[str, Any]:
+    """The demo's scripted agent for `task_id` in a Chromium of its own, launched with its session's bare
+    address (nothing else names the session; `--proxy-bypass-list=<-loopback>` since Chromium never
+    proxies loopback sites otherwise): the session, its task, worker and node, and the agent's answer."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.site.harness import CHROMIUM, CHROMIUM_ARGS
+    from webarena_live.addon.demo.agent import ATTEMPTS
+
+    session = f"chromium-{task_id}"
+    started = start_session(control, session, task_id, **extra)
+    with sync_playwright() as playwright:
+        args = [*CHROMIUM_ARGS, f"--proxy-server={started['proxy']}", "--proxy-bypass-list=<-loopback>"]
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            attempt = next(a for a in ATTEMPTS if a.task_id == task_id)
+            answer = attempt.act(page, started["start_urls"][0])
+        finally:
+            browser.close()
+    return {"session": session, "task_id": task_id, "worker": started["worker"], "node": started.get("node"),
+            "answer": answer}  # fmt: skip

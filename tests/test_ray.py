@@ -28,9 +28,18 @@ import requests
 from playwright.sync_api import sync_playwright
 
 from tests.oracle_bridge import ask_oracle
-from tests.serve_process import NAVIGATED, NAVIGATION, Served, finish, shop, start_serve
+from tests.serve_process import (
+    NAVIGATED,
+    Served,
+    browse,
+    finish,
+    run_chromium_agent,
+    shop,
+    start_serve,
+    start_session,
+    trace_urls,
+)
 from tests.site.harness import CHROMIUM, CHROMIUM_ARGS, oracle_dataset, write_config
-from webarena_live.addon.demo.agent import ATTEMPTS
 from webarena_live.evaluator import default_tasks_path
 from webarena_live.launch import serve_command
 
@@ -79,51 +88,9 @@ def fleet(
     print(served.stop()[-5000:])
 
 
-def _start(control: str, session: str, task_id: int = 1003, **extra: Any) -> dict[str, Any]:
-    body = {"task_id": task_id, "session": session, "run": session, **extra}
-    reply = requests.post(f"{control}/sessions", json=body, timeout=30)
-    assert reply.status_code == 200, reply.text
-    return reply.json()
-
-
-def _browse(proxy: str, site: str, path: str) -> None:
-    """One navigation through `proxy`; retried while the address is not back (its worker restarting)."""
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            reply = requests.get(f"{site}{path}", proxies={"http": proxy}, headers=NAVIGATION, timeout=10)
-            assert reply.status_code == 200
-            return
-        except requests.ConnectionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
-def _urls(control: str, session: str) -> list[str]:
-    events = requests.get(f"{control}/sessions/{session}/trace", timeout=10).json()["events"]
-    return [event["url"] for event in events]
-
-
 def _health(control: str) -> dict[str, Any]:
     health: dict[str, Any] = requests.get(f"{control}/health", timeout=10).json()
     return health
-
-
-def _run_chromium(control: str, task_id: int, near: str) -> dict[str, Any]:
-    session = f"chromium-{task_id}"
-    started = _start(control, session, task_id, near=near)
-    with sync_playwright() as playwright:
-        args = [*CHROMIUM_ARGS, f"--proxy-server={started['proxy']}", "--proxy-bypass-list=<-loopback>"]
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(20_000)
-            attempt = next(a for a in ATTEMPTS if a.task_id == task_id)
-            answer = attempt.act(page, started["start_urls"][0])
-        finally:
-            browser.close()
-    return {"session": session, "task_id": task_id, "node": started["node"], "answer": answer}
 
 
 def test_sixteen_sessions_on_two_nodes(
@@ -137,17 +104,18 @@ def test_sixteen_sessions_on_two_nodes(
     assert {w["node"] for w in health["workers"]} == nodes and len(nodes) == 2  # one worker per node
 
     names = [f"http-{i}" for i in range(14)]
-    started = {name: _start(control, name) for name in names}
+    started = {name: start_session(control, name) for name in names}
     assert {s["node"] for s in started.values()} == nodes
     plans = {
         name: ([f"/?by={name}", PRODUCT] if i % 2 == 0 else [PRODUCT, f"/?by={name}"])
         for i, name in enumerate(names)
     }
     with ThreadPoolExecutor(max_workers=6) as pool:
-        list(pool.map(lambda n: [_browse(started[n]["proxy"], shop, p) for p in plans[n]], names))
+        list(pool.map(lambda n: [browse(started[n]["proxy"], shop, p) for p in plans[n]], names))
     by_node = sorted(nodes)
     chromium = [
-        _run_chromium(control, task_id, near) for task_id, near in zip(CHROMIUM_TASKS, by_node, strict=True)
+        run_chromium_agent(control, task_id, near=near)
+        for task_id, near in zip(CHROMIUM_TASKS, by_node, strict=True)
     ]
     assert [run["node"] for run in chromium] == by_node  # each placed near its agent
 
@@ -157,7 +125,7 @@ def test_sixteen_sessions_on_two_nodes(
     assert {listed[name]["node"] for name in names} == nodes
     assert [w["running"] for w in _health(control)["workers"]] == [8, 8]
     for name in names:
-        assert _urls(control, name) == [f"{shop}{path}" for path in plans[name]]
+        assert trace_urls(control, name) == [f"{shop}{path}" for path in plans[name]]
 
     planned = {}
     for i, name in enumerate(names):
@@ -217,16 +185,16 @@ def test_a_killed_worker_actor_comes_back_with_its_sessions(fleet: tuple[Served,
     served, out = fleet
     control = served.control
     names = [f"kill-{i}" for i in range(4)]
-    started = {name: _start(control, name) for name in names}
+    started = {name: start_session(control, name) for name in names}
     victim = 1
     assert sum(started[name]["worker"] == victim for name in names) == 2
     for name in names:
-        _browse(started[name]["proxy"], shop, f"/?by={name}")
+        browse(started[name]["proxy"], shop, f"/?by={name}")
     before = _health(control)["workers"][victim]
     ray.kill(ray.get_actor(before["actor"]), no_restart=False)
 
     for name in names:  # the agents carry on at their addresses, retrying while the worker comes back
-        _browse(started[name]["proxy"], shop, PRODUCT)
+        browse(started[name]["proxy"], shop, PRODUCT)
     deadline = time.monotonic() + 90
     while (after := _health(control)["workers"][victim])["state"] != "up" or after["restarts"] == 0:
         assert time.monotonic() < deadline, after
@@ -234,7 +202,7 @@ def test_a_killed_worker_actor_comes_back_with_its_sessions(fleet: tuple[Served,
     assert after["pid"] != before["pid"] and after["restarts"] == before["restarts"] + 1
     assert (after["node"], after["proxy_port"]) == (before["node"], before["proxy_port"])
     for name in names:
-        assert _urls(control, name) == [f"{shop}/?by={name}", f"{shop}{PRODUCT}"], name
+        assert trace_urls(control, name) == [f"{shop}/?by={name}", f"{shop}{PRODUCT}"], name
         assert finish(control, name, NAVIGATED).json()["status"] == "success"
         har = json.loads((out / name / "1003" / "network.har").read_text())
         assert len(har["log"]["entries"]) == 2
@@ -271,12 +239,12 @@ def test_a_stopped_node_loses_its_sessions_and_the_rest_finish(
     control = served.control
     built, second = cluster
     names = [f"node-{i}" for i in range(4)]
-    started = {name: _start(control, name) for name in names}
+    started = {name: start_session(control, name) for name in names}
     gone = [name for name in names if started[name]["node"] == second.node_id]
     kept = [name for name in names if name not in gone]
     assert len(gone) == 2 and len(kept) == 2
     for name in names:
-        _browse(started[name]["proxy"], shop, f"/?by={name}")
+        browse(started[name]["proxy"], shop, f"/?by={name}")
 
     with sync_playwright() as playwright:  # the dashboard, open while the node goes
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
@@ -307,10 +275,10 @@ def test_a_stopped_node_loses_its_sessions_and_the_rest_finish(
     assert worker["state"] == "lost" or (worker["state"] == "up" and worker["node"] != second.node_id), worker
 
     for name in kept:  # the run goes on on the other node
-        _browse(started[name]["proxy"], shop, PRODUCT)
+        browse(started[name]["proxy"], shop, PRODUCT)
         assert finish(control, name, NAVIGATED).json()["status"] == "success"
         assert (out / name / "1003" / "eval_result.json").is_file()
-    again = _start(control, gone[0])  # a lost name starts again, on a worker that is up
+    again = start_session(control, gone[0])  # a lost name starts again, on a worker that is up
     assert again["node"] != second.node_id
     assert "is lost" in served.log_tail(1_000_000)
 

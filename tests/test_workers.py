@@ -18,7 +18,6 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -26,9 +25,19 @@ import requests
 from httpx_sse import EventSource
 from playwright.sync_api import sync_playwright
 
-from tests.serve_process import NAVIGATED, NAVIGATION, Served, finish, shop, start_serve
+from tests.serve_process import (
+    NAVIGATED,
+    NAVIGATION,
+    Served,
+    browse,
+    finish,
+    run_chromium_agent,
+    shop,
+    start_serve,
+    start_session,
+    trace_urls,
+)
 from tests.site.harness import CHROMIUM, CHROMIUM_ARGS
-from webarena_live.addon.demo.agent import ATTEMPTS
 from webarena_live.launch import serve_command
 
 __all__ = ["shop"]  # a fixture
@@ -48,51 +57,6 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, shop: str) -> Iterator[tuple
     print(served.stop()[-3000:])
 
 
-def _start(control: str, session: str, task_id: int = 1003) -> dict[str, Any]:
-    body = {"task_id": task_id, "session": session, "run": session}
-    reply = requests.post(f"{control}/sessions", json=body, timeout=30)
-    assert reply.status_code == 200, reply.text
-    return reply.json()
-
-
-def _browse(proxy: str, site: str, path: str) -> None:
-    """One navigation through `proxy`; retried while the address is not back (its worker restarting)."""
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            reply = requests.get(f"{site}{path}", proxies={"http": proxy}, headers=NAVIGATION,
-                                 timeout=10)  # fmt: skip
-            assert reply.status_code == 200
-            return
-        except requests.ConnectionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
-def _urls(control: str, session: str) -> list[str]:
-    events = requests.get(f"{control}/sessions/{session}/trace", timeout=10).json()["events"]
-    return [event["url"] for event in events]
-
-
-def _run_chromium(control: str, task_id: int) -> dict[str, Any]:
-    """The demo's scripted agent for `task_id` in a Chromium of its own, launched with the session's
-    bare address: nothing else names the session."""
-    session = f"chromium-{task_id}"
-    started = _start(control, session, task_id)
-    with sync_playwright() as playwright:
-        args = [*CHROMIUM_ARGS, f"--proxy-server={started['proxy']}", "--proxy-bypass-list=<-loopback>"]
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(20_000)
-            attempt = next(a for a in ATTEMPTS if a.task_id == task_id)
-            answer = attempt.act(page, started["start_urls"][0])
-        finally:
-            browser.close()
-    return {"session": session, "worker": started["worker"], "answer": answer}
-
-
 def test_sixteen_sessions_on_two_workers(fleet: tuple[Served, Path], shop: str) -> None:
     served, out = fleet
     control = served.control
@@ -101,7 +65,7 @@ def test_sixteen_sessions_on_two_workers(fleet: tuple[Served, Path], shop: str) 
     assert len({w["pid"] for w in health["workers"]} | {served.pid}) == 3
 
     names = [f"http-{i}" for i in range(12)]
-    started = {name: _start(control, name) for name in names}
+    started = {name: start_session(control, name) for name in names}
     assert {s["worker"] for s in started.values()} == {0, 1}
     assert len({s["proxy"] for s in started.values()}) == 12
     # Even sessions end on the product page (success), odd ones one page short (failure); the home
@@ -111,8 +75,8 @@ def test_sixteen_sessions_on_two_workers(fleet: tuple[Served, Path], shop: str) 
         for i, name in enumerate(names)
     }
     with ThreadPoolExecutor(max_workers=6) as pool:
-        list(pool.map(lambda n: [_browse(started[n]["proxy"], shop, p) for p in plans[n]], names))
-    chromium = [_run_chromium(control, task_id) for task_id in CHROMIUM_TASKS]
+        list(pool.map(lambda n: [browse(started[n]["proxy"], shop, p) for p in plans[n]], names))
+    chromium = [run_chromium_agent(control, task_id) for task_id in CHROMIUM_TASKS]
     assert {run["worker"] for run in chromium} == {0, 1}
 
     health = requests.get(f"{control}/health", timeout=10).json()
@@ -121,7 +85,7 @@ def test_sixteen_sessions_on_two_workers(fleet: tuple[Served, Path], shop: str) 
         view["session"]: view for view in requests.get(f"{control}/sessions", timeout=10).json()["sessions"]
     }
     for name in names:
-        assert _urls(control, name) == [f"{shop}{path}" for path in plans[name]]
+        assert trace_urls(control, name) == [f"{shop}{path}" for path in plans[name]]
         assert listed[name]["worker"] == started[name]["worker"]
 
     for i, name in enumerate(names):
@@ -158,16 +122,16 @@ def test_the_shared_ports_reach_the_owning_worker(fleet: tuple[Served, Path], sh
     served, _ = fleet
     control = served.control
     names = ["cred-0", "cred-1"]
-    started = {name: _start(control, name) for name in names}
+    started = {name: start_session(control, name) for name in names}
     assert {started[name]["worker"] for name in names} == {0, 1}
     for name in names:
         via = served.session_proxy_url.replace("http://", f"http://{name}:x@")
         requests.get(f"{shop}/?by={name}", proxies={"http": via}, headers=NAVIGATION, timeout=10)
-        assert _urls(control, name) == [f"{shop}/?by={name}"]
+        assert trace_urls(control, name) == [f"{shop}/?by={name}"]
     asked = requests.get(f"{shop}/", proxies={"http": served.session_proxy_url}, timeout=10)
     assert asked.status_code == 407 and "Basic" in asked.headers["proxy-authenticate"]
     requests.get(f"{shop}/?by=nobody", proxies={"http": served.proxy_url}, headers=NAVIGATION, timeout=10)
-    assert _urls(control, "default")[-1] == f"{shop}/?by=nobody"
+    assert trace_urls(control, "default")[-1] == f"{shop}/?by=nobody"
     for name in names:
         assert finish(control, name, NAVIGATED).json()["status"] == "failure"  # the home page, not the mug
 
@@ -190,7 +154,7 @@ def test_every_workers_sessions_in_one_event_stream(fleet: tuple[Served, Path], 
     served, _ = fleet
     control = served.control
     names = ["stream-0", "stream-1"]
-    started = {name: _start(control, name) for name in names}
+    started = {name: start_session(control, name) for name in names}
     with httpx.Client(timeout=30) as client, client.stream("GET", f"{control}/events") as stream:
         notices = (sse for sse in EventSource(stream).iter_sse() if sse.data)  # as a browser: no empty ones
         opening = next(notices)
@@ -198,7 +162,7 @@ def test_every_workers_sessions_in_one_event_stream(fleet: tuple[Served, Path], 
         listed = {view["session"]: view["worker"] for view in json.loads(opening.data)["sessions"]}
         assert {listed[name] for name in names} == {0, 1}
         for name in names:
-            _browse(started[name]["proxy"], shop, f"/?by={name}")
+            browse(started[name]["proxy"], shop, f"/?by={name}")
         seen: set[str] = set()
         for notice in notices:
             if notice.event == "event":
@@ -217,7 +181,7 @@ def test_the_dashboard_shows_every_workers_sessions(
     served, _ = fleet
     control = served.control
     names = ["dash-0", "dash-1"]
-    started = {name: _start(control, name) for name in names}
+    started = {name: start_session(control, name) for name in names}
     assert {started[name]["worker"] for name in names} == {0, 1}
     problems: list[str] = []
     with sync_playwright() as playwright:
@@ -230,7 +194,7 @@ def test_the_dashboard_shows_every_workers_sessions(
             for name in names:
                 page.wait_for_selector(f'#sessions tbody tr[data-session="{name}"]', timeout=10_000)
             page.wait_for_selector("#live.on", timeout=10_000)
-            _browse(started[names[1]]["proxy"], shop, f"/?by={names[1]}")
+            browse(started[names[1]]["proxy"], shop, f"/?by={names[1]}")
             page.wait_for_selector('#events tbody tr[data-index="0"]', timeout=10_000)
             page.screenshot(path=str(tmp_path / "dashboard-workers.png"))
         finally:
@@ -244,12 +208,12 @@ def test_a_killed_worker_comes_back_with_its_sessions(fleet: tuple[Served, Path]
     served, out = fleet
     control = served.control
     names = [f"kill-{i}" for i in range(8)]
-    started = {name: _start(control, name) for name in names}
+    started = {name: start_session(control, name) for name in names}
     victim = 1
     on_victim = [name for name in names if started[name]["worker"] == victim]
     assert len(on_victim) == 4
     for name in names:
-        _browse(started[name]["proxy"], shop, f"/?by={name}")
+        browse(started[name]["proxy"], shop, f"/?by={name}")
     before = requests.get(f"{control}/health", timeout=10).json()["workers"][victim]
     os.kill(before["pid"], signal.SIGKILL)
 
@@ -268,7 +232,7 @@ def test_a_killed_worker_comes_back_with_its_sessions(fleet: tuple[Served, Path]
 
     # The agents carry on at their addresses (retrying while the worker comes back).
     for name in names:
-        _browse(started[name]["proxy"], shop, PRODUCT)
+        browse(started[name]["proxy"], shop, PRODUCT)
     deadline = time.monotonic() + 60  # back once every session of it is resumed
     while (after := requests.get(f"{control}/health", timeout=10).json()["workers"][victim])["state"] != "up":
         assert time.monotonic() < deadline, after
@@ -276,7 +240,7 @@ def test_a_killed_worker_comes_back_with_its_sessions(fleet: tuple[Served, Path]
     assert after["pid"] != before["pid"] and after["restarts"] == before["restarts"] + 1
     assert after["proxy_port"] == before["proxy_port"]
     for name in names:
-        assert _urls(control, name) == [f"{shop}/?by={name}", f"{shop}{PRODUCT}"], name
+        assert trace_urls(control, name) == [f"{shop}/?by={name}", f"{shop}{PRODUCT}"], name
         assert finish(control, name, NAVIGATED).json()["status"] == "success"
         har = json.loads((out / name / "1003" / "network.har").read_text())
         assert len(har["log"]["entries"]) == 2

@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutErro
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from webarena_live.addon.fleet.workers import Worker, end_with_parent
+from webarena_live.addon.fleet.workers import Worker, Workers, end_with_parent
 from webarena_live.evaluator import holding_run_dir
 from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
 
@@ -159,7 +159,7 @@ class ServeWorker:
         return code
 
 
-class RayWorkerPool:
+class RayWorkerPool(Workers):
     """`count` `ServeWorker` actors spread over a Ray cluster's nodes, watched as `WorkerPool` watches
     its processes.
 
@@ -185,12 +185,6 @@ class RayWorkerPool:
         self.group: PlacementGroup | None = None
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
-
-    def __iter__(self) -> Iterator[Worker]:
-        return iter(self.workers)
-
-    def __getitem__(self, index: int) -> Worker:
-        return self.workers[index]
 
     async def start(self) -> None:
         """Place the workers, start each and wait until every one answers; `LaunchError` if the

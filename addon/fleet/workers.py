@@ -16,7 +16,6 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
 
@@ -73,21 +72,26 @@ class Worker:
         return self.process.pid if self.process is not None and self.process.process is not None else None
 
 
-class Workers(Protocol):
-    """What the front needs of a pool of workers, local processes or Ray actors."""
+class Workers:
+    """What the front needs of a pool of workers, local processes (`WorkerPool`) or Ray actors
+    (`fleet/ray_workers.py`): the workers by index, started and stopped."""
 
     workers: list[Worker]
 
-    def __iter__(self) -> Iterator[Worker]: ...
+    def __iter__(self) -> Iterator[Worker]:
+        return iter(self.workers)
 
-    def __getitem__(self, index: int) -> Worker: ...
+    def __getitem__(self, index: int) -> Worker:
+        return self.workers[index]
 
-    async def start(self) -> None: ...
+    async def start(self) -> None:
+        raise NotImplementedError
 
-    async def stop(self) -> None: ...
+    async def stop(self) -> None:
+        raise NotImplementedError
 
 
-class WorkerPool:
+class WorkerPool(Workers):
     """`count` workers, each `serve_args(index)` on its own ports.
 
     `on_restart(index)` runs once a restarted worker answers again (the front resumes its sessions
@@ -110,12 +114,6 @@ class WorkerPool:
         self._env = env
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
-
-    def __iter__(self) -> Iterator[Worker]:
-        return iter(self.workers)
-
-    def __getitem__(self, index: int) -> Worker:
-        return self.workers[index]
 
     def _process(self, worker: Worker) -> ServeProcess:
         # A process session of its own: a terminal's Ctrl-C reaches the front only, which stops the
