@@ -104,7 +104,7 @@ class ServeProcess:
         self.ports = ports or Ports(*free_ports(3, host))
         self.log = log or _new_log()
         ports_flags = [
-            "--port", str(self.ports.proxy), "--session-port", str(self.ports.session),
+            "--port", str(self.ports.proxy), "--session-port", str(self.ports.session or "off"),
             "--control-port", str(self.ports.control),
         ]  # fmt: skip
         self.command = [*command, *args] if command is not None else [*serve_command(), *ports_flags, *args]

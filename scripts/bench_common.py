@@ -121,7 +121,7 @@ def pin(cpus: Sequence[int]) -> Any:
 
 
 def _bench_ports() -> Ports:
-    """A proxy port and a control port; no session port (`--session-port 0`: no proxy credentials)."""
+    """A proxy port and a control port; no session port (`--session-port off`: no proxy credentials)."""
     proxy, control = free_ports(2)
     return Ports(proxy=proxy, session=0, control=control)
 

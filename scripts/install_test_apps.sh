@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
-# Install the third-party web applications the end-to-end tests run against, from Debian packages:
-# DokuWiki (tests/test_wiki_e2e.py), served by PHP's built-in web server (php-cli). The tests copy
-# its configuration and data into a temporary directory and never touch the installed state.
+# Install the third-party software the end-to-end tests run, from Debian packages: DokuWiki
+# (tests/test_wiki_e2e.py), served by PHP's built-in web server (php-cli); the README recipes'
+# chromedriver and Node; Firefox. The tests copy DokuWiki's configuration and data into a temporary
+# directory and never touch the installed state.
 # Nothing happens when they are already installed; installing needs root and apt-get.
 set -euo pipefail
 
 packages=()
 [ -f /usr/share/dokuwiki/doku.php ] || packages+=(dokuwiki)
 command -v php >/dev/null 2>&1 || packages+=(php-cli)
+# The README's Selenium and Puppeteer recipes (tests/test_readme_examples.py): Debian's chromedriver,
+# and Node with npm (the test installs puppeteer-core from npm itself).
+[ -x /usr/bin/chromedriver ] || packages+=(chromium-driver)
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+# Firefox's own background traffic (tests/test_browser_traffic.py).
+[ -x /usr/bin/firefox-esr ] || packages+=(firefox-esr)
 [ ${#packages[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "The wiki tests need ${packages[*]}: install them first (sudo apt-get install ${packages[*]}), then run this again." >&2
+    echo "The end-to-end tests need ${packages[*]}: install them first (sudo apt-get install ${packages[*]}), then run this again." >&2
     exit 1
 fi
-echo "==> installing ${packages[*]} with apt-get (for the DokuWiki end-to-end tests)"
+echo "==> installing ${packages[*]} with apt-get (for the DokuWiki end-to-end tests and the README recipes)"
 # --no-install-recommends: the recommends add ImageMagick, database drivers and more the tests never use.
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null

@@ -6,12 +6,16 @@ A real Chromium with its background networking on (and its component updater tol
 within seconds) runs the demo's scripted agent through a session's own address. The update request
 reaches the proxy — it is counted and listed in the session — but is no event: the trace, the
 written `network.har` and the verdict are those of the page alone, as the reference sees them.
+Debian's Firefox ESR, started by hand with a fresh profile, does the same with its captive-portal check.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -19,7 +23,7 @@ import pytest
 import requests
 from playwright.sync_api import sync_playwright
 
-from tests.serve_process import finish, shop, start_serve
+from tests.serve_process import finish, shop, start_serve, trace_urls
 from tests.site.harness import CHROMIUM, oracle_dataset, oracle_verdicts, write_config
 from webarena_live.addon.demo.agent import ATTEMPTS
 from webarena_live.addon.proxy.browser_traffic import is_service_host
@@ -81,14 +85,91 @@ def test_three_way_agreement_with_the_browsers_own_traffic(
     assert live["status"] == "success"
 
     shutil.copy2(out / str(TASK) / "agent_response.json", browser_dir / "agent_response.json")
-    dataset = oracle_dataset(official_dataset, default_tasks_path(), tmp_path / "dataset.json")
-    config = write_config(
-        tmp_path / "oracle.json", {"__SHOPPING__": {"urls": [shop]}}, test_data_file=dataset
-    )
-    judged = tmp_path / "judged" / str(TASK)
-    judged.mkdir(parents=True)
-    for name in ("agent_response.json", "network.har"):
-        shutil.copy2(out / str(TASK) / name, judged / name)
-    on_outputs = oracle_verdicts(oracle_python, judged.parent, config)[TASK]["status"]
+    config = _reference_config(tmp_path, shop, official_dataset)
+    on_outputs = _reference_verdict(oracle_python, config, out / str(TASK), tmp_path / "judged")
     on_browser_har = oracle_verdicts(oracle_python, browser_dir.parent, config)[TASK]["status"]
     assert (live["status"], on_outputs, on_browser_har) == ("success", "success", "success")
+
+
+def _reference_config(tmp_path: Path, shop: str, official_dataset: Path) -> Path:
+    dataset = oracle_dataset(official_dataset, default_tasks_path(), tmp_path / "dataset.json")
+    return write_config(tmp_path / "oracle.json", {"__SHOPPING__": {"urls": [shop]}}, test_data_file=dataset)
+
+
+def _reference_verdict(oracle_python: Path, config: Path, run: Path, scratch: Path) -> str:
+    """The reference's verdict on the answer and HAR the proxy wrote in `run` (copied alone, so it
+    judges that task only)."""
+    judged = scratch / str(TASK)
+    judged.mkdir(parents=True)
+    for name in ("agent_response.json", "network.har"):
+        shutil.copy2(run / name, judged / name)
+    status: str = oracle_verdicts(oracle_python, scratch, config)[TASK]["status"]
+    return status
+
+
+FIREFOX = Path("/usr/bin/firefox-esr")
+
+
+def test_firefox_own_traffic_is_kept_out_too(
+    tmp_path: Path, shop: str, oracle_python: Path, official_dataset: Path
+) -> None:
+    """Debian's Firefox ESR with a fresh profile checks for a captive portal as it starts
+    (`detectportal.firefox.com`). Driven by no framework (Playwright's Firefox is a build of its own,
+    not downloadable here), it opens the mug's page through a session's address: its own requests are
+    counted and listed, the trace holds the page's alone, and live and the reference on the proxy's
+    outputs agree. (No third way: without Playwright there is no browser-side HAR.)"""
+    assert FIREFOX.is_file(), "firefox-esr is missing: scripts/install_test_apps.sh installs it"
+    out = tmp_path / "out"
+    served, control, _ = start_serve(tmp_path, shop, tmp_path / "state", "--output-dir", str(out))
+    try:
+        started = requests.post(
+            f"{control}/sessions", json={"task_id": TASK, "session": "fox"}, timeout=30
+        ).json()
+        port = started["proxy"].rsplit(":", 1)[1]
+        profile = tmp_path / "profile"
+        profile.mkdir()
+        (profile / "user.js").write_text(
+            "".join(
+                f'user_pref("{name}", {json.dumps(value)});\n'
+                for name, value in {
+                    "network.proxy.type": 1,  # manual proxy settings: the session's address for all
+                    "network.proxy.http": "127.0.0.1",
+                    "network.proxy.http_port": int(port),
+                    "network.proxy.ssl": "127.0.0.1",
+                    "network.proxy.ssl_port": int(port),
+                    "network.proxy.allow_hijacking_localhost": True,  # 127.0.0.1 sites through it too
+                    "network.proxy.no_proxies_on": "",
+                }.items()
+            )
+        )
+        page = f"{started['start_urls'][0]}/enamel-camp-mug.html"
+        firefox = subprocess.Popen(
+            [str(FIREFOX), "--headless", "--no-remote", "--profile", str(profile), page],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                view = requests.get(f"{control}/sessions/fox", timeout=10).json()
+                if view.get("browser_requests") and page in trace_urls(control, "fox"):
+                    break
+                assert firefox.poll() is None, f"Firefox exited with {firefox.returncode}"
+                assert time.monotonic() < deadline, f"Firefox sent no request of its own in 90 s: {view}"
+                time.sleep(0.5)
+        finally:
+            os.killpg(firefox.pid, signal.SIGKILL)
+            firefox.wait(timeout=30)
+        urls = trace_urls(control, "fox")
+        live = finish(
+            control, "fox", {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": None}
+        ).json()
+    finally:
+        served.stop()
+    seen = view["browser_requests"]
+    assert seen["recent"] and all("detectportal.firefox.com" in line for line in seen["recent"]), seen
+    assert urls[0] == page and all(url.startswith(shop) for url in urls), urls
+    written = json.loads((out / str(TASK) / "network.har").read_text())["log"]["entries"]
+    assert [e["request"]["url"] for e in written] == urls
+    config = _reference_config(tmp_path, shop, official_dataset)
+    on_outputs = _reference_verdict(oracle_python, config, out / str(TASK), tmp_path / "judged")
+    assert (live["status"], on_outputs) == ("success", "success")

@@ -94,3 +94,47 @@ def test_plain_serve_does_not_annotate() -> None:
     web = build_parser().parse_args(["serve", "--web"])
     assert addon_options(web)["webarena_annotate_flows"] is True and web.web_port == 8083
     assert WebArenaLive().flow_notes is None  # the capture path skips annotation until configured on
+
+
+def test_the_list_shows_comments_no_challenges_and_the_real_port(
+    served: tuple[str, str, str], shop: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """What a person sees in mitmweb (a real Chromium on its UI): the comment column, no 407 challenge
+    in the list although a browser's first request got one, and the proxy's own port in the status bar."""
+    import os
+    from pathlib import Path
+
+    from playwright.sync_api import sync_playwright
+
+    control, port, web = served
+    requests.post(f"{control}/sessions", json={"task_id": 1003, "session": "shy"}).raise_for_status()
+    session_port = requests.get(f"{control}/health", timeout=5).json()["session_port"]
+    challenged = requests.get(f"{shop}/", proxies={"http": f"http://127.0.0.1:{session_port}"}, timeout=5)
+    assert challenged.status_code == 407  # as a browser's first request on the session port
+    answered = requests.get(
+        f"{shop}/",
+        proxies={"http": f"http://shy:x@127.0.0.1:{session_port}"},
+        headers={"Accept": "text/html"},
+    )
+    assert answered.ok
+    time.sleep(0.5)
+    listed = requests.get(f"{web}/flows", timeout=5).json()
+    assert listed and not [f for f in listed if (f.get("response") or {}).get("status_code") == 407]
+    assert [f["comment"] for f in listed if f["comment"].startswith("session shy")] == [
+        "session shy · navigation"
+    ]
+
+    shots = Path(os.environ.get("WEBARENA_TEST_ARTIFACTS") or tmp_path_factory.mktemp("mitmweb-shots"))
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 700})
+            page.goto(web)
+            page.wait_for_selector("text=session shy · navigation", timeout=15_000)
+            headers = page.locator(".flow-table thead th").all_inner_texts()
+            address = page.locator('footer [title="HTTP Proxy Server Address"]').inner_text()
+            page.screenshot(path=str(shots / "mitmweb-list.png"))
+        finally:
+            browser.close()
+    assert any("Comment" in header for header in headers), headers
+    assert address.replace(" ", "") == f"127.0.0.1:{port}", address

@@ -8,6 +8,8 @@ address name nothing.
 
 from __future__ import annotations
 
+import contextlib
+import random
 import socket
 from pathlib import Path
 
@@ -15,7 +17,6 @@ import pytest
 import requests
 
 from tests.serve_process import NAVIGATED, NAVIGATION, finish, shop, start_serve
-from webarena_live.launch import free_ports
 
 __all__ = ["shop"]  # a fixture
 
@@ -31,8 +32,23 @@ def _listening(url: str) -> bool:
     return True
 
 
+def free_range(count: int) -> int:
+    """The first of `count` consecutive free ports below Linux's ephemeral range (32768-60999), where
+    the ports the operating system hands out (the proxy's own, other tests') never land."""
+    start = random.randrange(20_000, 32_000 - count)
+    for low in range(start, start + 500):
+        try:
+            with contextlib.ExitStack() as held:
+                for port in range(low, low + count):
+                    held.enter_context(socket.socket()).bind(("127.0.0.1", port))
+            return low
+        except OSError:
+            continue
+    raise AssertionError(f"no {count} consecutive free ports from {start}")
+
+
 def test_each_session_has_its_own_address(tmp_path: Path, shop: str) -> None:
-    low = free_ports(1)[0]
+    low = free_range(2)
     ports, out = f"{low}-{low + 1}", str(tmp_path / "out")
     served, control, _ = start_serve(
         tmp_path, shop, tmp_path / "state", "--session-ports", ports, "--output-dir", out
@@ -95,7 +111,7 @@ def test_the_pac_file_sends_static_assets_direct(tmp_path: Path, shop: str) -> N
 
 
 def test_with_workers_the_range_is_shared_and_its_end_is_a_503(tmp_path: Path, shop: str) -> None:
-    low = free_ports(1)[0]
+    low = free_range(3)
     args = ("--workers", "2", "--session-ports", f"{low}-{low + 2}")
     served, control, _ = start_serve(tmp_path, shop, tmp_path / "state", *args)
     try:

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from webarena_live.addon.commands.ports import port_number
 from webarena_live.addon.proxy.options import OPTIONS, AddonOption, flag_default, with_flags
 from webarena_live.evaluator import __version__
 
@@ -53,13 +54,11 @@ def unknown_arguments(parser: argparse.ArgumentParser, extras: Sequence[str]) ->
 
 
 def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port out of range 0-65535: {value}")
-    return value
+    return port_number(text)
+
+
+def _port_or_off(text: str) -> int:
+    return port_number(text, may_be_off=True)
 
 
 def _workers(text: str) -> int:
@@ -88,7 +87,7 @@ def _add_option_flag(parser: argparse.ArgumentParser, option: AddonOption) -> No
     if option.type is bool:
         parser.add_argument(flag, action="store_true", help=option.flag_help)
     elif option.type is int:
-        parser.add_argument(flag, type=_port, default=default, help=option.flag_help)
+        parser.add_argument(flag, type=_port_or_off, default=default, help=option.flag_help)
     else:
         parser.add_argument(flag, metavar=option.metavar, default=default, help=option.flag_help)
 
@@ -111,7 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="run the evaluating proxy", description="Run the evaluating proxy."
     )
     serve.add_argument(
-        "--port", type=_port, default=8080, help="proxy port; credentials optional (default: 8080)"
+        "--port",
+        type=_port,
+        default=8080,
+        help="proxy port; credentials optional (0: any free port; default: 8080)",
     )
     serve.add_argument(
         "--listen-host",
@@ -150,7 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
         "its session and event type, and marked when it satisfies a network evaluator",
     )
     serve.add_argument(
-        "--web-port", type=_port, default=8083, help="mitmweb's port with --web (default: 8083)"
+        "--web-port",
+        type=_port,
+        default=8083,
+        help="mitmweb's port with --web (0: any free port; default: 8083)",
     )
     serve.add_argument(
         "--quiet",

@@ -25,6 +25,7 @@ from mitmproxy import ctx, exceptions, options
 from mitmproxy.master import Master
 from mitmproxy.tools.dump import DumpMaster
 
+from webarena_live.addon.commands.ports import resolve_ports
 from webarena_live.addon.commands.process_memory import ProcessMemory, gc_paused
 from webarena_live.addon.control.context import RESERVED_HOST
 from webarena_live.addon.proxy.addon import WebArenaLive
@@ -35,7 +36,7 @@ from webarena_live.evaluator import __version__
 def proxy_modes(*, port: int, session_port: int) -> list[str]:
     """mitmproxy `mode` values: the proxy port, plus the session port when there is one."""
     modes = [f"regular@{port}"]
-    if session_port and session_port != port:
+    if session_port:
         modes.append(f"regular@{session_port}")
     return modes
 
@@ -43,16 +44,28 @@ def proxy_modes(*, port: int, session_port: int) -> list[str]:
 def addon_options(args: argparse.Namespace) -> dict[str, Any]:
     """The addon's options (`webarena_*`) from the `serve` command line."""
     options = options_from_flags(args)
-    if args.session_port == args.port:  # one port: it cannot both challenge and not
-        options["webarena_session_port"] = 0
     options["webarena_annotate_flows"] = bool(getattr(args, "web", False))
     return options
 
 
+WEB_COLUMNS = ["tls", "icon", "path", "method", "status", "size", "time", "comment"]
+"""mitmweb's default columns and the comment, where each flow says its session and event type."""
+
+
 def web_options(args: argparse.Namespace) -> dict[str, Any]:
-    """mitmweb's options with `--web`: loopback only (it shows every flow, credentials included) and no
-    browser opened (serve runs on machines without one)."""
-    return {"web_host": "127.0.0.1", "web_port": args.web_port, "web_open_browser": False}
+    """mitmweb's options with `--web`: loopback only (it shows every flow, credentials included), no
+    browser opened (serve runs on machines without one), the comment column shown, and the session
+    port's 407 challenges left out of the list (a browser's every first request gets one: they would
+    double the list and are no event). `listen_port` is what mitmweb's status bar names as the proxy's
+    address (it does not read the modes)."""
+    return {
+        "web_host": "127.0.0.1",
+        "web_port": args.web_port,
+        "web_open_browser": False,
+        "web_columns": WEB_COLUMNS,
+        "view_filter": "!~c 407",
+        "listen_port": args.port,
+    }
 
 
 class Banner:
@@ -113,6 +126,9 @@ async def serve(args: argparse.Namespace) -> int:
     else:
         master = DumpMaster(opts, with_termlog=True, with_dumper=False)
     live = WebArenaLive()
+    live.extra_health.update(proxy_port=args.port, session_port=args.session_port or None)
+    if web:
+        live.extra_health["web_port"] = args.web_port
     master.addons.add(live)
     if args.gc_tuning:
         memory = ProcessMemory()
@@ -160,6 +176,9 @@ def _quiet_cancellations(loop: asyncio.AbstractEventLoop, context: dict[str, Any
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of `webarena-live serve`; returns the process exit status."""
+    if problem := resolve_ports(args):
+        print(f"webarena-live serve: {problem}", file=sys.stderr)
+        return 2
     if args.workers > 1 or args.ray:
         from webarena_live.addon.commands.serve_workers import run as run_workers
 

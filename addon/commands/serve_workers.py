@@ -65,7 +65,7 @@ def _banner(args: argparse.Namespace, front: Front, server: ControlServer, healt
         f"{len(front.pool.workers)} workers",
         f"  proxy port    http://{host}:{args.port}  (credentials optional; none: session 'default')",
     ]
-    if args.session_port and args.session_port != args.port:
+    if args.session_port:
         lines.append(f"  session port  http://{host}:{args.session_port}  (asks for credentials)")
     ports = str(front.placement.ports) if front.placement.ports else "picked by the operating system"
     lines.append(f"  session addresses  one per session from POST /sessions (ports {ports})")
@@ -105,6 +105,13 @@ async def serve_workers(args: argparse.Namespace, count: int) -> int:
     logging.basicConfig(format="[%(asctime)s.%(msecs)03d] %(message)s", datefmt="%H:%M:%S", stream=sys.stdout)
     options = options_from_flags(args)
     control_host, control_port = options["webarena_control_host"], options["webarena_control_port"]
+    if not control_port:
+        print(
+            "webarena-live serve: --workers needs the control port (sessions start there and the "
+            "workers answer to it): give --control-port a number, or 0 for any free port",
+            file=sys.stderr,
+        )
+        return 2
     try:
         ports = PortRange.parse(args.session_ports) if args.session_ports else None
     except PlacementError as error:
@@ -121,7 +128,11 @@ async def serve_workers(args: argparse.Namespace, count: int) -> int:
     except OSError as error:
         print(f"webarena-live serve: cannot open the control port {control_port}: {error}", file=sys.stderr)
         return 1
-    front.control_port = server.port
+    front.listening = {
+        "proxy_port": args.port,
+        "session_port": args.session_port or None,
+        "control_port": server.port,
+    }
     env = {CONTROL_TOKEN_ENV: args.control_token} if args.control_token else {}
     pool: Workers
     if args.ray:
@@ -145,7 +156,7 @@ async def serve_workers(args: argparse.Namespace, count: int) -> int:
         )
     front.pool = pool
     shared = [SharedPort(placement, lambda i: (pool[i].host, pool[i].ports.proxy), challenges=False)]
-    if args.session_port and args.session_port != args.port:
+    if args.session_port:
         shared.append(SharedPort(placement, lambda i: (pool[i].host, pool[i].ports.session), challenges=True))
     try:
         await shared[0].start(args.listen_host, args.port)

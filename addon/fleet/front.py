@@ -48,7 +48,8 @@ class Front:
         self.starts: dict[str, dict[str, Any]] = {}
         """What each running session was started with (`task_id`, `run`), to resume it on a new worker."""
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=5))
-        self.control_port = 0
+        self.listening: dict[str, int | None] = {}
+        """The front's own ports for `/health` (`proxy_port`, `session_port`, `control_port`)."""
         self.ready = False
         """Every worker answered once (until then `/health` answers 503)."""
         self.token: str | None = None

@@ -98,8 +98,9 @@ def create_front_app(front: Front) -> FastAPI:
             for worker in front.pool
         ]  # fmt: skip
         answer = {**first, "sessions": sum(w["sessions"] for w in workers), "workers": workers}
-        answer["control_port"] = front.control_port
-        answer.pop("memory", None)  # a worker's own; each worker answers it on its port
+        answer.update(front.listening)
+        for own in ("memory", "web_port"):  # a worker's own; each worker answers them on its port
+            answer.pop(own, None)
         if front.outputs is not None:  # the workers write on their nodes; the files are carried here
             answer["output_dir"], answer["journal_dir"] = str(front.outputs.output_dir), None
         return JsonResponse(answer)

@@ -75,7 +75,8 @@ OPTIONS = (
         "webarena_session_port", int, 8082,
         "The listen port whose clients are always asked (407) for proxy credentials; add it with "
         "--mode regular@PORT.",
-        flag="session-port", flag_help="proxy port that always asks for credentials (default: 8082)",
+        flag="session-port",
+        flag_help="proxy port that always asks for credentials (0: any free port; off: none; default: 8082)",
     ),
     AddonOption(
         "webarena_session_ports", str, "",
@@ -93,7 +94,8 @@ OPTIONS = (
     AddonOption(
         "webarena_control_port", int, 8081,
         "Control API port (0: none; the reserved host through the proxy still answers).",
-        flag="control-port", flag_help="control API port (default: 8081)", reconfigures=False,
+        flag="control-port", flag_help="control API port (0: any free port; off: none, the reserved host "
+        "through the proxy still answers; default: 8081)", reconfigures=False,
     ),
     AddonOption(
         "webarena_control_host", str, "127.0.0.1", "Address the control API binds to.",
