@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from playwright.async_api import Page
-from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from tests.wiki.app import PASSWORD, USER
 
@@ -56,9 +55,23 @@ async def open_page(page: Page, wiki: Wiki, page_id: str) -> None:
     for attempt in range(3):
         reply = await page.goto(f"{wiki.base}/doku.php?id={page_id}")
         if reply is None or reply.status < 500:
+            await reload_if_blank(page)
             return
         await page.wait_for_timeout(500 * (attempt + 1))
     raise AssertionError(f"{page_id}: {reply.status} three times: {(await page.inner_text('body'))[:500]}")
+
+
+async def reload_if_blank(page: Page) -> None:
+    """Load a page shown without its text once more, as an agent would. DokuWiki writes its caches
+    in place, so a view that reads one while an edit rewrites it shows the page frame with nothing
+    in it (tests/wiki/app.py renders every seeded page once beforehand; an edit renders again)."""
+    for attempt in range(2):
+        if (await page.inner_text("#dokuwiki__content div.page")).strip():
+            return
+        if attempt:
+            raise AssertionError(f"{page.url} shown without its text twice")
+        print(f"wiki agent: {page.url} shown without its text, loading it again")
+        await page.reload()
 
 
 async def open_start(page: Page, wiki: Wiki) -> None:
@@ -66,22 +79,12 @@ async def open_start(page: Page, wiki: Wiki) -> None:
 
 
 async def follow(page: Page, link_text: str) -> None:
-    """Click the link of the page's content named `link_text`. A page shown without it is loaded again
-    once, as an agent would: DokuWiki writes its page cache in place, so a view rendered while another
-    request rewrites it can come out empty (seen once in CI, with two agents opening the start page)."""
+    """Click the link of the page's content named `link_text`."""
     link = page.locator(f"#dokuwiki__content a:text-is('{link_text}')")
-    for attempt in range(2):
-        try:
-            await link.wait_for(timeout=10_000)
-            break
-        except PlaywrightTimeout:
-            shown = (await page.inner_text("body"))[:500] if await page.locator("body").count() else ""
-            if attempt:
-                raise AssertionError(f"no link {link_text!r} on {page.url}, twice: {shown!r}") from None
-            print(f"wiki agent: no link {link_text!r} on {page.url}, loading it again: {shown!r}")
-            await page.reload()
+    await link.wait_for(timeout=10_000)
     async with page.expect_navigation():
         await link.click()
+    await reload_if_blank(page)
 
 
 async def field_value(page: Page, name: str) -> str:

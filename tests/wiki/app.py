@@ -52,6 +52,10 @@ USER, PASSWORD = "ranger", "trail-pass"
 
 # send404: a page that does not exist answers 404 (the default, 200, would hide the error the
 # NOT_FOUND task is about). dnslookups: no reverse DNS for the change log (no network here).
+# cachetime -1: no cache of rendered HTML. DokuWiki writes its caches in place, and HTML rendered
+# while another request rewrote the parsed page's cache is stored without the page's text and
+# served so until the page changes; without the HTML cache such a view is one bad view, which the
+# agents load again (the parse cache, which cannot be turned off, is rewritten only when a page is).
 LOCAL_CONF = """<?php
 $conf['title'] = 'Trail Wiki';
 $conf['savedir'] = '{data}';
@@ -59,6 +63,7 @@ $conf['useacl'] = 1;
 $conf['superuser'] = '@admin';
 $conf['send404'] = 1;
 $conf['dnslookups'] = 0;
+$conf['cachetime'] = -1;
 """
 
 # Everybody reads; logged-in users may edit and upload (8 = upload, which includes edit).
@@ -104,6 +109,12 @@ def prepare(root: Path) -> Path:
     for name in DATA_DIRS:
         (data / name).mkdir(parents=True)
     shutil.copytree(PAGES, data / "pages", dirs_exist_ok=True)
+    # Dated an hour back: DokuWiki parses a page again while its cache is not strictly newer than
+    # the page's file and the configuration, and files written this second would be parsed afresh
+    # on every view (rewriting the cache each time).
+    past = time.time() - 3600
+    for written in [*(data / "pages").rglob("*.txt"), *conf.iterdir()]:
+        os.utime(written, (past, past))
     (root / "sessions").mkdir()
     paths = root / "paths.php"
     paths.write_text(
@@ -151,6 +162,7 @@ def run_dokuwiki(root: Path, port: int, *, timeout: float = 20) -> Iterator[Runn
     wiki = RunningWiki(f"http://127.0.0.1:{port}", process.pid, root)
     try:
         _wait_until_serving(wiki, process, timeout)
+        _render_every_page_once(wiki)
         yield wiki
     finally:
         _stop(process)
@@ -169,6 +181,21 @@ def _wait_until_serving(wiki: RunningWiki, process: subprocess.Popen[bytes], tim
             pass
         time.sleep(0.1)
     raise AssertionError(f"DokuWiki did not answer within {timeout}s:\n{wiki.log_tail()}")
+
+
+def seeded_page_ids() -> list[str]:
+    return sorted(":".join(path.relative_to(PAGES).with_suffix("").parts) for path in PAGES.rglob("*.txt"))
+
+
+def _render_every_page_once(wiki: RunningWiki) -> None:
+    """View each seeded page once, one at a time, before any agent does. DokuWiki writes its
+    caches in place (io_saveFile opens them with "wb"), and a view that reads a cache another
+    request has just emptied shows the page without its text: seen in CI when two agents opened
+    a page nobody had viewed yet. Parsed here, later views only read the parse cache until an
+    agent's edit changes a page (the agents load a page shown without its text once more)."""
+    for page_id in seeded_page_ids():
+        reply = requests.get(f"{wiki.base_url}/doku.php?id={page_id}", timeout=30)
+        assert reply.status_code == 200, f"{page_id}: {reply.status_code}\n{wiki.log_tail()}"
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
