@@ -177,14 +177,20 @@ def test_one_port_twice_is_refused_before_anything_listens(tmp_path, shop):
 
 def test_workers_on_ports_the_system_picks(tmp_path, shop):
     process, banner = _serve(
-        tmp_path, shop, "--workers", "2", "--port", "0", "--session-port", "0", "--control-port", "0"
-    )
+        tmp_path, shop, "--workers", "2", "--port", "0", "--session-port", "0", "--control-port", "0",
+        "--web", "--web-port", "0",
+    )  # fmt: skip
     try:
         proxy, session, control = _banner_ports(banner)
         assert proxy and session and control, banner
         health = requests.get(f"http://127.0.0.1:{control}/health", timeout=10).json()
         assert _health_ports(health) == (proxy, session, control)
         assert len(health["workers"]) == 2
+        # each worker's mitmweb on a port of its own, named in the banner, answering there
+        webs = [int(found) for line in banner for found in re.findall(r"mitmweb http://[\d.]+:(\d+)/", line)]
+        assert len(webs) == 2 and len(set(webs)) == 2 and not {proxy, session, control} & set(webs), banner
+        for web in webs:
+            assert requests.get(f"http://127.0.0.1:{web}/", timeout=10).status_code == 200
     finally:
         _stop(process)
     refused = subprocess.run(

@@ -56,6 +56,7 @@ def resolve_ports(args: argparse.Namespace) -> str | None:
     from webarena_live.launch import free_ports  # httpx and the client: not for the CLI's --help
 
     wanted = [attribute for _, attribute in flags if getattr(args, attribute) == 0]
+    args.picked_ports = frozenset(wanted)  # `--workers` gives each worker's mitmweb a port of its own
     picked = free_ports(len(wanted), args.listen_host) if wanted else []
     for attribute, port in zip(wanted, picked, strict=True):
         setattr(args, attribute, port)

@@ -24,7 +24,7 @@ from webarena_live.addon.fleet.router import SharedPort
 from webarena_live.addon.fleet.workers import WorkerPool, Workers
 from webarena_live.addon.proxy.options import CONTROL_TOKEN_ENV, options_from_flags, with_flags
 from webarena_live.evaluator import WebArenaLiveError, __version__
-from webarena_live.launch import LaunchError
+from webarena_live.launch import LaunchError, free_ports
 
 logger = logging.getLogger("webarena_live.addon.fleet")
 
@@ -52,10 +52,16 @@ def worker_args(
     if not args.gc_tuning:
         argv.append("--no-gc-tuning")
     if getattr(args, "web", False):
-        argv += ["--web", "--web-port", str(args.web_port + index)]
+        argv += ["--web", "--web-port", str(web_port(args, index))]
     for setting in args.mitmproxy_options:
         argv += ["--set", setting]
     return [*argv, "--set", f"webarena_front={front}"]
+
+
+def web_port(args: argparse.Namespace, index: int) -> int:
+    """Worker `index`'s mitmweb port: `--web-port` counted up, or one the system picked for each."""
+    picked: list[int] | None = getattr(args, "worker_web_ports", None)
+    return picked[index] if picked else int(args.web_port) + index
 
 
 def _banner(args: argparse.Namespace, front: Front, server: ControlServer, health: dict[str, object]) -> str:
@@ -74,7 +80,7 @@ def _banner(args: argparse.Namespace, front: Front, server: ControlServer, healt
     )
     for worker in front.pool:
         web = (
-            f", mitmweb http://127.0.0.1:{args.web_port + worker.index}/"
+            f", mitmweb http://127.0.0.1:{web_port(args, worker.index)}/"
             if getattr(args, "web", False)
             else ""
         )
@@ -117,6 +123,8 @@ async def serve_workers(args: argparse.Namespace, count: int) -> int:
     except PlacementError as error:
         print(f"webarena-live serve: --session-ports: {error}", file=sys.stderr)
         return 2
+    if getattr(args, "web", False) and "web_port" in getattr(args, "picked_ports", ()):
+        args.worker_web_ports = free_ports(count, args.listen_host)  # `--web-port 0`: any free port, each
     reserved = frozenset({args.port, args.session_port, control_port})
     placement = Placement(count, ports=ports, host=args.listen_host, reserved=reserved)
     front = Front(placement)
