@@ -61,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-dir", default="ray-rollout-out", help="where every episode's files go")
     parser.add_argument("--workers", type=int, default=2, help="proxy workers on the cluster")
     parser.add_argument("--episodes", type=int, default=8, help="episodes, each a Ray task with a browser")
-    parser.add_argument("--agent-cpus", type=float, default=1.0, help="CPUs each episode's task reserves")
+    parser.add_argument("--agent-cpus", type=float, default=0.0,
+                        help="CPUs each episode's task reserves (default 0: the workers hold a CPU each, and "
+                             "on a small machine episodes asking for more would wait for ever)")  # fmt: skip
     parser.add_argument("--chromium", default="/usr/bin/chromium", help="Chromium binary")
     args = parser.parse_args(argv)
 

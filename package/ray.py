@@ -11,7 +11,7 @@ verdicts handed out as Ray calls.
     def episode(fleet, task_id):
         near = ray.get_runtime_context().get_node_id()  # a worker on this task's own node
         started = ray.get(fleet.start.remote(task_id, near=near))
-        ...  # browse through started["proxy"]
+        answer = ...  # browse through started["proxy"], then the agent's final response
         return ray.get(fleet.finish.remote(started["session"], answer))["score"]
 
     rewards = ray.get([episode.remote(fleet, task_id) for task_id in task_ids])

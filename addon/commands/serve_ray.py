@@ -73,7 +73,11 @@ def ca_files(mitmproxy_options: list[str]) -> dict[str, bytes]:
 def front_address(control_host: str, control_port: int) -> str:
     """HOST:PORT where workers on other nodes reach this process's control API."""
     host = control_host
-    if not host or ipaddress.ip_address(host).is_unspecified:  # 0.0.0.0: this node's own address
+    try:
+        unspecified = not host or ipaddress.ip_address(socket.gethostbyname(host)).is_unspecified
+    except (OSError, ValueError):
+        raise ConnectionError(f"--control-host {host!r} is not an address this machine resolves") from None
+    if unspecified:  # 0.0.0.0: this node's own address
         import ray
 
         host = ray.util.get_node_ip_address()

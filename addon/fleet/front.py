@@ -185,6 +185,7 @@ class Front:
         (`self.outputs`); their paths here are what the session's view shows from then on. When they
         cannot be carried the verdict stands, and the view says where the files stayed."""
         assert self.outputs is not None
+        self.carried.pop(name, None)  # until carried, the view shows where the worker wrote them
         try:
             url = f"{worker.control_url}/sessions/{quote(name, safe='')}"
             for _ in range(CARRY_ATTEMPTS):  # a later finish of the task there may move them aside

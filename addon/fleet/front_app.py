@@ -167,6 +167,7 @@ def create_front_app(front: Front) -> FastAPI:
         reply = json.loads(content)
         front.starts[name] = {"task_id": reply["task_id"], "run": json.loads(body).get("run")}
         front.lost.pop(name, None)
+        front.carried.pop(name, None)  # an earlier run's files are not this run's
         reply["worker"], reply["node"] = worker.index, worker.node
         if among is not None and seat.worker not in among:
             reply["near_unmet"] = f"no worker is up on {near!r}; placed on the least busy worker"
