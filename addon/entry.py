@@ -12,6 +12,6 @@ collection stays as the host configured it); that tuning is
 `webarena-live serve`'s, which owns its process.
 """
 
-from webarena_live.addon.proxy.addon import WebArenaLive
+from webarena_live.proxy.addon import WebArenaLive
 
 addons = [WebArenaLive()]

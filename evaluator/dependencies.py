@@ -2,7 +2,7 @@
 
 Each is pinned in pyproject.toml to exactly the version the reference (webarena-verified 1.2.3)
 pins, or, for a range pin (thefuzz>=0.22.1) and for the parsers they run on that the reference
-does not name, to the version its own environment resolves. tests/test_dependency_pins.py reads
+does not name, to the version its own environment resolves. tests/evaluator/test_dependency_pins.py reads
 the reference's requirements from its installed metadata and fails when a pin here, in
 pyproject.toml or in the installed environment drifts.
 

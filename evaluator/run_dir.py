@@ -16,11 +16,12 @@ whoever writes it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,17 @@ from webarena_live.evaluator.responses import FinalAnswer, parse_response
 RESPONSE_FILE = "agent_response.json"
 TRACE_FILE = "network.har"
 RESULT_FILE = "eval_result.json"
+ATTEMPT_FILE = "attempt.json"
+"""This project's record of the attempt beside the reference's three files (its id, session, times),
+which the reference's tooling does not read: how a session finds its files after a later attempt of
+the task moved them aside."""
+ATTEMPT_FILES = (ATTEMPT_FILE, RESPONSE_FILE, TRACE_FILE, RESULT_FILE)
+"""An attempt's files in the order they are written: the result last, so its presence means complete."""
 SUMMARY_FILE = "eval_results.json"
 RUN_CONFIG_FILE = "run_config.json"
 """A per-run site map the reference uses when no `--config` is given (runs may come from different hosts)."""
 EARLIER_ATTEMPT = "earlier_attempt"
-"""Key of `write_run`'s paths naming where an earlier attempt of the task was moved."""
+"""Key of `AttemptDir.written()` naming where an earlier attempt of the task was moved."""
 ATTEMPTS_DIR = ".attempts"
 """Earlier attempts of a task, moved aside by a later finish: `OUT/.attempts/<task_id>/<n>/`."""
 
@@ -101,35 +108,59 @@ def agent_response_text(raw_response: Any) -> str:
     return json.dumps(official, indent=2, ensure_ascii=False)
 
 
-def write_run(
-    out_dir: Path,
-    task_id: int,
-    *,
-    run: str | None,
-    response: Any,
-    write_trace: Callable[[Path], None],
-    result: Mapping[str, Any],
-) -> dict[str, str]:
-    """Write one run's three files; returns their paths by file name.
+@dataclasses.dataclass(frozen=True)
+class AttemptDir:
+    """The task folder an attempt's files go to, opened by `new_attempt`, and where the attempt it
+    held before went (`.attempts/<task_id>/<n>/`), if any."""
 
-    They go to `OUT/<task_id>/`, or `OUT/<run>/<task_id>/` for a named run. An earlier attempt found
-    there is moved aside first (`keep_earlier_attempt`); its new place is returned under
-    `EARLIER_ATTEMPT`. `write_trace(path)` writes `network.har` (atomically: its caller knows how
-    the trace is best written). The result goes last, so a directory holding `eval_result.json` is
-    complete.
-    """
-    directory = task_dir(out_dir, task_id, run)
+    directory: Path
+    earlier: Path | None
+
+    def path(self, name: str) -> Path:
+        return self.directory / name
+
+    def written(self) -> dict[str, str]:
+        """The paths of the attempt's files there, by name, with `EARLIER_ATTEMPT` when one was moved."""
+        written = {
+            name: str(self.directory / name) for name in ATTEMPT_FILES if (self.directory / name).exists()
+        }
+        if self.earlier is not None:
+            written[EARLIER_ATTEMPT] = str(self.earlier)
+        return written
+
+
+@contextlib.contextmanager
+def new_attempt(directory: Path) -> Iterator[AttemptDir]:
+    """Hold the task folder `directory` (`OUT/[<run>/]<task_id>`) for a new attempt's files: an earlier
+    attempt there is moved aside first (`keep_earlier_attempt`). The caller writes the files, each
+    atomically, `RESULT_FILE` last, so a folder holding `eval_result.json` is complete."""
     with holding_run_dir(directory):
         earlier = keep_earlier_attempt(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        paths = {name: directory / name for name in (RESPONSE_FILE, TRACE_FILE, RESULT_FILE)}
-        write_text_atomically(paths[RESPONSE_FILE], agent_response_text(response))
-        write_trace(paths[TRACE_FILE])
-        write_json_atomically(paths[RESULT_FILE], result)
-    written = {name: str(path) for name, path in paths.items()}
-    if earlier is not None:
-        written[EARLIER_ATTEMPT] = str(earlier)
-    return written
+        yield AttemptDir(directory, earlier)
+
+
+def locate_attempt(directory: Path, attempt: str) -> Path | None:
+    """Where the files of attempt `attempt` (its `ATTEMPT_FILE`'s id), written to the task folder
+    `directory`, are now: there, or moved aside to `.attempts/<task_id>/<n>/` by a later attempt."""
+    if attempt_id(directory) == attempt:
+        return directory
+    kept = directory.parent / ATTEMPTS_DIR / directory.name
+    if kept.is_dir():
+        for candidate in sorted(kept.iterdir(), key=lambda p: (len(p.name), p.name), reverse=True):
+            if attempt_id(candidate) == attempt:
+                return candidate
+    return None
+
+
+def attempt_id(directory: Path) -> str | None:
+    """The attempt id in `directory`'s `ATTEMPT_FILE`, or None (no file, or not ours)."""
+    try:
+        record = json.loads((directory / ATTEMPT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    found = record.get("attempt") if isinstance(record, dict) else None
+    return found if isinstance(found, str) else None
 
 
 @contextlib.contextmanager
@@ -152,20 +183,14 @@ def holding_run_dir(directory: Path) -> Iterator[None]:
 
 
 def place_run(directory: Path, contents: Mapping[str, bytes]) -> dict[str, str]:
-    """Write a run's files, already made elsewhere, into `directory` (`OUT/[<run>/]<task_id>`), by
-    file name: an earlier attempt there is moved aside first and the result goes last, as `write_run`
-    does. Returns their paths, with `EARLIER_ATTEMPT` when one was moved."""
-    written = {}
-    with holding_run_dir(directory):
-        earlier = keep_earlier_attempt(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        for name in (RESPONSE_FILE, TRACE_FILE, RESULT_FILE):
+    """Write an attempt's files, already made elsewhere, into `directory` (`OUT/[<run>/]<task_id>`), by
+    file name: an earlier attempt there is moved aside first and the result goes last. Returns their
+    paths, with `EARLIER_ATTEMPT` when one was moved."""
+    with new_attempt(directory) as target:
+        for name in ATTEMPT_FILES:
             if name in contents:
-                write_bytes_atomically(directory / name, contents[name])
-                written[name] = str(directory / name)
-    if earlier is not None:
-        written[EARLIER_ATTEMPT] = str(earlier)
-    return written
+                write_bytes_atomically(target.path(name), contents[name])
+    return target.written()
 
 
 def prepare_output_dir(path: str | Path) -> Path:
@@ -191,24 +216,27 @@ def task_dir(out_dir: Path, task_id: int, run: str | None = None) -> Path:
 def keep_earlier_attempt(directory: Path) -> Path | None:
     """Move an earlier attempt in `directory` to `.attempts/<task_id>/<n>/` beside it; where it went.
 
-    Returns None when the directory holds no attempt (no file of the three).
+    Returns None when the directory holds no attempt (no file of the four).
     """
-    names = (RESPONSE_FILE, TRACE_FILE, RESULT_FILE)
-    if not directory.is_dir() or not any((directory / name).exists() for name in names):
+    if not directory.is_dir() or not any((directory / name).exists() for name in ATTEMPT_FILES):
         return None
-    kept = directory.parent / ATTEMPTS_DIR / directory.name
-    kept.mkdir(parents=True, exist_ok=True)
-    number = 1 + max((int(p.name) for p in kept.iterdir() if p.name.isdigit()), default=0)
     while True:  # another writer may take a number between the scan and the rename
-        target = kept / str(number)
+        target = aside_dir(directory)
         try:
             directory.rename(target)
         except OSError:
             if not target.exists():
                 raise
-            number += 1
             continue
         return target
+
+
+def aside_dir(directory: Path) -> Path:
+    """The next free place for an earlier attempt of the task folder `directory`:
+    `.attempts/<task_id>/<n>/` beside it (its parent is created; the folder itself is not)."""
+    kept = directory.parent / ATTEMPTS_DIR / directory.name
+    kept.mkdir(parents=True, exist_ok=True)
+    return kept / str(1 + max((int(p.name) for p in kept.iterdir() if p.name.isdigit()), default=0))
 
 
 def discover_runs(output_dir: Path) -> tuple[list[int], list[int]]:

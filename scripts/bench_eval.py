@@ -24,10 +24,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
-from conformance import golden as g  # noqa: E402
-from conformance import har_entries as har  # noqa: E402
-from conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
-
+from tests.conformance import golden as g  # noqa: E402
+from tests.conformance import har_entries as har  # noqa: E402
+from tests.conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
 from webarena_live.evaluator.evaluate import evaluate_task  # noqa: E402
 from webarena_live.evaluator.har import event_from_har_entry  # noqa: E402
 from webarena_live.evaluator.sites import SiteMap  # noqa: E402

@@ -38,9 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import bench_common as bench
-from conformance import golden as g
-from conformance import har_entries as har
-from conformance.oracle_env import default_oracle_python, official_dataset
+
+from tests.conformance import golden as g
+from tests.conformance import har_entries as har
+from tests.conformance.oracle_env import default_oracle_python, official_dataset
 
 ORACLE_TIMER = r"""
 import json, sys, time

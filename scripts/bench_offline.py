@@ -24,9 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from conformance import golden as g  # noqa: E402
-from conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
-from conformance.runs import RunCase, copy_runs, read_verdicts, write_group  # noqa: E402
+from tests.conformance import golden as g  # noqa: E402
+from tests.conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
+from tests.conformance.runs import RunCase, copy_runs, read_verdicts, write_group  # noqa: E402
 
 
 def build_runs(dataset: Path, directory: Path, limit: int | None) -> int:

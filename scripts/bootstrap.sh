@@ -7,7 +7,10 @@
 # It creates .venv (the project) and .oracle-venv (the reference evaluator
 # webarena-verified==1.2.3, used by the parity tests), and installs Debian's
 # chromium with apt-get when it is missing and we are root (for test and setup also DokuWiki, which
-# the wiki end-to-end tests run: scripts/install_test_apps.sh).
+# the wiki end-to-end tests run: scripts/install_test_apps.sh). For test and setup it also creates
+# .venv-3.13 with the package installed (not editable) on Python 3.13, which takes mitmproxy 12: the
+# proxy, control, fleet and end-to-end tests run there too (skipped with a warning outside CI when no
+# Python 3.13 is found; in CI its absence fails the run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +23,21 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))'; then
 fi
 
 pip_quiet=(--quiet --disable-pip-version-check)
+
+# A Python 3.13 for the second interpreter (mitmproxy 12 needs 3.12 or newer): PYTHON313, else the
+# first that runs of `python3.13` and pyenv's builds (pyenv's `python3.13` shim answers only when that
+# version is selected).
+newer_python() {
+    local candidate
+    for candidate in "${PYTHON313:-}" "$(command -v python3.13 || true)" "$HOME"/.pyenv/versions/3.13*/bin/python3.13 \
+        /root/.pyenv/versions/3.13*/bin/python3.13 /usr/bin/python3.13 /usr/local/bin/python3.13; do
+        if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' 2>/dev/null; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
 
 # Each step says what it starts and, when the next one starts (or the script ends), how long it took.
 step_name=""
@@ -64,7 +82,19 @@ step "installing webarena-live into .venv"
 # Strict editable mode: a tree of links that mypy can read (the default finder is invisible to it).
 .venv/bin/pip install "${pip_quiet[@]}" --config-settings editable_mode=strict -e '.[test,ray]'
 
+python313=""
 if [ "$what" = test ] || [ "$what" = setup ]; then
+    if python313="$(newer_python)"; then
+        step "creating .venv-3.13 ($("$python313" --version), mitmproxy 12) with the package installed"
+        [ -x .venv-3.13/bin/python ] || "$python313" -m venv .venv-3.13
+        .venv-3.13/bin/pip install "${pip_quiet[@]}" '.[test,ray]' 2> >(grep -v '^WARNING: Location' >&2)
+        rm -rf build/lib build/bdist.* webarena_live.egg-info   # the regular install's build leftovers
+    elif [ "${CI:-}" = true ]; then
+        echo "no Python 3.13 found (python3.13, ~/.pyenv/versions/3.13*; or set PYTHON313): CI tests both interpreters" >&2
+        exit 1
+    else
+        echo "==> no Python 3.13 found: the mitmproxy 12 tests are skipped (set PYTHON313=/path/to/python3.13)" >&2
+    fi
     if [ ! -x .oracle-venv/bin/webarena-verified ]; then
         step "creating .oracle-venv with the reference evaluator webarena-verified==1.2.3"
         # A half-made venv or a dangling link from elsewhere would make `venv` fail: start clean.
@@ -98,6 +128,12 @@ case "$what" in
         step "pytest (test files spread over the cores: pytest-xdist, one file per process at a time)"
         export WEBARENA_ORACLE="$PWD/.oracle-venv/bin/python"
         .venv/bin/pytest -n auto --dist loadfile "${@:2}"
+        if [ -n "$python313" ] && [ $# -le 1 ]; then
+            step "the installed product on $("$python313" --version) with mitmproxy 12: wheel check"
+            PYTHON="$python313" bash scripts/check_wheel.sh
+            step "pytest on $("$python313" --version) with mitmproxy 12: the proxy, control, fleet and end-to-end tests"
+            .venv-3.13/bin/pytest -n auto --dist loadfile tests/proxy tests/control tests/fleet tests/e2e
+        fi
         ;;
     setup)
         echo "==> ready: .venv/bin/webarena-live --help"

@@ -2,7 +2,8 @@
 # Check the installed product, not the checkout: build the wheel, install it into a fresh virtual
 # environment, and from a directory outside the repository (nothing of it on sys.path) run what a
 # user runs: import, the demo, serve with one curl session through the proxy and a finish,
-# evaluate on those outputs, and the `mitmdump -s` route. Fails on the first thing that does not work.
+# evaluate on those outputs, and the `mitmdump -s` route; then the same venv with `pip install -e .`
+# in setuptools' default mode, running the demo. Fails on the first thing that does not work.
 #   scripts/check_wheel.sh            (uses .venv to build; PYTHON picks the interpreter of the new venv)
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -73,7 +74,7 @@ wait_health() {  # URL LOG PID
 
 read -r site_port proxy_port session_port control_port <<<"$(free_ports 4)"
 step "the demo shop from the installed package on :$site_port"
-"$venv/python" -m webarena_live.addon.demo.site --port "$site_port" >"$work/site.log" 2>&1 &
+"$venv/python" -m webarena_live.demo.site --port "$site_port" >"$work/site.log" 2>&1 &
 pids+=($!)
 demo_tasks="$("$venv/python" -c 'from webarena_live.evaluator.tasks import default_tasks_path; print(default_tasks_path())')"
 printf '{"test_data_file": "%s", "environments": {"__SHOPPING__": {"urls": ["http://127.0.0.1:%s"]}}}\n' \
@@ -136,5 +137,24 @@ set -e
 [ "$said" = "webarena-live serve: --ray needs Ray, which is not installed: pip install 'webarena-live[ray]'" ] \
     || fail "serve --ray without Ray said: $said"
 echo "$said"
+
+step "pip install -e . in setuptools' default editable mode (its import hook), into the same venv"
+"$venv/pip" uninstall --quiet --yes webarena-live
+"$venv/pip" install --quiet --disable-pip-version-check --no-deps -e "$repo" 2> >(grep -v '^WARNING: Location' >&2)
+"$venv/python" - "$repo" <<'EOF'
+import sys
+from pathlib import Path
+
+import webarena_live
+from webarena_live.evaluator.tasks import default_tasks_path, load_tasks
+
+repo = Path(sys.argv[1]).resolve()
+where = Path(webarena_live.__file__).resolve()
+assert where == repo / "addon" / "__init__.py", where
+assert default_tasks_path().is_file(), default_tasks_path()
+print(f"editable: webarena_live from {where.parent}; {len(load_tasks())} demo tasks")
+EOF
+"$venv/webarena-live" demo --output-dir "$work/demo-editable" | tail -1
+rm -rf "$repo/webarena_live.egg-info"
 
 echo "==> wheel check: all passed"

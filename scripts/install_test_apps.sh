@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the third-party software the end-to-end tests run, from Debian packages: DokuWiki
-# (tests/test_wiki_e2e.py), served by PHP's built-in web server (php-cli); the README recipes'
+# (tests/e2e/test_wiki_e2e.py), served by PHP's built-in web server (php-cli); the README recipes'
 # chromedriver and Node; Firefox. The tests copy DokuWiki's configuration and data into a temporary
 # directory and never touch the installed state.
 # Nothing happens when they are already installed; installing needs root and apt-get.
@@ -9,12 +9,12 @@ set -euo pipefail
 packages=()
 [ -f /usr/share/dokuwiki/doku.php ] || packages+=(dokuwiki)
 command -v php >/dev/null 2>&1 || packages+=(php-cli)
-# The README's Selenium and Puppeteer recipes (tests/test_readme_examples.py): Debian's chromedriver,
+# The README's Selenium and Puppeteer recipes (tests/e2e/test_readme_examples.py): Debian's chromedriver,
 # and Node with npm (the test installs puppeteer-core from npm itself).
 [ -x /usr/bin/chromedriver ] || packages+=(chromium-driver)
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
-# Firefox's own background traffic (tests/test_browser_traffic.py).
+# Firefox's own background traffic (tests/e2e/test_browser_traffic.py).
 [ -x /usr/bin/firefox-esr ] || packages+=(firefox-esr)
 [ ${#packages[@]} -eq 0 ] && exit 0
 

@@ -22,12 +22,12 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # the tests package: tests.conformance
 
-from conformance import stored_verdicts  # noqa: E402
-from conformance.oracle_batch import OracleBatch  # noqa: E402
-from conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
-from conformance.suite import generate, generated_runs  # noqa: E402
+from tests.conformance import stored_verdicts  # noqa: E402
+from tests.conformance.oracle_batch import OracleBatch  # noqa: E402
+from tests.conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
+from tests.conformance.suite import generate, generated_runs  # noqa: E402
 
 
 def main() -> int:

@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conformance import progress
-from conformance.oracle_env import official_dataset as dataset_in_oracle
+
+from tests.conformance import progress
+from tests.conformance.oracle_env import official_dataset as dataset_in_oracle
 
 REPO = Path(__file__).resolve().parent.parent
 ORACLE_VERSION = "1.2.3"

@@ -7,19 +7,21 @@ check that the contracts hold on the tree and really break when an arrow runs th
 from __future__ import annotations
 
 import ast
+import importlib
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
-FOLDERS = {"webarena_live": "package", "webarena_live.addon": "addon", "webarena_live.evaluator": "evaluator"}
+FOLDERS = {"webarena_live": "addon", "webarena_live.evaluator": "evaluator"}
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
@@ -42,19 +44,27 @@ def test_the_import_contracts_hold_on_the_tree():
 def _namespace_copy(root: Path) -> Path:
     """The import package as the build maps it, in `root/webarena_live`."""
     top = root / "webarena_live"
-    shutil.copytree(REPO / "package", top)
-    for sub in ("addon", "evaluator"):
-        shutil.copytree(REPO / sub, top / sub, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "addon", top, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
+    shutil.copytree(REPO / "evaluator", top / "evaluator", ignore=shutil.ignore_patterns("__pycache__"))
     return root
 
 
 WRONG_ARROWS = [
     ("evaluator/tasks.py", "import mitmproxy", "The evaluator is pure"),
-    ("addon/runs/journal.py", "import fastapi", "Runs import neither mitmproxy nor FastAPI"),
-    ("addon/control/guard.py", "import mitmproxy.http", "The control API never imports mitmproxy"),
-    ("addon/runs/outputs.py", "from webarena_live.addon.control import guard", "The addon's layers"),
-    ("addon/proxy/sizes.py", "from webarena_live.addon.demo import catalog", "Nothing but the CLI imports"),
-    ("addon/proxy/sizes.py", "from webarena_live.evaluator.memo import BoundedMemo", "exported names only"),
+    ("runs/journal.py", "import fastapi", "Runs and addresses import neither"),
+    ("control/guard.py", "import mitmproxy.http", "The control API imports neither mitmproxy"),
+    ("runs/outputs.py", "from webarena_live.control import guard", "The layers"),
+    ("proxy/capture.py", "from webarena_live.fleet import router", "The layers"),
+    (
+        "control/app.py",
+        "from webarena_live.client import Client",
+        "The server never depends on its own client",
+    ),
+    ("client.py", "from webarena_live.runs import journal", "The client is the control API's"),
+    ("ray.py", "from webarena_live.proxy import options", "The Ray face is thin"),
+    ("fleet/front.py", "import ray", "Ray only where --ray runs"),
+    ("proxy/sizes.py", "from webarena_live.demo import catalog", "Nothing but the CLI imports"),
+    ("proxy/sizes.py", "from webarena_live.evaluator.memo import BoundedMemo", "exported names only"),
 ]
 
 
@@ -65,27 +75,56 @@ def test_an_arrow_the_wrong_way_breaks_its_contract(tmp_path, module, line, cont
     target.write_text(target.read_text() + f"\n{line}  # the wrong way\n")
     done = lint_imports(root)
     assert done.returncode != 0, done.stdout
-    broken = [row for row in done.stdout.splitlines() if row.rstrip().endswith("BROKEN")]
+    broken = [row for row in done.stdout.splitlines() if " BROKEN" in row]
     assert any(contract in row for row in broken), done.stdout
 
 
-def test_the_build_maps_the_folders_and_lists_every_package():
+def test_one_rule_maps_an_import_to_its_folder():
     setuptools = PYPROJECT["tool"]["setuptools"]
-    assert setuptools["package-dir"] == {**FOLDERS, "webarena_live.tasks": "tasks"}
-    found = {"webarena_live.tasks"}
-    for package, folder in FOLDERS.items():
-        for init in (REPO / folder).rglob("__init__.py"):
-            parts = init.parent.relative_to(REPO / folder).parts
-            found.add(".".join((package, *parts)))
-    assert sorted(setuptools["packages"]) == sorted(found)
+    assert setuptools["package-dir"] == FOLDERS
+    assert "packages" not in setuptools  # found by setuptools in the two folders, no list to keep
     assert not (REPO / "__init__.py").exists() and not (REPO / "setup.py").exists()
+    assert (REPO / "addon" / "tasks").is_symlink() and (REPO / "addon" / "tasks").resolve() == REPO / "tasks"
+    for init in (REPO / "addon").rglob("__init__.py"):
+        parts = init.parent.relative_to(REPO / "addon").parts
+        module = importlib.import_module(".".join(("webarena_live", *parts)))
+        assert Path(module.__file__ or "").resolve().parent == init.parent.resolve(), module
+
+
+def test_the_wheel_holds_every_module_and_the_task_files(tmp_path):
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path), str(REPO)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    (wheel,) = tmp_path.glob("webarena_live-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    expected = {f"webarena_live/{p.relative_to(REPO / 'addon')}" for p in (REPO / "addon").rglob("*.py")}
+    expected |= {
+        f"webarena_live/evaluator/{p.relative_to(REPO / 'evaluator')}"
+        for p in (REPO / "evaluator").rglob("*.py")
+    }
+    expected |= {f"webarena_live/tasks/{p.name}" for p in (REPO / "tasks").glob("*.json")}
+    assert expected <= names, sorted(expected - names)
+    assert {name.split("/")[0] for name in names} == {
+        "webarena_live",
+        wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info",
+    }
+    assert not [name for name in names if "__pycache__" in name]
 
 
 def test_each_room_of_the_addon_says_what_it_owns_and_may_import():
     modules = sorted(path.name for path in (REPO / "addon").glob("*.py"))
-    assert len(modules) <= 12, modules
+    assert modules == ["__init__.py", "client.py", "entry.py", "launch.py", "ray.py"], modules
     rooms = [path.parent for path in (REPO / "addon").glob("*/__init__.py")]
-    assert {room.name for room in rooms} >= {"proxy", "runs", "control", "demo", "commands", "fleet"}
+    assert {room.name for room in rooms} == {
+        "addresses",
+        "proxy",
+        "runs",
+        "control",
+        "demo",
+        "commands",
+        "fleet",
+    }
     for room in rooms:
         docstring = ast.get_docstring(ast.parse((room / "__init__.py").read_text())) or ""
         assert "Owns" in docstring and "May import" in docstring, room
@@ -103,3 +142,25 @@ def test_no_code_points_at_an_issue_number_or_a_document_outside_the_repository(
         if pointer.search(text)
     ]
     assert offenders == []
+
+
+_NAMED_FILE = re.compile(
+    r"(?<![\w./-])((?:addon|evaluator|tests|scripts|examples|docs|proxy|runs|control|fleet|commands|demo"
+    r"|addresses|support|conformance|site|wiki|e2e)/(?:[\w-]+/)*[\w-]+\.(?:py|md|sh|json))\b"
+)
+
+
+def test_every_file_the_code_names_exists():
+    """A docstring or comment that points at a file points at one that is there (from the root, from
+    `addon/` as the import rule reads, or from `tests/`)."""
+    tracked = subprocess.run(["git", "ls-files"], capture_output=True, text=True, cwd=REPO, check=True)
+    roots = (REPO, REPO / "addon", REPO / "tests")
+    missing = [
+        f"{name}:{number}: {found}"
+        for name in tracked.stdout.splitlines()
+        if name.endswith((".py", ".sh", ".toml")) and (REPO / name).is_file()
+        for number, text in enumerate((REPO / name).read_text(errors="replace").splitlines(), start=1)
+        for found in _NAMED_FILE.findall(text)
+        if not any((root / found).exists() for root in roots)
+    ]
+    assert missing == []

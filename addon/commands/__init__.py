@@ -1,7 +1,9 @@
-"""The commands: `webarena-live serve`, `evaluate`, `addon-path` and the CLI that dispatches them.
+"""The commands: `webarena-live serve`, `evaluate`, `report`, `demo`, `addon-path` and the CLI.
 
 Owns the command line (`cli`), the `serve` host process and its process-wide memory policy
-(`serve`, `process_memory`) and the offline evaluation of run directories (`evaluate`).
+(`serve`, `process_memory`, `ports`), the reading of `serve --workers` into a fleet plan
+(`serve_workers`; the fleet runs it), the offline evaluation of run directories (`evaluate`) and the
+run report (`report`, `report_html`).
 
 May import: every other part of `webarena_live` (it is the top of the dependency graph); nothing
 imports it but the console script.

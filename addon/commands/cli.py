@@ -13,9 +13,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from webarena_live.addon.commands.ports import port_number
-from webarena_live.addon.proxy.options import OPTIONS, AddonOption, flag_default, with_flags
+from webarena_live.commands.ports import port_number
 from webarena_live.evaluator import __version__
+from webarena_live.proxy.options import OPTIONS, AddonOption, flag_default, with_flags
 
 
 class _Parser(argparse.ArgumentParser):
@@ -225,29 +225,29 @@ def addon_path() -> str:
     """The file plain mitmproxy loads with `-s` (`addon/entry.py` inside the installed package)."""
     from importlib.util import find_spec
 
-    spec = find_spec("webarena_live.addon.entry")
-    assert spec is not None and spec.origin is not None, "webarena_live.addon.entry is part of the package"
+    spec = find_spec("webarena_live.entry")
+    assert spec is not None and spec.origin is not None, "webarena_live.entry is part of the package"
     return spec.origin
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        from webarena_live.addon.commands.serve import run as run_serve
+        from webarena_live.commands.serve import run as run_serve
 
         return run_serve(args)
     if args.command == "evaluate":
-        from webarena_live.addon.commands.evaluate import run as run_evaluate
+        from webarena_live.commands.evaluate import run as run_evaluate
 
         return run_evaluate(args)
     if args.command == "report":
-        from webarena_live.addon.commands.report import run as run_report
+        from webarena_live.commands.report import run as run_report
 
         return run_report(args)
     if args.command == "addon-path":
         print(addon_path())
         return 0
-    from webarena_live.addon.demo.command import run as run_demo
+    from webarena_live.demo.command import run as run_demo
 
     return run_demo(args)
 

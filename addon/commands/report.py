@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from webarena_live.addon.commands.evaluate import dataset_source
+from webarena_live.commands.evaluate import dataset_source
 from webarena_live.evaluator import (
     OFFICIAL_DATASET,
     OFFICIAL_HARD_SUBSET,
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"webarena-live report: {line}", file=sys.stderr)
         return 2
     if args.html:  # first: a reader that stops reading the tables early (`| head`) still gets the page
-        from webarena_live.addon.commands.report_html import write_html
+        from webarena_live.commands.report_html import write_html
 
         write_html(Path(args.html), document, note)
     if args.json:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
+import secrets
 import signal
 import sys
 from pathlib import Path
@@ -25,12 +27,13 @@ from mitmproxy import ctx, exceptions, options
 from mitmproxy.master import Master
 from mitmproxy.tools.dump import DumpMaster
 
-from webarena_live.addon.commands.ports import resolve_ports
-from webarena_live.addon.commands.process_memory import ProcessMemory, gc_paused
-from webarena_live.addon.control.context import RESERVED_HOST
-from webarena_live.addon.proxy.addon import WebArenaLive
-from webarena_live.addon.proxy.options import options_from_flags
+from webarena_live.addresses.credentials import WEB_TOKEN_ENV, mitmweb_url
+from webarena_live.commands.ports import resolve_ports
+from webarena_live.commands.process_memory import ProcessMemory, gc_paused
+from webarena_live.control.context import RESERVED_HOST
 from webarena_live.evaluator import __version__
+from webarena_live.proxy.addon import WebArenaLive
+from webarena_live.proxy.options import options_from_flags
 
 
 def proxy_modes(*, port: int, session_port: int) -> list[str]:
@@ -68,12 +71,28 @@ def web_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def web_password(opts: options.Options) -> tuple[str | None, dict[str, Any]]:
+    """mitmweb's token and the option that sets it. mitmproxy 11.1 and later ask mitmweb's visitors
+    for a token or password (`web_password`; 11.0 has no such option and asks for nothing). The
+    token is the front's (`--workers`: its banner names the workers' addresses), else a new one.
+    The option gets an argon2 hash (a plain password is logged as a warning), a cheap one: the token
+    is 128 random bits, and mitmweb checks every request that has no auth cookie yet."""
+    if "web_password" not in opts:
+        return None, {}
+    import argon2  # mitmproxy's own dependency wherever mitmweb has a password
+
+    token = os.environ.get(WEB_TOKEN_ENV) or secrets.token_hex(16)
+    hashed = argon2.PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1).hash(token)
+    return token, {"web_password": hashed}
+
+
 class Banner:
     """Prints where everything listens, once the proxy and the control port are up."""
 
-    def __init__(self, live: WebArenaLive, args: argparse.Namespace) -> None:
+    def __init__(self, live: WebArenaLive, args: argparse.Namespace, web_token: str | None = None) -> None:
         self.live = live
         self.args = args
+        self.web_token = web_token
 
     def running(self) -> None:
         if ctx.options.webarena_front:
@@ -96,7 +115,8 @@ class Banner:
         lines.append(f"  control API   {control}http://{RESERVED_HOST}/ through the proxy")
         if getattr(args, "web", False):
             lines.append(
-                f"  mitmweb       http://127.0.0.1:{args.web_port}/  (flows with session, event, evaluator)"
+                f"  mitmweb       {mitmweb_url(args.web_port, self.web_token)}  "
+                "(flows with session, event, evaluator)"
             )
         if context.output_dir is not None:
             lines.append(f"  outputs       {context.output_dir}")
@@ -119,10 +139,13 @@ async def serve(args: argparse.Namespace) -> int:
     web = bool(getattr(args, "web", False))
     # mitmweb keeps every flow in memory for its UI: fine for watching a run, not for long benchmarks.
     master: Master
+    web_token: str | None = None
+    web_auth: dict[str, Any] = {}
     if web:
         from mitmproxy.tools.web.master import WebMaster  # tornado and the UI: only when asked for
 
         master = WebMaster(opts, with_termlog=True)
+        web_token, web_auth = web_password(opts)
     else:
         master = DumpMaster(opts, with_termlog=True, with_dumper=False)
     live = WebArenaLive()
@@ -143,16 +166,19 @@ async def serve(args: argparse.Namespace) -> int:
             termlog_verbosity="warn" if args.quiet else "info",
             **addon_options(args),
             **(web_options(args) if web else {}),
+            **web_auth,
         )
         if args.mitmproxy_options:
             opts.set(*args.mitmproxy_options)
+            if web_auth and opts.web_password != web_auth["web_password"]:
+                web_token = None  # `--set web_password=...`: the user's own password, not shown
         if live.context is None:  # nothing differed from the defaults, so configure never ran
             live.configure(set(opts.keys()))
     except exceptions.OptionsError as error:
         for line in str(error).splitlines():
             print(f"webarena-live serve: {line}", file=sys.stderr)
         return 2
-    master.addons.add(Banner(live, args))
+    master.addons.add(Banner(live, args, web_token))
 
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -180,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"webarena-live serve: {problem}", file=sys.stderr)
         return 2
     if args.workers > 1 or args.ray:
-        from webarena_live.addon.commands.serve_workers import run as run_workers
+        from webarena_live.commands.serve_workers import run as run_workers
 
         return run_workers(args, args.workers)
     try:

@@ -5,6 +5,6 @@ JSON errors (`errors`), the cross-cutting rules (`middleware`, `guard`), the sit
 (`reset`), the Server-Sent Event streams (`streams`), the control port's server (`server`) and the
 dashboard's files.
 
-May import: `webarena_live.addon.runs`, the evaluator's exported names, FastAPI/Starlette/uvicorn.
+May import: `webarena_live.runs`, the evaluator's exported names, FastAPI/Starlette/uvicorn.
 Never mitmproxy: the proxy hands requests for the reserved host to this app (`proxy.reserved_host`).
 """

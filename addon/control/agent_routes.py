@@ -18,14 +18,14 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 
-from webarena_live.addon.control.bodies import ControlError, parse_final_response
-from webarena_live.addon.control.context import ControlContext, find_session
-from webarena_live.addon.control.errors import JsonResponse
-from webarena_live.addon.control.models import SessionName
-from webarena_live.addon.runs.attempt import Attempt, FinishRefused
-from webarena_live.addon.runs.sessions import Session
+from webarena_live.control.bodies import ControlError, parse_final_response
+from webarena_live.control.context import ControlContext, find_session
+from webarena_live.control.errors import JsonResponse
+from webarena_live.control.models import SessionName
+from webarena_live.runs.attempt import Attempt, FinishRefused
+from webarena_live.runs.sessions import Session
 
-DASHBOARD = resources.files("webarena_live.addon.control") / "dashboard"
+DASHBOARD = resources.files("webarena_live.control") / "dashboard"
 """The dashboard's page, script and style (package data: a real directory in an installed wheel)."""
 
 

@@ -18,10 +18,10 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import ValidationError
 from starlette.responses import FileResponse, Response
 
-from webarena_live.addon.control import models
-from webarena_live.addon.control.agent_routes import agent_router, dashboard_files, no_task_detail
-from webarena_live.addon.control.bodies import ControlError, parse_final_response, parse_json_body
-from webarena_live.addon.control.context import (
+from webarena_live.control import models
+from webarena_live.control.agent_routes import agent_router, dashboard_files, no_task_detail
+from webarena_live.control.bodies import ControlError, parse_final_response, parse_json_body
+from webarena_live.control.context import (
     ControlContext,
     begin_session,
     find_session,
@@ -31,16 +31,16 @@ from webarena_live.addon.control.context import (
     plan_start,
     task_view,
 )
-from webarena_live.addon.control.errors import JsonResponse, install_error_handlers, validation_detail
-from webarena_live.addon.control.middleware import BodyCap, CommonHeaders, Guard, RawPath
-from webarena_live.addon.control.models import SessionName
-from webarena_live.addon.control.pac import PAC_MEDIA_TYPE, proxy_auto_config
-from webarena_live.addon.control.reset import ResetOutcome, reset_sites, sites_without_reset
-from webarena_live.addon.control.run_view import plotly_script, run_figures
-from webarena_live.addon.control.streams import Streams, global_stream, session_stream
-from webarena_live.addon.runs.attempt import FinishRefused, OutputsFailed
-from webarena_live.addon.runs.sessions import Session
+from webarena_live.control.errors import JsonResponse, install_error_handlers, validation_detail
+from webarena_live.control.middleware import BodyCap, CommonHeaders, Guard, RawPath
+from webarena_live.control.models import SessionName
+from webarena_live.control.pac import PAC_MEDIA_TYPE, proxy_auto_config
+from webarena_live.control.reset import ResetOutcome, reset_sites, sites_without_reset
+from webarena_live.control.run_view import plotly_script, run_figures
+from webarena_live.control.streams import Streams, global_stream, session_stream
 from webarena_live.evaluator import __version__, trace_to_har
+from webarena_live.runs.attempt import FinishRefused, OutputsFailed
+from webarena_live.runs.sessions import Session
 
 PROXY_PORT_HEADER = "X-WebArena-Live-Proxy-Port"
 """Set by the workers' front on `POST /sessions`: the port the placement chose for the session's
@@ -182,8 +182,8 @@ def create_app(control: ControlContext | None) -> FastAPI:
             # agents that already hold the address send as soon as it listens
             reply = begin_session(ctx, plan)
             address = await addresses.claim(plan.name, port) if addresses is not None else None
-        if address is not None:
-            ctx.sessions.get_or_create(plan.name).proxy = reply["proxy"] = address
+        if address is not None:  # the session holds it too (proxy/session_addresses.py writes it there)
+            reply["proxy"] = address
         if outcomes is not None:
             reply["reset"] = [outcome.model_dump() for outcome in outcomes]
         return JsonResponse(reply)

@@ -1,6 +1,6 @@
 """What the control API works on, and the work behind its routes that is not HTTP.
 
-The routes (addon/api.py) are thin: they read a request into a model, call
+The routes (`control/app.py`, `control/agent_routes.py`) are thin: they read a request into a model, call
 one of these, and answer with the JSON view. A failing request raises a
 `ControlError` (a JSON 4xx) and changes nothing: every check runs before the
 first change.
@@ -15,17 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from webarena_live.addon.control.bodies import ControlError
-from webarena_live.addon.control.models import StartSession
-from webarena_live.addon.runs.attempt import RunSettings
-from webarena_live.addon.runs.recovery import JournalNotFoundError, find_journal, read_journal, resumable_runs
-from webarena_live.addon.runs.sessions import (
-    DEFAULT_SESSION,
-    Session,
-    SessionState,
-    SessionStore,
-    session_name_problem,
-)
+from webarena_live.control.bodies import ControlError
+from webarena_live.control.models import StartSession
 from webarena_live.evaluator import (
     ANSWER_STATUSES,
     ANSWER_TASK_TYPES,
@@ -38,6 +29,15 @@ from webarena_live.evaluator import (
     WebArenaLiveError,
     __version__,
     run_name_problem,
+)
+from webarena_live.runs.attempt import RunSettings
+from webarena_live.runs.recovery import JournalNotFoundError, find_journal, read_journal, resumable_runs
+from webarena_live.runs.sessions import (
+    DEFAULT_SESSION,
+    Session,
+    SessionState,
+    SessionStore,
+    session_name_problem,
 )
 
 RESERVED_HOST = "webarena-live.invalid"

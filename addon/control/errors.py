@@ -16,9 +16,9 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
 
-from webarena_live.addon.control.bodies import ControlError
+from webarena_live.control.bodies import ControlError
 
-logger = logging.getLogger("webarena_live.addon.control")
+logger = logging.getLogger("webarena_live.control")
 
 JSON_TYPE = "application/json"
 

@@ -21,11 +21,11 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from webarena_live.addon.control.errors import error_response
-from webarena_live.addon.control.guard import is_public, page_request_problem, token_problem
+from webarena_live.control.errors import error_response
+from webarena_live.control.guard import is_public, page_request_problem, token_problem
 from webarena_live.evaluator import __version__
 
-logger = logging.getLogger("webarena_live.addon.control")
+logger = logging.getLogger("webarena_live.control")
 
 MAX_CONTROL_BODY = 10 * 1024 * 1024
 """Largest control request body (10 MiB): a final response is small; this only stops abuse."""

@@ -14,8 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from webarena_live.addon.control.reset import RESET_TIMEOUT
-from webarena_live.client import Started as Started  # what POST /sessions answers, one model for both
+from webarena_live.control.reset import RESET_TIMEOUT
 
 SessionName = Annotated[
     str,
@@ -64,6 +63,26 @@ class StartSession(BaseModel):
     )
     reset_timeout: float = Field(
         RESET_TIMEOUT, gt=0, le=3600, description="seconds each site's reset may take"
+    )
+
+
+class Started(_Open):
+    """What `POST /sessions` answers: the session, its task and where the agent starts."""
+
+    session: str
+    task_id: int
+    intent: str
+    start_urls: list[str] = Field(description="the task's start URLs, rendered to real URLs")
+    sites: list[str]
+    state: str | None = None
+    resumed_events: int | None = Field(None, description="events taken back from the journal, on a resume")
+    proxy: str | None = Field(
+        None,
+        description="the session's own proxy address, http://HOST:PORT: traffic through it is this "
+        "session's, with no credentials (released when the session finishes)",
+    )
+    worker: int | None = Field(
+        None, description="the worker process that holds the session (serve --workers)"
     )
 
 

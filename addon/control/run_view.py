@@ -13,7 +13,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from webarena_live.addon.control.bodies import ControlError
+from webarena_live.control.bodies import ControlError
 from webarena_live.evaluator import (
     ReportError,
     RunReport,

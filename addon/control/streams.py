@@ -24,7 +24,8 @@ from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from webarena_live.addon.runs.sessions import (
+from webarena_live.evaluator import NetworkTrace
+from webarena_live.runs.sessions import (
     EVENT,
     FINISHED,
     STARTED,
@@ -35,7 +36,6 @@ from webarena_live.addon.runs.sessions import (
     Subscriber,
     event_view,
 )
-from webarena_live.evaluator import NetworkTrace
 
 HEARTBEAT_SECONDS = 15
 """A comment this often keeps idle streams open through intermediaries and finds dead clients."""

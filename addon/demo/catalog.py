@@ -1,5 +1,5 @@
 """The Demo Shop's catalog and pages: its products and search, and the templates its pages are made from
-(`addon/demo_site.py` serves them).
+(`demo/site.py` serves them).
 
 Templates are `string.Template` files shipped as package data; values are
 HTML-escaped unless already rendered (`Markup`).
@@ -18,7 +18,7 @@ from string import Template
 from typing import Any
 from urllib.parse import quote, unquote
 
-ASSETS: Traversable = resources.files("webarena_live.addon.demo") / "site_assets"
+ASSETS: Traversable = resources.files("webarena_live.demo") / "site_assets"
 """Templates, static files and the catalog, shipped as package data."""
 MESSAGES_COOKIE = "shop-messages"
 """Flash messages travel in this cookie (URL-encoded JSON) across the POST-redirect-GET."""

@@ -1,6 +1,6 @@
 """`webarena-live demo`: the embedded demo, end to end, with no configuration.
 
-It starts the Demo Shop (`addon/demo_site.py`) and the evaluating proxy
+It starts the Demo Shop (`demo/site.py`) and the evaluating proxy
 (`webarena-live serve`, as a child process of this interpreter) on free local
 ports, then drives headless Chromium through every demo task (tasks/demo.json)
 with the scripted agent of `demo/agent.py`. Each task gets its own proxy
@@ -29,14 +29,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from webarena_live.addon.demo.stack import (
+from webarena_live.client import Client, ControlAPIError
+from webarena_live.demo.stack import (
     CONFIG_FILE,
     DemoError,
     running_proxy,
     running_site,
     write_site_config,
 )
-from webarena_live.client import Client, ControlAPIError
 from webarena_live.evaluator import (
     TaskSet,
     WebArenaLiveError,
@@ -137,7 +137,7 @@ def drive_tasks(client: Client, ports: Ports, chromium: Path, tasks: TaskSet) ->
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
-    from webarena_live.addon.demo.agent import ATTEMPTS, TIMEOUT_MS
+    from webarena_live.demo.agent import ATTEMPTS, TIMEOUT_MS
 
     proxy_server = f"http://127.0.0.1:{ports.session}"
     verdicts = []

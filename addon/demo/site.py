@@ -8,7 +8,7 @@ JavaScript with fetch() (the wish list and the cart totals). Each browser gets
 its own cart and wish list, keyed by a session cookie, so tasks run in separate
 browser contexts never see each other's changes.
 
-    python -m webarena_live.addon.demo.site --port 8000   # serve until Ctrl-C
+    python -m webarena_live.demo.site --port 8000   # serve until Ctrl-C
     server = serve("127.0.0.1", 0); server.url     # from Python, in a thread
 """
 
@@ -30,7 +30,7 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from webarena_live.addon.demo.catalog import (
+from webarena_live.demo.catalog import (
     ASSETS,
     MESSAGES_COOKIE,
     Markup,

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from webarena_live.addon.demo import site as demo_site
 from webarena_live.client import Client
+from webarena_live.demo import site as demo_site
 from webarena_live.evaluator import WebArenaLiveError
 from webarena_live.launch import LaunchError, Ports, ServeProcess
 
@@ -31,7 +31,7 @@ def write_site_config(output_dir: Path, site_url: str, tasks_file: Path) -> Path
     """The site map in the reference's config format, for `serve --config` and `evaluate --config`.
 
     The reference reads the same file, but its `eval-tasks` only accepts a
-    `test_data_file` of exactly 812 tasks (tests/test_demo.py shows the padding).
+    `test_data_file` of exactly 812 tasks (tests/demo/test_demo.py shows the padding).
     """
     config = {
         "test_data_file": str(tasks_file),

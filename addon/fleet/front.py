@@ -1,6 +1,6 @@
 """The front of `serve --workers N`: the workers as the control API sees them, and the way to them.
 
-`Front` knows where each session lives (`fleet/placement.py`), forwards a request to the worker that
+`Front` knows where each session lives (`addresses/placement.py`), forwards a request to the worker that
 owns its session with its headers as the client sent them (the worker checks the token and the page
 guard, as it does on its own port), and starts a restarted worker's sessions again from their
 journals. The routes are in `fleet/front_app.py` (docs/architecture.md, Workers).
@@ -22,13 +22,23 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from webarena_live.addon.control.app import PROXY_PORT_HEADER
-from webarena_live.addon.control.errors import error_response
-from webarena_live.addon.fleet.placement import Placement
-from webarena_live.addon.fleet.workers import Worker, WorkerPool, Workers
-from webarena_live.evaluator import EARLIER_ATTEMPT, WebArenaLiveError, place_run
+from webarena_live.addresses.placement import Placement
+from webarena_live.control.app import PROXY_PORT_HEADER
+from webarena_live.control.errors import error_response
+from webarena_live.evaluator import (
+    ATTEMPT_FILE,
+    ATTEMPT_FILES,
+    ATTEMPTS_DIR,
+    EARLIER_ATTEMPT,
+    WebArenaLiveError,
+    aside_dir,
+    locate_attempt,
+    place_run,
+    task_dir,
+)
+from webarena_live.fleet.workers import Worker, WorkerPool, Workers
 
-logger = logging.getLogger("webarena_live.addon.fleet")
+logger = logging.getLogger("webarena_live.fleet")
 
 _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
@@ -60,8 +70,9 @@ class Front:
         """The merged `/events` streams open now: the front's own notices (`lost`) go to each."""
         self.outputs: CarriedOutputs | None = None
         """Set when the workers write on other machines: their files are carried here."""
-        self.carried: dict[str, dict[str, str]] = {}
-        """Where each session's carried files are on this machine, by session name."""
+        self.carried: dict[str, tuple[Path, str]] = {}
+        """Each session's carried files on this machine, by session name: the task folder they were
+        written to and the attempt's id (`locate_attempt` finds them after a later attempt moved them)."""
         self.report: Callable[[str | None], Awaitable[dict[str, Any]]] | None = None
         """`GET /report` of the carried outputs (else a worker answers it from the shared directory)."""
 
@@ -202,6 +213,17 @@ class Front:
             where = f"node {worker.node}"
             logger.error("webarena-live: the files of session %s stay on %s: %s", name, where, error)
 
+    def carried_files(self, name: str) -> dict[str, str] | None:
+        """Where session `name`'s carried files are on this machine now, by file name; None when none
+        were carried."""
+        if name not in self.carried:
+            return None
+        directory, attempt = self.carried[name]
+        found = locate_attempt(directory, attempt)
+        if found is None:
+            return {}
+        return {file: str(found / file) for file in ATTEMPT_FILES if (found / file).exists()}
+
     def _auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
@@ -229,17 +251,23 @@ class CarriedOutputs:
     """A worker's own output folder, on its node."""
     read: Callable[[int, list[str]], Awaitable[dict[str, bytes]]]
 
-    async def carry(self, index: int, written: dict[str, str]) -> dict[str, str] | None:
+    async def carry(self, index: int, written: dict[str, str]) -> tuple[Path, str] | None:
         """The files a worker wrote for one finished session, written here in the same layout (an
-        earlier attempt here moved aside first, as the worker did there); their paths here. None when
-        they are no longer where `written` says (moved aside there by a later finish: ask again)."""
+        earlier attempt here moved aside first, as the worker did there): the task folder here and the
+        attempt's id. None when they are no longer where `written` says (moved aside there by a later
+        finish: ask again)."""
         files = {name: path for name, path in written.items() if name != EARLIER_ATTEMPT}
         contents = await self.read(index, list(files.values()))
-        if set(contents) != set(files.values()):
+        if set(contents) != set(files.values()) or ATTEMPT_FILE not in files:
             return None
-        relative = Path(next(iter(files.values()))).parent.relative_to(self.worker_dir(index))
         by_name = {Path(path).name: contents[path] for path in files.values()}
-        return place_run(self.output_dir / relative, by_name)
+        record = json.loads(by_name[ATTEMPT_FILE])
+        directory = task_dir(self.output_dir, int(record["task_id"]), record.get("run"))
+        if ATTEMPTS_DIR in Path(files[ATTEMPT_FILE]).parts:  # a later finish there moved it aside already
+            place_run(aside_dir(directory), by_name)
+        else:
+            place_run(directory, by_name)
+        return directory, str(record["attempt"])
 
     def local(self, index: int, written: dict[str, str]) -> dict[str, str]:
         """A worker's paths of a session's files as their paths here (for its views)."""

@@ -2,7 +2,7 @@
 
 Each request goes to the worker that owns its session (`fleet/front.py`); the routes that speak of
 every session (`GET /health`, `GET /sessions`, `GET /events`) ask every worker and answer once.
-`POST /sessions` places a new session (`fleet/placement.py`) and tells the worker the port of its
+`POST /sessions` places a new session (`addresses/placement.py`) and tells the worker the port of its
 address. While a session's worker is restarting, its routes answer a JSON 503 with `Retry-After`
 (docs/architecture.md, Workers).
 """
@@ -22,17 +22,17 @@ from httpx_sse import EventSource
 from sse_starlette import EventSourceResponse
 from starlette.responses import Response
 
-from webarena_live.addon.control.app import CALLER_HEADER, PROXY_PORT_HEADER
-from webarena_live.addon.control.bodies import ControlError
-from webarena_live.addon.control.errors import JsonResponse, error_response
-from webarena_live.addon.control.middleware import MAX_CONTROL_BODY
-from webarena_live.addon.control.streams import HEARTBEAT_SECONDS, RETRY_MS, Streams
-from webarena_live.addon.fleet.front import Front, answer_headers
-from webarena_live.addon.fleet.placement import PlacementError
-from webarena_live.addon.fleet.workers import Worker
+from webarena_live.addresses.placement import PlacementError
+from webarena_live.control.app import CALLER_HEADER, PROXY_PORT_HEADER
+from webarena_live.control.bodies import ControlError
+from webarena_live.control.errors import JsonResponse, error_response
+from webarena_live.control.middleware import MAX_CONTROL_BODY
+from webarena_live.control.streams import HEARTBEAT_SECONDS, RETRY_MS, Streams
 from webarena_live.evaluator import __version__
+from webarena_live.fleet.front import Front, answer_headers
+from webarena_live.fleet.workers import Worker
 
-logger = logging.getLogger("webarena_live.addon.fleet")
+logger = logging.getLogger("webarena_live.fleet")
 
 
 def _session_of(path: str) -> str | None:
@@ -209,8 +209,8 @@ def create_front_app(front: Front) -> FastAPI:
             return Response(content, upstream.status_code, headers=answer_headers(upstream))
         view = json.loads(content)
         name = unquote(session)
-        if name in front.carried:
-            view["outputs"] = front.carried[name]
+        if (carried := front.carried_files(name)) is not None:
+            view["outputs"] = carried
         elif view.get("outputs"):
             view["outputs"] = front.outputs.local(worker.index, view["outputs"])
         return JsonResponse({**view, "worker": worker.index, "node": worker.node})

@@ -16,15 +16,15 @@ its worker and never passes here.
 from __future__ import annotations
 
 import asyncio
-import binascii
 import contextlib
 import logging
 import re
 from collections.abc import Callable
 
-from webarena_live.addon.fleet.placement import Placement, PlacementError
+from webarena_live.addresses.credentials import proxy_username
+from webarena_live.addresses.placement import Placement, PlacementError
 
-logger = logging.getLogger("webarena_live.addon.fleet")
+logger = logging.getLogger("webarena_live.fleet")
 
 MAX_HEAD = 64 * 1024
 CHUNK = 256 * 1024
@@ -37,25 +37,6 @@ CHALLENGE = (
     + f"Content-Length: {len(_CHALLENGE_BODY)}\r\nConnection: close\r\n\r\n".encode()
     + _CHALLENGE_BODY
 )
-
-
-def proxy_username(header_value: str | None) -> str | None:
-    """The username of `Proxy-Authorization: Basic …`, or None when there is none or it is malformed.
-
-    Not mitmproxy's `proxyauth.parse_http_basic_auth`: it refuses a password holding ':', which
-    RFC 7617 allows and a `http://<session>:<any>@host:port` proxy URL can carry.
-    """
-    if not header_value:
-        return None
-    scheme, _, encoded = header_value.strip().partition(" ")
-    if scheme.lower() != "basic":
-        return None
-    try:
-        decoded = binascii.a2b_base64(encoded.strip().encode("ascii")).decode("utf-8", "replace")
-    except (binascii.Error, UnicodeEncodeError):
-        return None
-    username = decoded.partition(":")[0]
-    return username or None
 
 
 def head_username(head: bytes) -> str | None:

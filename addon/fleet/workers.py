@@ -74,7 +74,7 @@ class Worker:
 
 class Workers:
     """What the front needs of a pool of workers, local processes (`WorkerPool`) or Ray actors
-    (`fleet/ray_workers.py`): the workers by index, started and stopped."""
+    (`ray_pool.RayWorkerPool`): the workers by index, started and stopped."""
 
     workers: list[Worker]
 

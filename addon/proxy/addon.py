@@ -21,19 +21,20 @@ from urllib.parse import quote
 from mitmproxy import connection, ctx, exceptions, http
 from mitmproxy.utils import human
 
-from webarena_live.addon.control.app import CALLER_HEADER, create_app
-from webarena_live.addon.control.context import RESERVED_HOST, ControlContext
-from webarena_live.addon.control.middleware import MAX_CONTROL_BODY
-from webarena_live.addon.control.server import ControlServer
-from webarena_live.addon.proxy.browser_traffic import is_service_host
-from webarena_live.addon.proxy.capture import record_from_flow, tunnel_failure_event
-from webarena_live.addon.proxy.credentials import challenge, take_credentials
-from webarena_live.addon.proxy.flow_notes import FlowNotes
-from webarena_live.addon.proxy.header_login import HeaderLogin
-from webarena_live.addon.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING
-from webarena_live.addon.proxy.reserved_host import answer_too_large, serve_on_flow
-from webarena_live.addon.proxy.session_addresses import SessionAddresses
-from webarena_live.addon.proxy.startup import (
+from webarena_live.control.app import CALLER_HEADER, create_app
+from webarena_live.control.context import RESERVED_HOST, ControlContext
+from webarena_live.control.middleware import MAX_CONTROL_BODY
+from webarena_live.control.server import ControlServer
+from webarena_live.evaluator import SiteMap, load_tasks, prepare_output_dir
+from webarena_live.proxy.browser_traffic import is_service_host
+from webarena_live.proxy.capture import record_from_flow, tunnel_failure_event
+from webarena_live.proxy.credentials import challenge, take_credentials
+from webarena_live.proxy.flow_notes import FlowNotes
+from webarena_live.proxy.header_login import HeaderLogin
+from webarena_live.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING
+from webarena_live.proxy.reserved_host import answer_too_large, serve_on_flow
+from webarena_live.proxy.session_addresses import SessionAddresses
+from webarena_live.proxy.startup import (
     checked,
     default_journal_dir,
     front_address,
@@ -41,9 +42,8 @@ from webarena_live.addon.proxy.startup import (
     site_map_problems,
     unfinished_lines,
 )
-from webarena_live.addon.runs.attempt import RunSettings
-from webarena_live.addon.runs.sessions import DEFAULT_SESSION, SessionStore
-from webarena_live.evaluator import SiteMap, load_tasks, prepare_output_dir
+from webarena_live.runs.attempt import RunSettings
+from webarena_live.runs.sessions import DEFAULT_SESSION, SessionStore
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ class WebArenaLive:
         self.addresses.configure(ports=options.webarena_session_ports, reserved=reserved)
         if self.context is None:
             sessions = SessionStore(settings)
-            sessions.notices.subscribe(self.addresses.on_notice)
+            self.addresses.attach(sessions)
         else:  # reconfigured while running: sessions live on; attempts started from now on use these
             sessions = self.context.sessions
             sessions.settings = settings

@@ -25,11 +25,11 @@ from mitmproxy.net.http import url as mitmproxy_url
 from mitmproxy.net.http.cookies import parse_set_cookie_header
 from mitmproxy.net.http.headers import infer_content_encoding
 
-from webarena_live.addon.proxy.credentials import is_credentials
-from webarena_live.addon.proxy.options import BODY_CAP
-from webarena_live.addon.proxy.post_data import decode_post_data
-from webarena_live.addon.proxy.sizes import request_body_size, response_sizes
 from webarena_live.evaluator import STATIC_ASSET_SUFFIXES, BoundedMemo, EventRecord, NetworkEvent
+from webarena_live.proxy.credentials import is_credentials
+from webarena_live.proxy.options import BODY_CAP
+from webarena_live.proxy.post_data import decode_post_data
+from webarena_live.proxy.sizes import request_body_size, response_sizes
 
 PART_CAP = 16 * 1024
 """In a multipart body over `BODY_CAP`, parts larger than this (file uploads) lose their content."""
@@ -91,8 +91,9 @@ _texts: BoundedMemo[bytes, str] = BoundedMemo(_text)
 _reasons: BoundedMemo[bytes, str] = BoundedMemo(lambda reason: reason.decode("ISO-8859-1"))
 _methods: BoundedMemo[bytes, str] = BoundedMemo(lambda method: _text(method).upper())
 _url_prefixes: BoundedMemo[tuple[str, str, int], str] = BoundedMemo(
-    # mitmproxy's own assembly, so the text is exactly what `request.url` gives.
-    lambda origin: mitmproxy_url.unparse(*origin)
+    # mitmproxy's own assembly, so the text is exactly what `request.url` gives. The empty path is
+    # passed: mitmproxy 12 made `path` a required argument (11 defaulted it to "").
+    lambda origin: mitmproxy_url.unparse(*origin, "")
 )
 
 

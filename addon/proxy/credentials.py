@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from mitmproxy import http
 
-from webarena_live.addon.fleet.router import proxy_username
-from webarena_live.addon.runs.sessions import session_name_problem
+from webarena_live.addresses.credentials import proxy_username
 from webarena_live.evaluator import BoundedMemo
+from webarena_live.runs.sessions import session_name_problem
 
 PROXY_AUTHORIZATION = "proxy-authorization"
 REALM = "webarena-live"

@@ -14,8 +14,8 @@ from collections import OrderedDict
 
 from mitmproxy import ctx, hooks, http
 
-from webarena_live.addon.runs.attempt import Attempt
-from webarena_live.addon.runs.sessions import Session
+from webarena_live.runs.attempt import Attempt
+from webarena_live.runs.sessions import Session
 
 logger = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV
+
 BODY_CAP = 256 * 1024
 """Bytes of a request or response body an event keeps by default (`webarena_body_cap`)."""
-
-CONTROL_TOKEN_ENV = "WEBARENA_LIVE_CONTROL_TOKEN"
 
 
 @dataclass(frozen=True, slots=True)

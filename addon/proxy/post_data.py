@@ -1,6 +1,6 @@
 """Request bodies decoded as the browser encoded them.
 
-Measured with Chromium 156 (docs/notes/live-findings.md, tests/test_form_charsets.py): a form is sent
+Measured with Chromium 156 (docs/notes/live-findings.md, tests/e2e/test_form_charsets.py): a form is sent
 in the charset of its page — UTF-8 for a UTF-8 page — and no form enctype (urlencoded, multipart,
 text/plain) declares a charset; characters the page's charset cannot hold become `&#NNNN;`. Script
 bodies made of strings (`fetch`, `XMLHttpRequest`, `JSON.stringify`) are always UTF-8, whatever

@@ -15,9 +15,9 @@ from mitmproxy import http
 from mitmproxy.addons import asgiapp
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from webarena_live.addon.control.app import CALLER_HEADER
-from webarena_live.addon.control.errors import error_response
-from webarena_live.addon.control.middleware import COMMON_HEADERS, MAX_CONTROL_BODY
+from webarena_live.control.app import CALLER_HEADER
+from webarena_live.control.errors import error_response
+from webarena_live.control.middleware import COMMON_HEADERS, MAX_CONTROL_BODY
 
 
 async def serve_on_flow(app: ASGIApp, flow: http.HTTPFlow, *, caller: str | None) -> None:

@@ -17,9 +17,9 @@ from typing import Any
 from mitmproxy import ctx, exceptions
 from mitmproxy.proxy import mode_specs
 
-from webarena_live.addon.control.bodies import ControlError
-from webarena_live.addon.fleet.placement import Placement, PlacementError, PortRange
-from webarena_live.addon.runs.sessions import FINISHED, Session
+from webarena_live.addresses.placement import Placement, PlacementError, PortRange
+from webarena_live.control.bodies import ControlError
+from webarena_live.runs.sessions import FINISHED, STARTED, Session, SessionStore
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,12 @@ class SessionAddresses:
         self.placement = Placement()
         self.by_port: dict[int, str] = {}
         """Session name by its own listening port; what `client_connected` reads."""
+        self.store: SessionStore | None = None
+
+    def attach(self, store: SessionStore) -> None:
+        """Keep `store`'s sessions' `proxy` (this module is its one writer) and hear their notices."""
+        self.store = store
+        store.notices.subscribe(self.on_notice)
 
     def configure(self, *, ports: str, reserved: frozenset[int]) -> None:
         """Take the `webarena_session_ports` range (`LO-HI`, empty: the operating system's ports)."""
@@ -66,7 +72,7 @@ class SessionAddresses:
             return None
         held = self.placement.held_ports().get(session)
         if held is not None and port in (None, held):
-            return self.url(held)
+            return self._attached(session, held)
         if held is not None:
             self.release(session)
         try:
@@ -80,7 +86,16 @@ class SessionAddresses:
             self.placement.release(session)
             self.by_port.pop(chosen, None)
             raise ControlError(503, "no_address", f"cannot listen on port {chosen}: {problem}")
-        return self.url(chosen)
+        return self._attached(session, chosen)
+
+    def _attached(self, name: str, port: int) -> str:
+        """The address, written on the session when it exists already (a resumed one); a session
+        started after its claim gets it with its start notice."""
+        url = self.url(port)
+        session = self.store.get(name) if self.store is not None else None
+        if session is not None:
+            session.proxy = url
+        return url
 
     def release(self, session: str) -> None:
         port = self.placement.release(session)
@@ -93,8 +108,11 @@ class SessionAddresses:
             ctx.options.update(mode=modes)  # mitmproxy stops that listener in the background
 
     def on_notice(self, session: Session, kind: str, payload: dict[str, Any] | None) -> None:
-        """Subscribed to the sessions' notices: a finished session's port is released."""
-        if kind == FINISHED:
+        """Subscribed to the sessions' notices: a started session holding a port gets its address, a
+        finished session's port is released."""
+        if kind == STARTED and (port := self.placement.held_ports().get(session.name)) is not None:
+            session.proxy = self.url(port)
+        elif kind == FINISHED:
             self.release(session.name)
             session.proxy = None
 

@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 from mitmproxy import exceptions
 from mitmproxy.proxy import mode_specs
 
-from webarena_live.addon.runs.attempt import SessionState
-from webarena_live.addon.runs.sessions import SessionStore
 from webarena_live.evaluator import SiteMap, TaskSet, WebArenaLiveError
+from webarena_live.runs.attempt import SessionState
+from webarena_live.runs.sessions import SessionStore
 
 T = TypeVar("T")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,12 +27,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from webarena_live.addon.runs.har_spool import SPOOL_SUBDIR, HarSpool
-from webarena_live.addon.runs.journal import EntryFilter, Journal, entry_json_bytes, journal_filename
-from webarena_live.addon.runs.outputs import write_outputs
-from webarena_live.addon.runs.redact import redact_har_entry
 from webarena_live.evaluator import (
+    ATTEMPT_FILES,
     EARLIER_ATTEMPT,
+    RESULT_FILE,
     EventRecord,
     FinalAnswer,
     NetworkEvent,
@@ -41,10 +40,16 @@ from webarena_live.evaluator import (
     TaskProgress,
     TaskResult,
     WebArenaLiveError,
+    attempt_id,
     evaluate_task,
+    locate_attempt,
     prepare_evaluation,
     task_progress,
 )
+from webarena_live.runs.har_spool import SPOOL_SUBDIR, HarSpool
+from webarena_live.runs.journal import EntryFilter, Journal, entry_json_bytes, journal_filename
+from webarena_live.runs.outputs import write_outputs
+from webarena_live.runs.redact import redact_har_entry
 
 BROWSER_REQUESTS_LISTED = 20
 """The browser's own requests an attempt lists (the newest); all are counted."""
@@ -122,7 +127,14 @@ class Attempt:
         self.started = time.time()
         self.finished: float | None = None
         self.result: TaskResult | None = None
-        self.outputs: dict[str, str] | None = None
+        self.id = uuid.uuid4().hex
+        """Names the attempt in its files' `ATTEMPT_FILE`, so they are found wherever they are moved."""
+        self._written_to: Path | None = None
+        """The task folder the finish wrote to."""
+        self._found: Path | None = None
+        """Where the files were last found (the task folder, or where a later attempt moved them)."""
+        self._earlier: str | None = None
+        """Where the finish moved the task's earlier attempt, if it found one."""
         self.late_events = 0
         self.browser_requests = 0
         """Requests of the browser itself (update and connectivity checks) seen in this attempt's
@@ -241,10 +253,14 @@ class Attempt:
             task, answer, self.trace, site_map=settings.site_map, data_checksum=settings.data_checksum
         )
         evaluated = time.perf_counter()
-        outputs = self._write(settings, answer, result) if settings.output_dir is not None else None
+        finished = time.time()
+        outputs = self._write(settings, answer, result, finished) if settings.output_dir is not None else None
         self.stop()
-        self.result, self.outputs = result, outputs
-        self.state, self.finished = SessionState.FINISHED, time.time()
+        self.result = result
+        if outputs:
+            self._written_to = self._found = Path(outputs[RESULT_FILE]).parent
+            self._earlier = outputs.get(EARLIER_ATTEMPT)
+        self.state, self.finished = SessionState.FINISHED, finished
         if self.journal is not None:
             self.journal.mark_finished()
         earlier = outputs.get(EARLIER_ATTEMPT) if outputs else None
@@ -268,7 +284,36 @@ class Attempt:
             raise FinishRefused("no_events", f"no events captured in session {self.session!r}; is the "
                                 "agent's traffic using the proxy?")  # fmt: skip
 
-    def _write(self, settings: RunSettings, answer: FinalAnswer, result: TaskResult) -> dict[str, str]:
+    @property
+    def outputs(self) -> dict[str, str] | None:
+        """Where the finished attempt's files are now, by name: where the finish wrote them, or where a
+        later attempt of the task moved them (`locate_attempt`); None when none were written."""
+        if self._written_to is None:
+            return None
+        if self._found is None or attempt_id(self._found) != self.id:
+            self._found = locate_attempt(self._written_to, self.id)
+        found = (
+            {}
+            if self._found is None
+            else {  # None: removed from the output directory by someone else
+                name: str(self._found / name) for name in ATTEMPT_FILES if (self._found / name).exists()
+            }
+        )
+        if self._earlier is not None:
+            found[EARLIER_ATTEMPT] = self._earlier
+        return found
+
+    def record(self, finished: float) -> dict[str, Any]:
+        """The attempt's own record, written beside its files (`ATTEMPT_FILE`)."""
+        task_id = self.task.task_id if self.task is not None else None
+        return {
+            "attempt": self.id, "session": self.session, "task_id": task_id, "run": self.run,
+            "started": _iso(self.started), "finished": _iso(finished),
+        }  # fmt: skip
+
+    def _write(
+        self, settings: RunSettings, answer: FinalAnswer, result: TaskResult, finished: float
+    ) -> dict[str, str]:
         assert settings.output_dir is not None and self.task is not None
         spool, self.har_spool = self.har_spool, None
         if spool is not None and (
@@ -280,6 +325,7 @@ class Attempt:
             return write_outputs(
                 settings.output_dir,
                 task_id=self.task.task_id,
+                record=self.record(finished),
                 run=self.run,
                 raw_response=answer,
                 trace=self.trace,
@@ -322,3 +368,7 @@ class Attempt:
         if self.outputs:
             view["outputs"] = self.outputs
         return view
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")

@@ -1,8 +1,8 @@
 """The files a finished session leaves behind (docs/architecture.md, The finish).
 
-Names, layout, atomic writes and earlier attempts are the run directory's
-(`write_run`, shared with the offline batch); this adds
-what only a live session has: the HAR spooled while the session ran.
+The run directory's names, layout, atomic writes and earlier attempts are the evaluator's
+(`new_attempt`, shared with `place_run` and the offline tools); the runs side writes the files itself,
+with what only a live session has: the HAR spooled while the session ran, and the attempt's record.
 """
 
 from __future__ import annotations
@@ -11,15 +11,29 @@ import json
 from pathlib import Path
 from typing import Any
 
-from webarena_live.addon.runs.har_spool import HarSpool
-from webarena_live.addon.runs.redact import redact_har
-from webarena_live.evaluator import NetworkTrace, TaskResult, trace_to_har, write_run, write_text_atomically
+from webarena_live.evaluator import (
+    ATTEMPT_FILE,
+    RESPONSE_FILE,
+    RESULT_FILE,
+    TRACE_FILE,
+    NetworkTrace,
+    TaskResult,
+    agent_response_text,
+    new_attempt,
+    task_dir,
+    trace_to_har,
+    write_json_atomically,
+    write_text_atomically,
+)
+from webarena_live.runs.har_spool import HarSpool
+from webarena_live.runs.redact import redact_har
 
 
 def write_outputs(
     out_dir: Path,
     *,
     task_id: int,
+    record: dict[str, Any],
     raw_response: Any,
     trace: NetworkTrace,
     result: TaskResult,
@@ -27,19 +41,21 @@ def write_outputs(
     redact: bool = False,
     har_spool: HarSpool | None = None,
 ) -> dict[str, str]:
-    """Write the three files of a finished attempt (`write_run`: layout, earlier attempts, order).
+    """Write a finished attempt's files to `OUT/[<run>/]<task_id>/` (an earlier attempt there moved
+    aside first); their paths by name (`AttemptDir.written`).
 
-    With `redact`, cookies, credentials and passwords are left out of the HAR (see `runs.redact`);
-    the result, judged on the full trace, is unchanged. A `har_spool` holding the session's HAR
-    already (`runs.har_spool`) is renamed into place instead of serializing the trace: constant
-    time at any trace length.
+    `record` is the attempt's own record (`ATTEMPT_FILE`: its id, session, times). With `redact`,
+    cookies, credentials and passwords are left out of the HAR (see `runs.redact`); the result, judged
+    on the full trace, is unchanged. A `har_spool` holding the session's HAR already
+    (`runs.har_spool`) is renamed into place instead of serializing the trace: constant time at any
+    trace length.
     """
-
-    def write_trace(path: Path) -> None:
-        if har_spool is None or not har_spool.commit(path, expected_entries=len(trace)):
+    with new_attempt(task_dir(out_dir, task_id, run)) as target:
+        write_json_atomically(target.path(ATTEMPT_FILE), record)
+        write_text_atomically(target.path(RESPONSE_FILE), agent_response_text(raw_response))
+        trace_path = target.path(TRACE_FILE)
+        if har_spool is None or not har_spool.commit(trace_path, expected_entries=len(trace)):
             har = trace_to_har(trace)
-            write_text_atomically(path, json.dumps(redact_har(har) if redact else har, indent=1))
-
-    return write_run(
-        out_dir, task_id, run=run, response=raw_response, write_trace=write_trace, result=result.to_dict()
-    )
+            write_text_atomically(trace_path, json.dumps(redact_har(har) if redact else har, indent=1))
+        write_json_atomically(target.path(RESULT_FILE), result.to_dict())
+    return target.written()

@@ -16,8 +16,8 @@ from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from pathlib import Path
 
-from webarena_live.addon.runs.journal import FINISHED_INDEX, journal_filename
 from webarena_live.evaluator import NetworkTrace, WebArenaLiveError, load_trace
+from webarena_live.runs.journal import FINISHED_INDEX, journal_filename
 
 # What `journal_filename` puts after "<session>-<task>-": a UTC time and the suffix.
 _TIME_AND_SUFFIX = re.compile(r"^\d{8}T\d{6}\.\d{6}\.jsonl$")

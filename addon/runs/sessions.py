@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from webarena_live.addon.runs.attempt import Attempt, FinishOutcome, RunSettings, SessionState
 from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Task, TaskResult
+from webarena_live.runs.attempt import Attempt, FinishOutcome, RunSettings, SessionState
 
 DEFAULT_SESSION = "default"
 MAX_SESSION_NAME = 128
@@ -174,8 +173,6 @@ class Session:
             (attempt.finished or attempt.started) - attempt.started,
             f"; earlier attempt kept in {outcome.earlier_attempt}" if outcome.earlier_attempt else "",
         )
-        if outcome.earlier_attempt and outcome.outputs:
-            self._store.moved_aside(outcome.outputs, outcome.earlier_attempt, by=self)
         self._store.notices.publish(self, FINISHED, result.to_dict())
         return outcome
 
@@ -228,19 +225,6 @@ class SessionStore:
         session = self.get_or_create(name)
         session.start(task, run=run)
         return session
-
-    def moved_aside(self, written: dict[str, str], to: str, *, by: Session) -> None:
-        """A finish moved an earlier attempt's files out of the directory it wrote (`written`) to `to`:
-        the session whose attempt wrote them says where they are now."""
-        directory = os.path.dirname(next(iter(written.values())))
-        for session in self._sessions.values():
-            outputs = session.attempt.outputs
-            if session is by or not outputs:
-                continue
-            if all(os.path.dirname(path) == directory for path in outputs.values()):
-                session.attempt.outputs = {
-                    name: os.path.join(to, os.path.basename(path)) for name, path in outputs.items()
-                }
 
     def __iter__(self) -> Iterator[Session]:
         return iter(list(self._sessions.values()))

@@ -7,11 +7,11 @@ import dataclasses
 import re
 from typing import Any
 
-from conformance import golden as g
-from conformance import har_entries as har
-from conformance.mutate_common import first_live, make_case, wrong_value
-from conformance.mutate_common import golden_entries as _golden_entries
-from conformance.runs import RunCase
+from tests.conformance import golden as g
+from tests.conformance import har_entries as har
+from tests.conformance.mutate_common import first_live, make_case, wrong_value
+from tests.conformance.mutate_common import golden_entries as _golden_entries
+from tests.conformance.runs import RunCase
 
 # ---------------------------------------------------------------- network groups
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance import golden as g
-from conformance.mutate_common import (
+from tests.conformance import golden as g
+from tests.conformance.mutate_common import (
     FORMAT_STYLES,
     format_variant,
     item_schema,
@@ -14,9 +14,9 @@ from conformance.mutate_common import (
     with_data,
     wrong_value,
 )
-from conformance.mutate_common import golden_entries as _golden_entries
-from conformance.mutate_common import results_schema as _schema
-from conformance.runs import RawText, RunCase
+from tests.conformance.mutate_common import golden_entries as _golden_entries
+from tests.conformance.mutate_common import results_schema as _schema
+from tests.conformance.runs import RawText, RunCase
 
 # ---------------------------------------------------------------- response groups
 

@@ -7,7 +7,7 @@ reference's version, a hash of its dataset and, per case, a digest of the two
 files the reference judged. When any of them no longer matches, the file is
 stale and the conformance test fails naming the refresh command: stored
 verdicts never silently describe other inputs. Every test run also re-asks the
-live reference about a random sample of cases (tests/test_conformance.py).
+live reference about a random sample of cases (tests/evaluator/test_conformance.py).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from conformance.oracle_env import oracle_version
-from conformance.runs import Verdict
+from tests.conformance.oracle_env import oracle_version
+from tests.conformance.runs import Verdict
 
 HERE = Path(__file__).resolve().parent
 STORE = HERE / "oracle_verdicts.json"

@@ -2,11 +2,11 @@
 
 The oracle's verdicts on every case are stored in oracle_verdicts.json (see
 stored_verdicts.py); `prepare` generates the cases and refuses a stale file.
-tests/test_conformance.py compares our verdicts with the stored ones on every
+tests/evaluator/test_conformance.py compares our verdicts with the stored ones on every
 case and re-asks the live oracle about a random sample.
 
 Run outside pytest for a full report against the stored verdicts:
-    WEBARENA_ORACLE=/path/to/oracle/python python -m conformance.suite   (from tests/)
+    WEBARENA_ORACLE=/path/to/oracle/python python -m tests.conformance.suite   (from the checkout)
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance import golden as g
-from conformance import har_entries as har
-from conformance import mutations, stored_verdicts
-from conformance.oracle_env import default_oracle_python, official_dataset
-from conformance.progress import say
-from conformance.runs import RunCase, Verdict, copy_runs, read_cases, read_verdicts, write_group
+from tests.conformance import golden as g
+from tests.conformance import har_entries as har
+from tests.conformance import mutations, stored_verdicts
+from tests.conformance.oracle_env import default_oracle_python, official_dataset
+from tests.conformance.progress import say
+from tests.conformance.runs import RunCase, Verdict, copy_runs, read_cases, read_verdicts, write_group
 
 HERE = Path(__file__).resolve().parent
 DIVERGENCES_FILE = HERE / "divergences.json"

@@ -23,8 +23,8 @@ import requests
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from webarena_live.addon.commands.cli import addon_path
-from webarena_live.addon.demo.command import CHROMIUM_ARGS as DEMO_CHROMIUM_ARGS
+from webarena_live.commands.cli import addon_path
+from webarena_live.demo.command import CHROMIUM_ARGS as DEMO_CHROMIUM_ARGS
 from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
 
 REPO = Path(__file__).resolve().parents[2]

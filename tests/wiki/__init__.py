@@ -1,1 +1,1 @@
-"""DokuWiki (from Debian's package) as the application under test of tests/test_wiki_e2e.py."""
+"""DokuWiki (from Debian's package) as the application under test of tests/e2e/test_wiki_e2e.py."""

@@ -1,0 +1,246 @@
+"""The workers of `serve --workers N --ray ADDRESS`: `ServeWorker` actors (`ray_actor.py`) spread over
+a Ray cluster's nodes, watched as `WorkerPool` watches its processes.
+
+The actors are spread over the nodes by a placement group (one bundle of `CPUS_PER_WORKER` per worker,
+SPREAD), and Ray restarts an actor that dies. This module and `ray_actor.py` are the only ones of the
+fleet that import Ray (`webarena_live.ray`, the public face, is the other); only `--ray` imports them.
+See docs/architecture.md, Ray.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import ray
+from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayActorError
+from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+from webarena_live.control.run_view import run_figures
+from webarena_live.evaluator import load_tasks, prepare_output_dir
+from webarena_live.fleet.front import CarriedOutputs, Front
+from webarena_live.fleet.ray_actor import ServeWorker, WorkerSetup
+from webarena_live.fleet.workers import Worker, Workers
+from webarena_live.launch import LaunchError, Ports
+
+if TYPE_CHECKING:
+    from webarena_live.fleet.service import FleetPlan
+
+logger = logging.getLogger("webarena_live.fleet")
+
+NAMESPACE = "webarena-live"
+"""The Ray namespace of the fleet's actors (named `webarena-live-<fleet>-<index>`)."""
+CPUS_PER_WORKER = 1.0
+"""A worker is one proxy process: one core's work at most (its bundle in the placement group)."""
+GROUP_TIMEOUT = 60.0
+"""Seconds to wait for the cluster to hold every worker's bundle."""
+POLL = 0.5
+STOP_TIMEOUT = 20.0
+"""Seconds the workers may take to stop in order (each reports its unfinished sessions)."""
+
+
+def connect(address: str) -> None:
+    """Join the cluster as a driver (`auto`: the one this machine is in); `ConnectionError` naming it."""
+    try:
+        ray.init(address=address, namespace=NAMESPACE, log_to_driver=True, logging_level=logging.WARNING)
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        raise ConnectionError(f"cannot join the Ray cluster at {address!r}: {error}") from None
+
+
+def front_address(control_host: str, control_port: int) -> str:
+    """HOST:PORT where workers on other nodes reach this process's control API."""
+    host = control_host
+    try:
+        unspecified = not host or ipaddress.ip_address(socket.gethostbyname(host)).is_unspecified
+    except (OSError, ValueError):
+        raise ConnectionError(f"--control-host {host!r} is not an address this machine resolves") from None
+    if unspecified:  # 0.0.0.0: this node's own address
+        host = ray.util.get_node_ip_address()
+    return f"[{host}]:{control_port}" if ":" in host else f"{host}:{control_port}"
+
+
+def ray_workers(plan: FleetPlan, front: Front, control_port: int, env: dict[str, str]) -> RayWorkerPool:
+    """The workers on the cluster (connected already), and the front told where their files come from."""
+    assert plan.ray is not None
+    front_at = front_address(plan.control_host or "127.0.0.1", control_port)
+    setup = WorkerSetup(
+        fleet=uuid.uuid4().hex[:12],
+        args=tuple(tuple(plan.ray.worker_argv(index, front_at)) for index in range(plan.count)),
+        files=plan.ray.files,
+        ca=plan.ray.ca,
+        env=env,
+        listen_host=None if _loopback(plan.listen_host) else plan.listen_host,
+    )
+    pool = RayWorkerPool(
+        plan.count, setup, cpus=CPUS_PER_WORKER, on_down=front.worker_down, on_lost=front.worker_lost,
+        on_restart=front.resume_on,
+    )  # fmt: skip
+    if plan.ray.output_dir:
+        output_dir = prepare_output_dir(plan.ray.output_dir)
+        tasks = load_tasks(plan.ray.tasks) if plan.ray.tasks else load_tasks()
+        front.outputs = CarriedOutputs(output_dir, lambda index: pool.output_dirs[index], pool.read_outputs)
+        front.report = lambda run: run_figures(output_dir, tasks, run)
+    return pool
+
+
+def _loopback(host: str) -> bool:
+    """Whether `host` is this machine only: then each worker listens on its own node's address."""
+    try:
+        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    except (OSError, ValueError):
+        return False
+
+
+class RayWorkerPool(Workers):
+    """`count` `ServeWorker` actors spread over a Ray cluster's nodes, watched as `WorkerPool` watches
+    its processes.
+
+    `on_down(index)` runs as soon as a worker is found gone; `on_lost(index, reason)` when its node left
+    the cluster (its running sessions cannot resume); `on_restart(index)` once it answers again.
+    """
+
+    def __init__(
+        self,
+        count: int,
+        setup: WorkerSetup,
+        *,
+        cpus: float,
+        on_down: Callable[[int], None],
+        on_lost: Callable[[int, str], None],
+        on_restart: Callable[[int], Awaitable[None]],
+    ) -> None:
+        self.workers = [Worker(i, Ports(0, 0, 0)) for i in range(count)]
+        self.setup, self.cpus = setup, cpus
+        self._on_down, self._on_lost, self._on_restart = on_down, on_lost, on_restart
+        self.actors: list[Any] = []
+        self.output_dirs: list[str] = [""] * count
+        self.group: PlacementGroup | None = None
+        self._watchers: list[asyncio.Task[None]] = []
+        self._stopping = False
+
+    async def start(self) -> None:
+        """Place the workers, start each and wait until every one answers; `LaunchError` if the
+        cluster cannot hold them or one cannot start."""
+        bundles = [{"CPU": self.cpus} for _ in self.workers]
+        self.group = placement_group(bundles, strategy="SPREAD", name=f"webarena-live-{self.setup.fleet}")
+        try:
+            await asyncio.wait_for(_awaited(self.group.ready()), GROUP_TIMEOUT)
+        except TimeoutError:
+            await self.stop()
+            have = ray.cluster_resources().get("CPU", 0)
+            raise LaunchError(
+                f"the Ray cluster cannot place {len(bundles)} workers of {self.cpus:g} CPU each within "
+                f"{GROUP_TIMEOUT:.0f}s (it has {have:g} CPUs): use fewer --workers, or add nodes"
+            ) from None
+        actor_class = ray.remote(ServeWorker)
+        for worker in self.workers:
+            strategy = PlacementGroupSchedulingStrategy(self.group, placement_group_bundle_index=worker.index)
+            # Restarted without end (a dead node's worker comes back elsewhere); calls are not retried:
+            # the front decides what a worker that died mid-call means. `wait` blocks, hence threads.
+            actor = actor_class.options(
+                scheduling_strategy=strategy,
+                num_cpus=self.cpus,
+                max_restarts=-1,
+                max_task_retries=0,
+                max_concurrency=8,
+                name=f"webarena-live-{self.setup.fleet}-{worker.index}",
+                lifetime=None,
+            )
+            self.actors.append(actor.remote(worker.index, self.setup))
+        try:
+            wheres = await asyncio.gather(*(_awaited(actor.where.remote()) for actor in self.actors))
+        except RayActorError as error:
+            await self.stop()
+            raise LaunchError(f"a worker did not start: {error}") from None
+        for worker, where in zip(self.workers, wheres, strict=True):
+            self._took(worker, where)
+            worker.up = True
+            self._watchers.append(asyncio.create_task(self._watch(worker)))
+
+    def _took(self, worker: Worker, where: dict[str, Any]) -> None:
+        worker.host, worker.node = where["host"], where["node"]
+        worker.ports = Ports(**where["ports"])
+        worker.node_pid, worker.node_lost = where["pid"], False
+        worker.actor = f"webarena-live-{self.setup.fleet}-{worker.index}"
+        self.output_dirs[worker.index] = where["output_dir"]
+
+    async def _watch(self, worker: Worker) -> None:
+        actor = self.actors[worker.index]
+        while not self._stopping:
+            with contextlib.suppress(RayActorError, ActorUnavailableError):
+                await _awaited(actor.wait.remote())
+            if self._stopping:
+                return
+            worker.up = False
+            logger.warning(
+                "webarena-live: worker %d (node %s, pid %s) is gone; Ray restarts it",
+                worker.index, worker.node, worker.pid,
+            )  # fmt: skip
+            self._on_down(worker.index)
+            where = await self._back(worker, actor)
+            if where is None:
+                return
+            if not where["resumed"] or where["node"] != worker.node:
+                self._lose(worker, f"worker {worker.index} started afresh on another node")
+            self._took(worker, where)
+            worker.restarts += 1
+            await self._on_restart(worker.index)
+            worker.up = True
+            logger.warning(
+                "webarena-live: worker %d is back on node %s (pid %s)", worker.index, worker.node, worker.pid
+            )
+
+    async def _back(self, worker: Worker, actor: Any) -> dict[str, Any] | None:
+        """The restarted actor's `where()`; reports the worker's sessions lost as soon as its node is
+        gone. None when the pool stops first, or Ray gives the actor up."""
+        while not self._stopping:
+            if not worker.node_lost and not await asyncio.to_thread(_node_alive, worker.node):
+                self._lose(worker, f"node {worker.node} left the Ray cluster")
+            try:
+                where: dict[str, Any] = await asyncio.wait_for(_awaited(actor.where.remote()), POLL * 4)
+                return where
+            except ActorDiedError as error:
+                self._lose(worker, f"Ray gave worker {worker.index} up: {error}")
+                return None
+            except (ActorUnavailableError, RayActorError, GetTimeoutError, TimeoutError):
+                await asyncio.sleep(POLL)
+        return None
+
+    def _lose(self, worker: Worker, reason: str) -> None:
+        if not worker.node_lost:
+            worker.node_lost = True
+            self._on_lost(worker.index, reason)
+
+    async def read_outputs(self, index: int, paths: list[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = await _awaited(self.actors[index].read_outputs.remote(paths))
+        return found
+
+    async def stop(self) -> None:
+        """Stop every worker as Ctrl-C does, then free their places in the cluster."""
+        self._stopping = True
+        for watcher in self._watchers:
+            watcher.cancel()
+        # A worker that is not up (its node gone, Ray placing it again) has nothing to stop in order.
+        stops = [_awaited(self.actors[w.index].stop.remote()) for w in self.workers if w.up and self.actors]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*stops, return_exceptions=True), STOP_TIMEOUT)
+        for actor in self.actors:
+            ray.kill(actor, no_restart=True)
+        if self.group is not None:
+            remove_placement_group(self.group)
+
+
+def _node_alive(node: str | None) -> bool:
+    return any(entry["NodeID"] == node and entry["Alive"] for entry in ray.nodes())
+
+
+async def _awaited(ref: Any) -> Any:
+    """A Ray object ref (or a placement group's ready ref) as a cancellable asyncio awaitable."""
+    return await asyncio.wrap_future(ref.future())

@@ -1,0 +1,204 @@
+"""`serve --workers N [--ray ADDRESS]` once its command line is read: the front, its ports and its workers.
+
+This process runs no mitmproxy: it serves the control API (`front_app.py`), carries the shared proxy
+ports to the workers (`router.py`) and keeps the workers running, as local processes (`workers.py`)
+or as Ray actors on a cluster's nodes (`ray_pool.py`). `commands/serve_workers.py` turns the command
+line into a `FleetPlan`; everything after that is here. See docs/architecture.md, Workers and Ray.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV, WEB_TOKEN_ENV, mitmweb_url
+from webarena_live.addresses.placement import Placement, PortRange
+from webarena_live.control.context import RESERVED_HOST
+from webarena_live.control.server import ControlServer
+from webarena_live.evaluator import WebArenaLiveError, __version__
+from webarena_live.fleet.front import Front
+from webarena_live.fleet.front_app import create_front_app
+from webarena_live.fleet.router import SharedPort
+from webarena_live.fleet.workers import WorkerPool, Workers
+from webarena_live.launch import LaunchError
+
+logger = logging.getLogger("webarena_live.fleet")
+
+RAY_MISSING = "--ray needs Ray, which is not installed: pip install 'webarena-live[ray]'"
+
+
+@dataclass(frozen=True)
+class RayPlan:
+    """What `--ray` adds: the cluster, and what each worker gets carried to its node."""
+
+    address: str
+    worker_argv: Callable[[int, str], list[str]]
+    """Worker `index`'s `serve` flags given the front's HOST:PORT, without what a node gives itself
+    (its address, folders and the copies of the files below)."""
+    files: dict[str, tuple[str, bytes]] = field(default_factory=dict)
+    """Flag -> (file name, content) of the `--tasks`/`--config` files."""
+    ca: dict[str, bytes] = field(default_factory=dict)
+    """The front's mitmproxy CA files, so a browser that trusts one worker trusts all."""
+    output_dir: str | None = None
+    tasks: str | None = None
+    """The `--tasks` value (a file or a dataset name), for the report of the carried outputs."""
+
+
+@dataclass(frozen=True)
+class FleetPlan:
+    """Everything `serve --workers N` was asked for, read from its command line."""
+
+    count: int
+    listen_host: str
+    port: int
+    session_port: int | None
+    control_host: str
+    control_port: int
+    worker_argv: Callable[[int, str], list[str]]
+    """Worker `index`'s `serve` flags given the front's HOST:PORT (its ports are added at launch)."""
+    session_ports: PortRange | None = None
+    token: str | None = None
+    web_ports: tuple[int, ...] | None = None
+    """Each worker's mitmweb port, with `--web`."""
+    ray: RayPlan | None = None
+
+
+def ray_problem() -> str | None:
+    """Why `--ray` cannot run here (Ray is not installed, or cannot be imported), or None."""
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")  # every worker's log line as it is: none is a repeat
+    try:
+        import ray  # noqa: F401  (what --ray runs on: imported now, so a missing extra is told first)
+    except ModuleNotFoundError as error:
+        if error.name == "ray" or (error.name or "").startswith("ray."):
+            return RAY_MISSING
+        return f"--ray: Ray cannot be imported: {error}"
+    except ImportError as error:
+        return f"--ray: Ray cannot be imported: {error}"
+    return None
+
+
+async def run_fleet(plan: FleetPlan) -> int:
+    """Serve until SIGINT or SIGTERM; the exit code. Problems are told on stderr in one line."""
+    placement = Placement(
+        plan.count, ports=plan.session_ports, host=plan.listen_host,
+        reserved=frozenset({plan.port, plan.session_port or 0, plan.control_port}),
+    )  # fmt: skip
+    front = Front(placement)
+    front.token = plan.token
+    server = ControlServer(create_front_app(front), host=plan.control_host, port=plan.control_port)
+    try:
+        await server.start()
+    except OSError as error:
+        return _told(f"cannot open the control port {plan.control_port}: {error}", 1)
+    front.listening = {
+        "proxy_port": plan.port,
+        "session_port": plan.session_port,
+        "control_port": server.port,
+    }
+    env = {CONTROL_TOKEN_ENV: plan.token} if plan.token else {}
+    web_token = None
+    if plan.web_ports:
+        # mitmproxy 11.1 and later ask mitmweb's visitors for a token: the workers' is this one (11.0
+        # asks for none and ignores it in the address)
+        web_token = env[WEB_TOKEN_ENV] = secrets.token_hex(16)
+    pool: Workers
+    if plan.ray is not None:
+        from webarena_live.fleet import ray_pool
+
+        try:
+            await asyncio.to_thread(ray_pool.connect, plan.ray.address)
+            pool = ray_pool.ray_workers(plan, front, server.port, env)
+        except (ConnectionError, WebArenaLiveError) as error:
+            await server.stop()
+            return _told(str(error), 1)
+        placement.is_free = lambda port: True  # a port is the worker's node's: its bind is the check
+    else:
+        front_at = f"127.0.0.1:{server.port}"
+        pool = WorkerPool(
+            plan.count, lambda index: plan.worker_argv(index, front_at),
+            on_down=front.worker_down, on_restart=front.resume_on, env=env,
+        )  # fmt: skip
+    front.pool = pool
+    shared = [SharedPort(placement, lambda i: (pool[i].host, pool[i].ports.proxy), challenges=False)]
+    if plan.session_port:
+        shared.append(SharedPort(placement, lambda i: (pool[i].host, pool[i].ports.session), challenges=True))
+    try:
+        await shared[0].start(plan.listen_host, plan.port)
+        if len(shared) > 1:
+            await shared[1].start(plan.listen_host, plan.session_port or 0)
+        await pool.start()
+    except OSError as error:
+        await _stop(shared, server, pool)
+        return _told(f"cannot open a proxy port: {error}", 1)
+    except LaunchError as error:
+        await _stop(shared, server, pool)
+        if plan.ray is not None:
+            return _told(str(error), 1)
+        codes = [w.process.process.returncode for w in pool if w.process and w.process.process]
+        code = next((code for code in codes if code), 1)
+        return _told(f"a worker did not start (exit code {code}; its output is above)", code)
+    front.ready = True
+    headers = {"Authorization": f"Bearer {front.token}"} if front.token else {}
+    health = (await front.http.get(f"{pool[0].control_url}/health", headers=headers)).json()
+    print(banner(plan, front, server, health, web_token), flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    await _stop(shared, server, pool)
+    await front.http.aclose()
+    return 0
+
+
+def banner(
+    plan: FleetPlan, front: Front, server: ControlServer, health: dict[str, object], web_token: str | None
+) -> str:
+    """What the front prints once every worker answers: its ports, its workers, where files go."""
+    host = plan.listen_host
+    lines = [
+        f"webarena-live {__version__}: {health.get('tasks')} tasks from {health.get('tasks_source')}, "
+        f"{len(front.pool.workers)} workers",
+        f"  proxy port    http://{host}:{plan.port}  (credentials optional; none: session 'default')",
+    ]
+    if plan.session_port:
+        lines.append(f"  session port  http://{host}:{plan.session_port}  (asks for credentials)")
+    ports = str(front.placement.ports) if front.placement.ports else "picked by the operating system"
+    lines.append(f"  session addresses  one per session from POST /sessions (ports {ports})")
+    lines.append(
+        f"  control API   http://{server.host}:{server.port}/ and http://{RESERVED_HOST}/ through the proxy"
+    )
+    for worker in front.pool:
+        web = f", mitmweb {mitmweb_url(plan.web_ports[worker.index], web_token)}" if plan.web_ports else ""
+        node = f", node {worker.node}" if worker.node else ""
+        lines.append(
+            f"  worker {worker.index}      pid {worker.pid}, control {worker.control_url}/{web}{node}"
+        )
+    if plan.ray is not None:
+        outputs = front.outputs.output_dir if front.outputs is not None else None
+        carried = f"{outputs}  (carried from each worker's node)" if outputs else "none (--output-dir DIR)"
+        lines.append(f"  outputs       {carried}")
+        lines.append("  journal       in each worker's node's temp directory")
+        return "\n".join(lines)
+    if health.get("output_dir"):
+        lines.append(f"  outputs       {health['output_dir']}")
+    lines.append(f"  journal       {health.get('journal_dir')}")
+    return "\n".join(lines)
+
+
+def _told(problem: str, code: int) -> int:
+    print(f"webarena-live serve: {problem}", file=sys.stderr)
+    return code
+
+
+async def _stop(shared: list[SharedPort], server: ControlServer, pool: Workers) -> None:
+    for port in shared:
+        await port.stop()
+    await pool.stop()
+    await server.stop()

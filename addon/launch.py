@@ -1,0 +1,190 @@
+"""Start `webarena-live serve` as a child process and talk to it through the shipped client.
+
+    from webarena_live.launch import ServeProcess
+
+    with ServeProcess("--tasks", "tasks.json", "--config", "config.json") as served:
+        started = served.client.start(task_id=1)
+        ...  # browse through served.proxy_url, then served.client.finish(...)
+
+The one way the demo, the test suite and the benchmarks run the proxy: on free
+ports of 127.0.0.1 (or the ones given), its output in a log file, ready once
+`GET /health` answers, stopped with Ctrl-C's signal (then killed if it hangs).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from webarena_live.client import Client
+from webarena_live.evaluator import WebArenaLiveError
+
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 20.0
+
+
+class LaunchError(WebArenaLiveError):
+    """The proxy exited or did not answer in time; the message ends with its log's last lines."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    """The proxy's three listening ports: credentials optional, credentials asked (407), control API."""
+
+    proxy: int
+    session: int
+    control: int
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """Distinct ports that were free a moment ago on `host`."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind((host, 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _new_log() -> Path:
+    """A fresh log file in the temp directory, kept after the process ends (it says why it stopped)."""
+    handle, name = tempfile.mkstemp(prefix="webarena-live-serve-", suffix=".log")
+    os.close(handle)  # the child writes it through a handle of its own
+    return Path(name)
+
+
+def serve_command() -> list[str]:
+    """`webarena-live serve` of this interpreter's installation (no console script needed)."""
+    return [sys.executable, "-m", "webarena_live.commands.cli", "serve"]
+
+
+class ServeProcess:
+    """`webarena-live serve ARGS` on `ports` (free ones by default) with its log in `log`.
+
+    `args` name no ports. `command` replaces `serve_command()` for another host of the addon (plain
+    `mitmdump -s "$(webarena-live addon-path)"`), which then gets no port flags: its `args` say all;
+    without the addon (`control=False`, a plain mitmdump baseline) it is ready once its proxy port
+    accepts connections. `inherit_output` prints its output where the caller's goes, not to `log`
+    (the workers of `serve --workers`).
+    `own_session` starts it in a process session of its own, so a terminal's Ctrl-C reaches only the
+    caller, which stops it in order; `preexec_fn` runs in the child before it starts (CPU pinning).
+    `host` is where its control port is reached (a Ray worker binds the address of its node).
+    """
+
+    def __init__(
+        self,
+        *args: str,
+        ports: Ports | None = None,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        log: Path | None = None,
+        command: Sequence[str] | None = None,
+        own_session: bool = False,
+        preexec_fn: Callable[[], Any] | None = None,
+        control: bool = True,
+        inherit_output: bool = False,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.host = host
+        self.ports = ports or Ports(*free_ports(3, host))
+        self.log = log or _new_log()
+        ports_flags = [
+            "--port", str(self.ports.proxy), "--session-port", str(self.ports.session or "off"),
+            "--control-port", str(self.ports.control),
+        ]  # fmt: skip
+        self.command = [*command, *args] if command is not None else [*serve_command(), *ports_flags, *args]
+        self._cwd, self._own_session, self._preexec_fn = cwd, own_session, preexec_fn
+        self._control = control
+        self._inherit_output = inherit_output
+        self._env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.client = Client(self.control_url, timeout=60)
+        self.health: dict[str, Any] = {}
+
+    @property
+    def control_url(self) -> str:
+        return f"http://{self.host}:{self.ports.control}"
+
+    @property
+    def proxy_url(self) -> str:
+        """The proxy port: traffic with credentials goes to their session, without to `default`."""
+        return f"http://{self.host}:{self.ports.proxy}"
+
+    @property
+    def session_proxy_url(self) -> str:
+        """The session port: it asks for credentials (407), as browsers need."""
+        return f"http://{self.host}:{self.ports.session}"
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, "not started"
+        return self.process.pid
+
+    def start(self, *, timeout: float = START_TIMEOUT) -> ServeProcess:
+        """Start it and wait until `/health` answers; `LaunchError` if it exits or stays silent."""
+        with self.log.open("wb") as log:
+            output: dict[str, Any] = (
+                {} if self._inherit_output else {"stdout": log, "stderr": subprocess.STDOUT}
+            )
+            self.process = subprocess.Popen(
+                self.command, stdin=subprocess.DEVNULL, cwd=self._cwd, env=self._env,
+                start_new_session=self._own_session, preexec_fn=self._preexec_fn, **output,
+            )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                code = self.process.returncode
+                raise LaunchError(f"the proxy exited with code {code}: {self.log_tail(500)}")
+            try:
+                if not self._control:
+                    socket.create_connection((self.host, self.ports.proxy), timeout=1).close()
+                    return self
+                self.health = self.client.health()
+                return self
+            except (OSError, httpx.TransportError, WebArenaLiveError):
+                time.sleep(0.05)
+        self.stop()
+        where = f"{self.control_url}/health" if self._control else self.proxy_url
+        raise LaunchError(f"the proxy did not answer on {where} within {timeout:.0f}s: {self.log_tail(500)}")
+
+    def log_tail(self, chars: int = 4000) -> str:
+        try:
+            return self.log.read_text(encoding="utf-8", errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+    def stop(self, *, timeout: float = STOP_TIMEOUT) -> int | None:
+        """Stop it as Ctrl-C does (killed if it hangs); its exit code, None if it never started."""
+        self.client.close()
+        process = self.process
+        if process is None:
+            return None
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        return process.returncode
+
+    def __enter__(self) -> ServeProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
