@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
 from tests.conformance import golden as g  # noqa: E402

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # the tests package: tests.conformance
 
 from tests.conformance import golden as g  # noqa: E402
 from tests.conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402

@@ -164,3 +164,15 @@ def test_every_file_the_code_names_exists():
         if not any((root / found).exists() for root in roots)
     ]
     assert missing == []
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "scripts").glob("*.py")))
+def test_every_script_starts_from_the_checkout(script):
+    """The developer scripts import what they use from where it now is (`--help` loads every import)."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / script), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
