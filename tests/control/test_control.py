@@ -125,7 +125,10 @@ def test_finish_evaluates_writes_outputs_and_matches_the_oracle(context, tmp_pat
     assert status == 200
     assert result["status"] == "success" and result["score"] == 1.0 and result["task_id"] == NAVIGATE_TASK
     task_dir = tmp_path / "out" / str(NAVIGATE_TASK)
-    assert json.loads((task_dir / "eval_result.json").read_text()) == result
+    assert json.loads((task_dir / "eval_result.json").read_text()) == {
+        k: v for k, v in result.items() if k != "interference"
+    }
+    assert result["interference"]["exposed"] is False  # the finish answers it; eval_result.json holds none
     # The seed's names are translated to the official ones for the reference tooling.
     written = json.loads((task_dir / "agent_response.json").read_text())
     assert written["task_type"].upper() == "NAVIGATE" and "action" not in written

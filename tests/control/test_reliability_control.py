@@ -300,6 +300,7 @@ def test_openapi_document_lists_every_route_and_is_served(context):
     paths = set(document["paths"])
     assert paths == {
         "/health",
+        "/mutations",
         "/openapi.json",
         "/tasks",
         "/tasks/{task_id}",
