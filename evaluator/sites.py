@@ -223,7 +223,7 @@ class SiteMap(BaseModel):
     def replicas_of(self, url: str) -> tuple[tuple[str, int], ...]:
         """(site, replica index) of the deployment `url` is on, by the longest matching replica URL (all
         of them when plain configs map one server to several sites); empty when it is on no site."""
-        best, found = 0, []
+        best, found = 0, list[tuple[str, int]]()
         for name, env in self.environments.items():
             for index, replica in enumerate(env.replicas):
                 for base in replica.urls:

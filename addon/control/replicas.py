@@ -36,7 +36,7 @@ import httpx
 
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.reset import RESET_TIMEOUT, ResetOutcome, reset_endpoint
-from webarena_live.evaluator import SiteMap, Task, placeholder, site_key
+from webarena_live.evaluator import SiteMap, Task, WebArenaLiveError, placeholder, site_key
 
 logger = logging.getLogger("webarena_live.replicas")
 
@@ -58,6 +58,29 @@ class Isolation(StrEnum):
 def default_isolation(site_map: SiteMap) -> Isolation:
     """`readers` when some site has two or more replicas, else `none`: one copy per site behaves as before."""
     return Isolation.READERS if site_map.replicated else Isolation.NONE
+
+
+def parse_isolation(text: str) -> Isolation | None:
+    """`--isolation`'s value; None when not given (the site map then decides)."""
+    if not text.strip():
+        return None
+    try:
+        return Isolation(text.strip().lower())
+    except ValueError:
+        raise WebArenaLiveError(f"--isolation {text!r}: choose none, readers or exclusive") from None
+
+
+def parse_lease_timeout(text: str) -> float | None:
+    """`--lease-timeout`'s seconds; None when not given (leases end with their session)."""
+    if not text.strip():
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise WebArenaLiveError(f"--lease-timeout {text!r}: a number of seconds above 0")
+    return seconds
 
 
 def isolation_problems(site_map: SiteMap, isolation: Isolation) -> list[str]:

@@ -36,6 +36,7 @@ from webarena_live.evaluator import (
     place_run,
     task_dir,
 )
+from webarena_live.fleet.front_leases import FrontLeases
 from webarena_live.fleet.workers import Worker, WorkerPool, Workers
 
 logger = logging.getLogger("webarena_live.fleet")
@@ -75,6 +76,8 @@ class Front:
         written to and the attempt's id (`locate_attempt` finds them after a later attempt moved them)."""
         self.report: Callable[[str | None], Awaitable[dict[str, Any]]] | None = None
         """`GET /report` of the carried outputs (else a worker answers it from the shared directory)."""
+        self.leases: FrontLeases | None = None
+        """The replica pool (`front_leases.py`), when a site map is loaded."""
 
     # --- the workers' side ----------------------------------------------------------------------
 
@@ -91,6 +94,8 @@ class Front:
                     "task_id": start.get("task_id"), "run": start.get("run")}  # fmt: skip
             self.lost[name] = view
             self.placement.forget(name)
+            if self.leases is not None:
+                self.leases.release(name, "lost")
             logger.error("webarena-live: session %s is lost: %s", name, reason)
             self.announce("lost", view)
 
@@ -123,7 +128,7 @@ class Front:
         self.placement.down.discard(index)
 
     async def _start_on(self, worker: Worker, body: dict[str, Any], port: int) -> httpx.Response:
-        headers = {PROXY_PORT_HEADER: str(port), **self._auth()}
+        headers = {PROXY_PORT_HEADER: str(port), **self.auth()}
         return await self.http.post(f"{worker.control_url}/sessions", json=body, headers=headers)
 
     def workers_near(self, near: str) -> list[int]:
@@ -200,7 +205,7 @@ class Front:
         try:
             url = f"{worker.control_url}/sessions/{quote(name, safe='')}"
             for _ in range(CARRY_ATTEMPTS):  # a later finish of the task there may move them aside
-                reply = await self.http.get(url, headers=self._auth())
+                reply = await self.http.get(url, headers=self.auth())
                 written = reply.json().get("outputs") if reply.status_code == 200 else None
                 if not written:
                     return
@@ -224,7 +229,8 @@ class Front:
             return {}
         return {file: str(found / file) for file in ATTEMPT_FILES if (found / file).exists()}
 
-    def _auth(self) -> dict[str, str]:
+    def auth(self) -> dict[str, str]:
+        """The front's own credentials for its calls to the workers."""
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     async def refusal(self, request: Request) -> Response | None:

@@ -98,6 +98,8 @@ def create_front_app(front: Front) -> FastAPI:
             for worker in front.pool
         ]  # fmt: skip
         answer = {**first, "sessions": sum(w["sessions"] for w in workers), "workers": workers}
+        if front.leases is not None:
+            answer["pool"] = front.leases.pool.status()
         answer.update(front.listening)
         for own in ("memory", "web_port"):  # a worker's own; each worker answers them on its port
             answer.pop(own, None)
@@ -153,16 +155,30 @@ def create_front_app(front: Front) -> FastAPI:
         except PlacementError as error:
             return error_response(503, "no_address", str(error), method="POST", path="/sessions")
         worker = front.pool[seat.worker]
-        upstream = await front.send(worker, request, body, {PROXY_PORT_HEADER: str(seat.port)})
-        if upstream is None:
+        extra = {PROXY_PORT_HEADER: str(seat.port)}
+        if front.leases is not None:  # the replicas first: a refusal then holds nothing
+            try:
+                leased, body = await front.leases.before_start(name, json.loads(body))
+            except ControlError as error:
+                if not had_port:
+                    front.placement.release(name)
+                refused = error_response(
+                    error.status, error.error, error.detail, method="POST", path="/sessions"
+                )
+                refused.headers.update(error.headers)
+                return refused
+            extra.update(leased)
+        upstream = await front.send(worker, request, body, extra)
+        if upstream is None or upstream.status_code != 200:
             if not had_port:
                 front.placement.release(name)
-            return front.unavailable(worker, request)
+            if front.leases is not None:
+                front.leases.release(name, "refused")
+            if upstream is None:
+                return front.unavailable(worker, request)
         content = await upstream.aread()
         await upstream.aclose()
         if upstream.status_code != 200:
-            if not had_port:
-                front.placement.release(name)
             return Response(content, upstream.status_code, headers=answer_headers(upstream))
         reply = json.loads(content)
         front.starts[name] = {"task_id": reply["task_id"], "run": json.loads(body).get("run")}
@@ -182,6 +198,8 @@ def create_front_app(front: Front) -> FastAPI:
         body = await _bounded_body(request)
         if body is None:
             return error_response(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
+        if front.leases is not None:
+            await front.leases.hand_interference(front.http, front.up_workers(), worker, name, front.auth())
         upstream = await front.send(worker, request, body)
         if upstream is None:
             return front.unavailable(worker, request)
@@ -191,6 +209,8 @@ def create_front_app(front: Front) -> FastAPI:
             return Response(content, upstream.status_code, headers=answer_headers(upstream))
         front.placement.release(name)  # the worker closed the session's address; its port is free
         front.starts.pop(name, None)
+        if front.leases is not None:
+            front.leases.release(name, "finished")
         if front.outputs is not None:  # written on the worker's node: carried here before the answer
             await front.carry_outputs(worker, name)
         return Response(content, upstream.status_code, headers=answer_headers(upstream))
@@ -245,6 +265,8 @@ def create_front_app(front: Front) -> FastAPI:
         worker = _owner_of(front, name, request)
         if isinstance(worker, Response):
             return worker
+        if front.leases is not None and request.method == "POST" and path.endswith("/preview"):
+            await front.leases.hand_interference(front.http, front.up_workers(), worker, name, front.auth())
         return await front.forward(worker, request)
 
     return app

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV, WEB_TOKEN_ENV, mitmweb_url
 from webarena_live.addresses.placement import Placement, PortRange
 from webarena_live.control.context import RESERVED_HOST
+from webarena_live.control.replicas import Isolation, ReplicaPool, default_isolation, isolation_problems
 from webarena_live.control.server import ControlServer
-from webarena_live.evaluator import WebArenaLiveError, __version__
+from webarena_live.evaluator import SiteMap, WebArenaLiveError, __version__, load_tasks
 from webarena_live.fleet.front import Front
 from webarena_live.fleet.front_app import create_front_app
+from webarena_live.fleet.front_leases import FrontLeases
 from webarena_live.fleet.router import SharedPort
 from webarena_live.fleet.workers import WorkerPool, Workers
 from webarena_live.launch import LaunchError
@@ -67,6 +69,12 @@ class FleetPlan:
     web_ports: tuple[int, ...] | None = None
     """Each worker's mitmweb port, with `--web`."""
     ray: RayPlan | None = None
+    tasks: str | None = None
+    """`--tasks` (a file or a dataset name): the front leases replicas by its tasks' sites."""
+    config: str | None = None
+    """`--config`: the site map whose replicas the front leases."""
+    isolation: Isolation | None = None
+    lease_timeout: float | None = None
 
 
 def ray_problem() -> str | None:
@@ -91,6 +99,12 @@ async def run_fleet(plan: FleetPlan) -> int:
     )  # fmt: skip
     front = Front(placement)
     front.token = plan.token
+    try:
+        front.leases = front_leases(plan)
+    except WebArenaLiveError as error:
+        for line in str(error).splitlines():
+            print(f"webarena-live serve: {line}", file=sys.stderr)
+        return 2
     server = ControlServer(create_front_app(front), host=plan.control_host, port=plan.control_port)
     try:
         await server.start()
@@ -144,7 +158,12 @@ async def run_fleet(plan: FleetPlan) -> int:
         code = next((code for code in codes if code), 1)
         return _told(f"a worker did not start (exit code {code}; its output is above)", code)
     front.ready = True
-    headers = {"Authorization": f"Bearer {front.token}"} if front.token else {}
+    headers = front.auth()
+    watch = None
+    if front.leases is not None:
+        watch = asyncio.get_running_loop().create_task(
+            front.leases.watch(front.http, front.up_workers, headers)
+        )
     health = (await front.http.get(f"{pool[0].control_url}/health", headers=headers)).json()
     print(banner(plan, front, server, health, web_token), flush=True)
     stop = asyncio.Event()
@@ -152,9 +171,26 @@ async def run_fleet(plan: FleetPlan) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
+    if watch is not None:
+        watch.cancel()
     await _stop(shared, server, pool)
+    if front.leases is not None:
+        await front.leases.pool.close()
     await front.http.aclose()
     return 0
+
+
+def front_leases(plan: FleetPlan) -> FrontLeases | None:
+    """The front's replica pool, from the same tasks and site map as the workers'; None without a site
+    map. `WebArenaLiveError` (one line per problem) when they cannot be read or cannot be leased."""
+    if not plan.config:
+        return None
+    site_map = SiteMap.load(plan.config)
+    isolation = plan.isolation or default_isolation(site_map)
+    if problems := isolation_problems(site_map, isolation):
+        raise WebArenaLiveError("\n".join(problems))
+    tasks = load_tasks(plan.tasks) if plan.tasks else load_tasks()
+    return FrontLeases(ReplicaPool(site_map, isolation, lease_timeout=plan.lease_timeout), tasks)
 
 
 def banner(

@@ -25,7 +25,13 @@ from mitmproxy.utils import human
 from webarena_live.control.app import CALLER_HEADER, create_app
 from webarena_live.control.context import RESERVED_HOST, ControlContext
 from webarena_live.control.middleware import MAX_CONTROL_BODY
-from webarena_live.control.replicas import ReplicaPool, default_isolation, isolation_problems
+from webarena_live.control.replicas import (
+    ReplicaPool,
+    default_isolation,
+    isolation_problems,
+    parse_isolation,
+    parse_lease_timeout,
+)
 from webarena_live.control.server import ControlServer
 from webarena_live.evaluator import SiteMap, WebArenaLiveError, load_tasks, prepare_output_dir
 from webarena_live.proxy.browser_traffic import is_service_host
@@ -44,8 +50,6 @@ from webarena_live.proxy.startup import (
     default_journal_dir,
     front_address,
     listen_ports,
-    parse_isolation,
-    parse_lease_timeout,
     site_map_problems,
     unfinished_lines,
 )

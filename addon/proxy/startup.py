@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 from mitmproxy import exceptions
 from mitmproxy.proxy import mode_specs
 
-from webarena_live.control.replicas import Isolation
 from webarena_live.evaluator import SiteMap, TaskSet, WebArenaLiveError
 from webarena_live.runs.attempt import SessionState
 from webarena_live.runs.sessions import SessionStore
@@ -97,26 +96,3 @@ def front_address(text: str) -> tuple[str, int] | None:
     if not host or not port.isdigit():
         raise exceptions.OptionsError(f"webarena_front must be HOST:PORT, not {text!r}")
     return host, int(port)
-
-
-def parse_isolation(text: str) -> Isolation | None:
-    """`--isolation`'s value; None when not given (the site map then decides)."""
-    if not text.strip():
-        return None
-    try:
-        return Isolation(text.strip().lower())
-    except ValueError:
-        raise WebArenaLiveError(f"--isolation {text!r}: choose none, readers or exclusive") from None
-
-
-def parse_lease_timeout(text: str) -> float | None:
-    """`--lease-timeout`'s seconds; None when not given (leases end with their session)."""
-    if not text.strip():
-        return None
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds < float("inf"):
-        raise WebArenaLiveError(f"--lease-timeout {text!r}: a number of seconds above 0")
-    return seconds
