@@ -13,18 +13,15 @@ met is printed and must not be zero with the cache on.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
 from tests.kiwix.app import BOOK, build_zim, running_kiwix
 from tests.site.harness import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     ProxyProcess,
     free_port,
     oracle_dataset,
@@ -32,7 +29,7 @@ from tests.site.harness import (
     write_config,
 )
 from tests.support.paths import TESTS
-from tests.support.threeway import CACHE_MODES, Judged, assert_three_ways, context_proxy, judge_three_ways
+from tests.support.threeway import Agent, Judged, assert_three_ways, judge_three_ways, run_agents
 
 TASKS_FILE = TESTS / "kiwix" / "tasks.json"
 NAVIGATED = {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": None}
@@ -57,15 +54,6 @@ def _reload(page: Page) -> None:
 def _back(page: Page) -> None:
     page.go_back()
     page.wait_for_selector("#title")
-
-
-@dataclass(frozen=True)
-class Agent:
-    name: str
-    task_id: int
-    act: Callable[[Page, str], None]
-    planned: dict[str, str]
-    """The verdict by cache mode."""
 
 
 def reload_answer(page: Page, base: str) -> None:
@@ -134,31 +122,7 @@ def proxy(workdir: Path, kiwix: str) -> Iterator[ProxyProcess]:
 
 @pytest.fixture(scope="module")
 def runs(workdir: Path, kiwix: str, proxy: ProxyProcess) -> list[Judged]:
-    """Every agent with the cache on and off, one session and one browser context each."""
-    done = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
-        try:
-            for cache in CACHE_MODES:
-                for agent in AGENTS:
-                    session, run = f"kiwix-{agent.name}-{cache}", f"cache-{cache}-{agent.name}"
-                    body = {"task_id": agent.task_id, "session": session, "run": run}
-                    started = proxy.control.post("/sessions", body).json()
-                    har = workdir / "browser" / f"{session}.har"
-                    way = context_proxy(cache, session=session, address=started.get("proxy"),
-                                        session_proxy_url=proxy.session_proxy_url)  # fmt: skip
-                    context = browser.new_context(proxy=way, record_har_path=str(har))
-                    try:
-                        agent.act(context.new_page(), kiwix)
-                    finally:
-                        context.close()  # writes the browser's HAR
-                    live = proxy.control.finish(session, NAVIGATED)
-                    proxy_dir = proxy.output_dir / run / str(agent.task_id)
-                    verdict, planned = str(live["status"]), agent.planned[cache]
-                    done.append(Judged(session, agent.task_id, verdict, proxy_dir, har, cache, planned))
-        finally:
-            browser.close()
-    return done
+    return run_agents(proxy, AGENTS, kiwix, workdir, NAVIGATED, prefix="kiwix")
 
 
 def test_live_verdicts_are_as_planned(runs: list[Judged]) -> None:

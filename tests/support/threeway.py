@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.site.harness import oracle_verdicts
+from playwright.sync_api import Page, sync_playwright
+
+from tests.site.harness import CHROMIUM, CHROMIUM_ARGS, ProxyProcess, oracle_verdicts
 
 CACHE_MODES = ("on", "off")
 """`on`: the session's own address, no credentials; `off`: proxy credentials (Playwright then turns
@@ -161,3 +163,56 @@ def assert_three_ways(runs: Sequence[Judged], *, revalidated_at_least: int = 0) 
         "they do not test what the browser's cache does"
     )
     return met
+
+
+@dataclass(frozen=True)
+class Agent:
+    """A scripted browser run of one task: what it does, and the verdict it should get by cache mode."""
+
+    name: str
+    task_id: int
+    act: Callable[[Page, str], None]
+    """Browses from the site's base URL."""
+    planned: dict[str, str]
+
+
+def run_agents(
+    proxy: ProxyProcess,
+    agents: Sequence[Agent],
+    base: str,
+    workdir: Path,
+    answer: dict[str, Any],
+    *,
+    prefix: str,
+) -> list[Judged]:
+    """Every agent once per cache mode, in a session and a browser context of its own (outputs in
+    `OUT/cache-<mode>-<agent>/`, Playwright's HAR in `workdir/browser/`), finished with `answer`."""
+    done = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        try:
+            for cache in CACHE_MODES:
+                for agent in agents:
+                    session, run = f"{prefix}-{agent.name}-{cache}", f"cache-{cache}-{agent.name}"
+                    body = {"task_id": agent.task_id, "session": session, "run": run}
+                    started = proxy.control.post("/sessions", body).json()
+                    har = workdir / "browser" / f"{session}.har"
+                    way = context_proxy(
+                        cache,
+                        session=session,
+                        address=started.get("proxy"),
+                        session_proxy_url=proxy.session_proxy_url,
+                    )
+                    context = browser.new_context(proxy=way, record_har_path=str(har))
+                    try:
+                        agent.act(context.new_page(), base)
+                    finally:
+                        context.close()  # writes the browser's HAR
+                    verdict = str(proxy.control.finish(session, answer)["status"])
+                    proxy_dir = proxy.output_dir / run / str(agent.task_id)
+                    done.append(
+                        Judged(session, agent.task_id, verdict, proxy_dir, har, cache, agent.planned[cache])
+                    )
+        finally:
+            browser.close()
+    return done
