@@ -27,6 +27,8 @@ from .responses import parse_response as parse_response
 from .results import REFERENCE_VERSION as REFERENCE_VERSION
 from .results import EvalStatus as EvalStatus
 from .results import TaskResult as TaskResult
+from .revalidation import Revalidations as Revalidations
+from .revalidation import answers_browser_revalidation as answers_browser_revalidation
 from .run_dir import ATTEMPT_FILE as ATTEMPT_FILE
 from .run_dir import ATTEMPT_FILES as ATTEMPT_FILES
 from .run_dir import ATTEMPTS_DIR as ATTEMPTS_DIR

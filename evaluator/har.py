@@ -167,6 +167,7 @@ def event_to_har_entry(event: NetworkEvent | EventRecord) -> dict[str, Any]:
             "redirectURL": event.redirect_url,
             "headersSize": event.response_headers_size,
             "bodySize": response_body_size,
+            **({"_wire": _wire(event.wire)} if event.wire else {}),
         },
         "cache": {},
         "timings": {"send": 0, "wait": event.duration_ms, "receive": 0},
@@ -174,6 +175,11 @@ def event_to_har_entry(event: NetworkEvent | EventRecord) -> dict[str, Any]:
     if event.error:
         entry["_error"] = event.error
     return entry
+
+
+def _wire(wire: tuple[int, str]) -> dict[str, Any]:
+    """What the wire carried where the browser saw another exchange (`evaluator/revalidation.py`)."""
+    return {"status": wire[0], "statusText": wire[1]}
 
 
 def _pair_to_json(pair: tuple[str, str]) -> str:
@@ -223,7 +229,7 @@ def event_to_har_json(event: NetworkEvent | EventRecord) -> str:
     """
     (method, url, status, request_headers, post, post_mime, status_text, http_version, redirect_url,
      response_headers, response_cookies, body, response_mime, started, duration_ms, error,
-     request_body_size, response_headers_size, response_body_size, content_size,
+     request_body_size, response_headers_size, response_body_size, content_size, wire,
      ) = event.record if isinstance(event, NetworkEvent) else event  # fmt: skip
     request_headers_size, request_body_size, response_body_size, content_size = _sizes(
         method, url, http_version, request_headers, post, body,
@@ -236,6 +242,7 @@ def event_to_har_json(event: NetworkEvent | EventRecord) -> str:
     content = f'{{"size":{content_size},"mimeType":{_json_string(response_mime or "")}'
     content += f',"text":{_json_string(body)}}}' if body is not None else "}"
     error_json = f',"_error":{_json_string(error)}' if error else ""
+    wire_json = f',"_wire":{{"status":{int(wire[0])},"statusText":{_json_string(wire[1])}}}' if wire else ""
     return (
         f'{{"startedDateTime":"{_iso(started)}","time":{duration},'
         f'"request":{{"method":{_json_string(method)},"url":{_json_string(url)},'
@@ -246,7 +253,7 @@ def event_to_har_json(event: NetworkEvent | EventRecord) -> str:
         f'"httpVersion":{_json_string(http_version)},"cookies":{_named_json(response_cookies)},'
         f'"headers":{_named_json(response_headers)},"content":{content},'
         f'"redirectURL":{_json_string(redirect_url)},"headersSize":{int(response_headers_size)},'
-        f'"bodySize":{response_body_size}}},'
+        f'"bodySize":{response_body_size}{wire_json}}},'
         f'"cache":{{}},"timings":{{"send":0,"wait":{duration},"receive":0}}{error_json}}}'
     )
 

@@ -13,6 +13,13 @@ file. Such a field is recorded as a defect of its event
 (`evaluator/trace_defects.py`) and becomes an error only where the reference
 would read it. What the reference cannot load at all (no `log.entries`, no
 entries, an entry that is a number) is refused here too.
+
+One rule is the browser's rather than the reference's: a HAR recorded on the
+wire (mitmproxy's `savehar`, any proxy, a journal) holds a `304` where the
+browser revalidated its cached page, while the browser's own HAR, which the
+official pipeline judges, holds the page it showed. Such an entry is read as
+the browser recorded it (`evaluator/revalidation.py`), its wire status kept in
+the event's `wire`; a browser's own HAR (`log.creator`) is read as it is.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from dateutil import parser as date_parser
 
 from webarena_live.evaluator import trace_defects as defect
 from webarena_live.evaluator.errors import TraceFormatError
+from webarena_live.evaluator.revalidation import Revalidations
 from webarena_live.evaluator.trace import NetworkEvent, NetworkTrace
 
 
@@ -123,6 +131,14 @@ def _size(value: Any) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value) if value >= 0 else -1
     return -1
+
+
+def _wire(value: Any) -> tuple[int, str] | None:
+    """Our own `_wire` field (`evaluator/har.py`): what the wire said where the browser saw otherwise."""
+    if not isinstance(value, Mapping):
+        return None
+    status = _status(value.get("status"))
+    return None if status is None else (status, str(value.get("statusText") or ""))
 
 
 def _started(value: Any) -> float:
@@ -237,15 +253,33 @@ def _event(entry: Any) -> NetworkEvent:
         response_headers_size=_size(response.get("headersSize")),
         response_body_size=_size(response.get("bodySize")),
         content_size=_size(content.get("size")) if isinstance(content, Mapping) else -1,
+        wire=_wire(response.get("_wire")),
     )
     if defects:
         event.defects = defects
     return event
 
 
-def events_from_entries(entries: Iterable[Any], *, source: str) -> NetworkTrace:
-    """A trace from HAR entries or Playwright resource snapshots (`{"type": "resource-snapshot", ...}`)."""
+BROWSER_RECORDERS = ("playwright", "webinspector", "firefox", "chrome", "chromium", "edge", "safari")
+"""HAR `creator.name`s (lower-cased prefixes) of browsers' own recordings, read as they are."""
+
+
+def recorded_by_browser(document: Mapping[str, Any]) -> bool:
+    """Whether a HAR document is a browser's own recording (its `log.creator.name`)."""
+    creator = document.get("log", {}).get("creator")
+    name = creator.get("name") if isinstance(creator, Mapping) else None
+    return isinstance(name, str) and name.strip().lower().startswith(BROWSER_RECORDERS)
+
+
+def events_from_entries(entries: Iterable[Any], *, source: str, browser_view: bool = True) -> NetworkTrace:
+    """A trace from HAR entries or Playwright resource snapshots (`{"type": "resource-snapshot", ...}`).
+
+    With `browser_view` (entries recorded on the wire: a proxy's HAR, a journal), a 304 answering the
+    browser's own revalidation is read as the browser's HAR records it (`evaluator/revalidation.py`);
+    a browser's own recording already says so and is read as it is.
+    """
     trace = NetworkTrace()
+    revalidations = Revalidations() if browser_view else None
     defective = False
     for index, item in enumerate(entries):
         entry = item
@@ -258,6 +292,8 @@ def events_from_entries(entries: Iterable[Any], *, source: str) -> NetworkTrace:
         except _EntryError as error:
             raise TraceFormatError(f"{source}: entry {index}: {error}") from None
         defective = defective or event.defects is not None
+        if revalidations is not None and not event.defects:
+            event = revalidations.browser_view(event)
         trace.append(event)
     if defective:
         defect.mark(trace)
@@ -279,7 +315,7 @@ def har_from_document(document: Any, *, source: str) -> NetworkTrace:
         # The reference refuses such a file, so a verdict on it would not be comparable.
         raise TraceFormatError(f"{source}: the HAR file contains no entries")
     # An object in place of the list: the reference goes through its keys (each then an unreadable entry).
-    return events_from_entries(list(entries), source=source)
+    return events_from_entries(list(entries), source=source, browser_view=not recorded_by_browser(document))
 
 
 def load_journal(path: Path) -> NetworkTrace:

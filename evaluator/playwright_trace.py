@@ -32,7 +32,7 @@ def parse_network_log(text: str, *, source: str) -> NetworkTrace:
         if not isinstance(item, dict) or "type" not in item:
             raise TraceFormatError(f"{source}: line {number} is not a Playwright trace event")
         items.append(item)
-    return events_from_entries(items, source=source)
+    return events_from_entries(items, source=source, browser_view=False)  # the browser's own recording
 
 
 def _read_zip(path: Path) -> str:

@@ -65,6 +65,9 @@ class NetworkEvent:
     """Bytes of the response body as received (still content-encoded); -1 when unknown."""
     content_size: int = -1
     """Bytes of the response body once decoded (HAR `content.size`); -1 when unknown."""
+    wire: tuple[int, str] | None = None
+    """(status, status text) the wire carried, when the browser saw another exchange: a `304` answering
+    the browser's own revalidation is the cached page to it (`evaluator/revalidation.py`); else None."""
 
     # Derived on first use, not constructor arguments: most events of a long session are never
     # looked at closely (an evaluator with a method filter never asks a GET for its path).
@@ -92,7 +95,7 @@ class NetworkEvent:
             self.status_text, self.http_version, self.redirect_url, self.response_headers,
             self.response_cookies, self.response_body, self.response_mime, self.started, self.duration_ms,
             self.error, self.request_body_size, self.response_headers_size, self.response_body_size,
-            self.content_size,
+            self.content_size, self.wire,
         )  # fmt: skip
 
     @property
@@ -149,11 +152,11 @@ class NetworkEvent:
         return _summary(self.event_type, _event_summary_fields(self))
 
 
-_SUMMARY_FIELDS = ("method", "url", "status", "started", "duration_ms", "redirect_url", "error")
+_SUMMARY_FIELDS = ("method", "url", "status", "started", "duration_ms", "redirect_url", "error", "wire")
 
 
 def _summary(event_type: EventType, values: tuple[Any, ...]) -> dict[str, Any]:
-    method, url, status, started, duration_ms, redirect_url, error = values
+    method, url, status, started, duration_ms, redirect_url, error, wire = values
     return {
         "type": event_type.value,
         "method": method,
@@ -163,6 +166,7 @@ def _summary(event_type: EventType, values: tuple[Any, ...]) -> dict[str, Any]:
         "duration_ms": round(duration_ms, 3),
         **({"redirect_url": redirect_url} if redirect_url else {}),
         **({"error": error} if error else {}),
+        **({"wire_status": wire[0]} if wire else {}),
     }
 
 

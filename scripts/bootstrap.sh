@@ -66,7 +66,7 @@ debian_packages() {
         fi
     fi
     if [ "$what" = test ] || [ "$what" = setup ]; then
-        echo "==> DokuWiki and php-cli from Debian for the wiki end-to-end tests (scripts/install_test_apps.sh)"
+        echo "==> the end-to-end tests' applications from Debian: DokuWiki, kiwix-serve, Redmine (scripts/install_test_apps.sh)"
         bash scripts/install_test_apps.sh
     fi
 }

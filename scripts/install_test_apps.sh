@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the third-party software the end-to-end tests run, from Debian packages: DokuWiki
-# (tests/e2e/test_wiki_e2e.py), served by PHP's built-in web server (php-cli); the README recipes'
-# chromedriver and Node; Firefox. The tests copy DokuWiki's configuration and data into a temporary
+# (tests/e2e/test_wiki_e2e.py), served by PHP's built-in web server (php-cli); kiwix-serve
+# (kiwix-tools); Redmine with SQLite and puma; the README recipes' chromedriver and Node; Firefox. The tests copy DokuWiki's configuration and data into a temporary
 # directory and never touch the installed state.
 # Nothing happens when they are already installed; installing needs root and apt-get.
 set -euo pipefail
@@ -16,13 +16,19 @@ command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 # Firefox's own background traffic (tests/e2e/test_browser_traffic.py).
 [ -x /usr/bin/firefox-esr ] || packages+=(firefox-esr)
+# kiwix-serve, the server of WebArena's wikipedia site (tests/e2e/test_kiwix_e2e.py).
+command -v kiwix-serve >/dev/null 2>&1 || packages+=(kiwix-tools)
+# Redmine on SQLite served by puma, a Rails application that answers revalidations with 304
+# (tests/e2e/test_redmine_e2e.py; its instance lives in a temporary directory).
+[ -f /usr/share/redmine/config.ru ] || packages+=(redmine redmine-sqlite)
+command -v puma >/dev/null 2>&1 || packages+=(puma)
 [ ${#packages[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     echo "The end-to-end tests need ${packages[*]}: install them first (sudo apt-get install ${packages[*]}), then run this again." >&2
     exit 1
 fi
-echo "==> installing ${packages[*]} with apt-get (for the DokuWiki end-to-end tests and the README recipes)"
+echo "==> installing ${packages[*]} with apt-get (for the DokuWiki, Kiwix and Redmine end-to-end tests and the README recipes)"
 # --no-install-recommends: the recommends add ImageMagick, database drivers and more the tests never use.
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null

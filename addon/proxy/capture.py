@@ -176,7 +176,7 @@ def record_from_flow(flow: http.HTTPFlow, *, body_cap: int = BODY_CAP) -> EventR
         return (
             method, url, 0, headers, post_data, post_mime, "", _texts[data.http_version], "", (), (), None,
             None, started, max(0.0, (ended - started) * 1000.0),
-            error.msg if error is not None else "no response", request_body_size(request), -1, -1, -1,
+            error.msg if error is not None else "no response", request_body_size(request), -1, -1, -1, None,
         )  # fmt: skip
     kept, response_type, response_encoding, location, sets_cookie = response_fields(response)
     answer = response.data
@@ -203,6 +203,7 @@ def record_from_flow(flow: http.HTTPFlow, *, body_cap: int = BODY_CAP) -> EventR
         None,
         request_body_size(request),
         *response_sizes(response, response_encoding),
+        None,  # `wire`: the session's `Revalidations` sets it for a 304 the browser saw as its cached page
     )
 
 

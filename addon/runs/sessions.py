@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Task, TaskResult
+from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Revalidations, Task, TaskResult
 from webarena_live.runs.attempt import Attempt, FinishOutcome, RunSettings, SessionState
 from webarena_live.runs.leases import AttemptLease, write_lease
 
@@ -118,6 +118,9 @@ class Session:
         self.proxy: str | None = None
         """The session's own proxy address (`http://HOST:PORT`) while it holds one."""
         self.attempt = Attempt(name, None, run=None, settings=store.current_settings)
+        self.revalidations = Revalidations()
+        """Records what the browser saw of its cache revalidations (a 304 that is the cached page to it).
+        Kept across attempts, as the browser's cache is: a restarted session still knows the pages it saw."""
 
     # The current attempt's state, read often enough by the routes and streams to be named here.
     @property
@@ -153,7 +156,9 @@ class Session:
         self._store.notices.publish(self, STARTED, view)
 
     def append(self, event: NetworkEvent | EventRecord) -> bool:
-        """Record a captured event (or its record); False (and nothing recorded) once finished."""
+        """Record a captured event (or its record), as the browser saw it (`evaluator/revalidation.py`);
+        False (and nothing recorded) once finished."""
+        event = self.revalidations.browser_view(event)
         attempt = self.attempt
         if attempt.state is SessionState.IDLE and len(attempt.trace) >= IDLE_TRACE_LIMIT:
             attempt.drop_idle_events()

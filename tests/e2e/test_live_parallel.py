@@ -4,7 +4,9 @@ Six Chromium contexts, each its own session on the session port, browse at
 the same time (Playwright's async API, all pages in flight together), half of
 them on the shop over HTTPS, so CONNECT tunnels and plain requests of
 different sessions share the proxy simultaneously. Every verdict must be the
-right one and every session's HAR must hold only its own requests.
+right one and every session's HAR must hold only its own requests; the module
+runs with the browser's cache on (sessions' own addresses) and off
+(credentials), each run judged three ways (tests/support/threeway.py).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from playwright.async_api import Browser, async_playwright
 from tests.site.harness import CHROMIUM, CHROMIUM_ARGS, FinishRecorder, ProxyProcess
 from tests.site.live_fixtures import assert_oracle_agrees, assert_verdict
 from tests.site.server import RunningSite
+from tests.support.threeway import context_proxy
 
 pytest_plugins = ["tests.site.live_fixtures"]
 pytestmark = pytest.mark.timeout(180)
@@ -28,12 +32,24 @@ pytestmark = pytest.mark.timeout(180)
 SESSIONS = 6
 
 
-async def browse(browser: Browser, proxy: ProxyProcess, session: str, base: str, *, stop_short: bool) -> None:
+@dataclass(frozen=True)
+class Plan:
+    base: str
+    stop_short: bool
+    way: dict[str, str]
+    """Playwright's `proxy=`: the session's own address (cache on) or its credentials (cache off)."""
+    har: Path
+    """Where Playwright records its own HAR of the run."""
+
+
+async def browse(browser: Browser, session: str, plan: Plan) -> None:
     context = await browser.new_context(
-        proxy={"server": proxy.session_proxy_url, "username": session, "password": "x"},
+        proxy=plan.way,
         ignore_https_errors=True,
         user_agent=f"webarena-live-test/{session}",
+        record_har_path=str(plan.har),
     )
+    base, stop_short = plan.base, plan.stop_short
     try:
         page = await context.new_page()
         await page.goto(base + "/")
@@ -46,23 +62,23 @@ async def browse(browser: Browser, proxy: ProxyProcess, session: str, base: str,
         await context.close()
 
 
-async def browse_all(proxy: ProxyProcess, plans: dict[str, tuple[str, bool]]) -> None:
+async def browse_all(plans: dict[str, Plan]) -> None:
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
         try:
-            runs = [browse(browser, proxy, name, base, stop_short=s) for name, (base, s) in plans.items()]
+            runs = [browse(browser, name, plan) for name, plan in plans.items()]
             await asyncio.gather(*runs)
         finally:
             await browser.close()
 
 
-def run_in_own_thread(proxy: ProxyProcess, plans: dict[str, tuple[str, bool]]) -> None:
+def run_in_own_thread(plans: dict[str, Plan]) -> None:
     """The async API needs an event loop of its own, away from the sync fixtures' one."""
     errors: list[BaseException] = []
 
     def target() -> None:
         try:
-            asyncio.run(browse_all(proxy, plans))
+            asyncio.run(browse_all(plans))
         except BaseException as error:  # re-raised in the test's thread
             errors.append(error)
 
@@ -78,15 +94,19 @@ def test_six_browser_sessions_at_once(
     live_proxy: ProxyProcess, live_recorder: FinishRecorder, live_site: RunningSite
 ) -> None:
     # Even sessions reach the product page, odd ones stop one page short.
-    plans = {
-        f"agent{n}": (live_site.shop_https if n % 2 else live_site.shop_http, n % 3 == 1)
-        for n in range(SESSIONS)
-    }
-    for name in plans:
-        live_proxy.control.start(9001, name)
-    run_in_own_thread(live_proxy, plans)
+    plans = {}
+    for n in range(SESSIONS):
+        name = f"agent{n}"
+        address = live_proxy.control.start(9001, name).get("proxy")
+        way = context_proxy(
+            live_recorder.cache, session=name, address=address, session_proxy_url=live_proxy.session_proxy_url
+        )
+        base = live_site.shop_https if n % 2 else live_site.shop_http
+        plans[name] = Plan(base, n % 3 == 1, way, live_recorder.browser_har_for(name))
+    run_in_own_thread(plans)
 
-    for name, (base, stop_short) in plans.items():
+    for name, plan in plans.items():
+        base, stop_short = plan.base, plan.stop_short
         result: dict[str, Any] = live_proxy.control.finish(name, {"action": "navigate", "status": "SUCCESS"})
         assert_verdict(result, "failure" if stop_short else "success", task_id=9001)
         live_recorder.record(name, live_proxy.output_dir, 9001, result)

@@ -38,6 +38,8 @@ from tests.site.server import CATALOG_BYTES, RunningSite
 
 pytest_plugins = ["tests.site.live_fixtures"]
 pytestmark = pytest.mark.timeout(180)
+CACHE_MODES = ("off",)
+"""Transport tests (streams, websockets, HTTP/2, a pinned CA): the cache is the other modules' concern."""
 
 PROXY_OPTIONS = ("ssl_insecure=true", "stream_large_bodies=256k")
 

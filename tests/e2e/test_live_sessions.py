@@ -72,8 +72,12 @@ def test_concurrent_sessions_keep_their_own_events(
     assert control.start(9008, "bob")["start_urls"] == [forum]  # Chromium, forum, navigate
     control.start(9002, "carol")  # requests on the proxy port, shop, form post
 
-    alice = session_context(live_browser, live_proxy, "alice", user_agent=user_agent("alice")).new_page()
-    bob = session_context(live_browser, live_proxy, "bob", user_agent=user_agent("bob")).new_page()
+    alice = session_context(
+        live_browser, live_proxy, "alice", recorder=live_recorder, user_agent=user_agent("alice")
+    ).new_page()
+    bob = session_context(
+        live_browser, live_proxy, "bob", recorder=live_recorder, user_agent=user_agent("bob")
+    ).new_page()
 
     carol = requests.Session()
     carol.proxies = {"http": f"http://carol:secret@127.0.0.1:{live_proxy.port}"}
@@ -157,7 +161,9 @@ def test_browser_without_credentials_is_the_default_session(
 ) -> None:
     started = live_proxy.control.start(9006)  # no session named: the default one
     assert started["session"] == "default"
-    context = live_browser.new_context(proxy={"server": live_proxy.proxy_url})
+    # No credentials on the proxy port: Chromium's cache stays on whatever the module's mode.
+    har = live_recorder.browser_har_for("default")
+    context = live_browser.new_context(proxy={"server": live_proxy.proxy_url}, record_har_path=str(har))
     try:
         response = agents.read_stock(context.new_page(), live_site.shop_http)
     finally:
@@ -194,7 +200,7 @@ def test_event_stream_delivers_events_while_the_browser_browses(
     assert stream.response.getheader("Content-Type", "").startswith("text/event-stream")
     stream.start()
     shop = live_site.shop_http
-    context = session_context(live_browser, live_proxy, "watched")
+    context = session_context(live_browser, live_proxy, "watched", recorder=live_recorder)
     try:
         page = context.new_page()
         # Each page's event must arrive on the open stream before the agent
@@ -293,7 +299,7 @@ def test_failed_upstream_is_an_event_with_status_zero(
 ) -> None:
     dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     live_proxy.control.start(9001, "unlucky")
-    context = session_context(live_browser, live_proxy, "unlucky")
+    context = session_context(live_browser, live_proxy, "unlucky", recorder=live_recorder)
     try:
         page = context.new_page()
         page.goto(dead + "/", wait_until="commit")  # the proxy answers 502 for the failed connection
@@ -316,7 +322,7 @@ def test_restarting_a_session_clears_its_trace_and_a_finished_one_stays_finished
 ) -> None:
     control = live_proxy.control
     control.start(9001, "again")
-    context = session_context(live_browser, live_proxy, "again")
+    context = session_context(live_browser, live_proxy, "again", recorder=live_recorder)
     try:
         page = context.new_page()
         agents.open_lantern_page(page, live_site.shop_http)  # the right page, but in the first attempt

@@ -4,7 +4,8 @@ The same scripted Chromium agents (tests/wiki/agents.py) run twice per task, eac
 its own: once with the session's PAC file (`--proxy-pac-url`), once with its bare address
 (`--proxy-server`). With PAC the trace holds the documents and form requests and no static asset
 (the browser's own HAR shows those were loaded, straight from the wiki); the verdicts are the
-planned ones both ways, and the reference judges the HAR the PAC run wrote the same.
+planned ones both ways, and every run is judged three ways: live, by the reference on the HAR the proxy
+wrote and by the reference on the browser's own HAR (the browser's cache on: no credentials).
 
 Chromium sends `127.0.0.1` sites around any PAC script, so the wiki is reached as `wiki.test`:
 Chromium maps the name with `--host-resolver-rules`, the proxy with tests/site/hostnames_script.py.
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -31,11 +31,11 @@ from tests.site.harness import (
     ProxyProcess,
     free_port,
     oracle_dataset,
-    oracle_verdicts,
     start_proxy,
     write_config,
 )
 from tests.support.paths import TESTS
+from tests.support.threeway import Judged, assert_three_ways, judge_three_ways
 from tests.wiki import app
 from tests.wiki.agents import AGENTS, Wiki
 from webarena_live.evaluator import STATIC_ASSET_SUFFIXES
@@ -60,6 +60,8 @@ class PacRun:
     trace: list[dict[str, Any]]
     browser_urls: list[str]
     output: Path
+    har: Path
+    """Playwright's own HAR of the run."""
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +121,7 @@ async def _run(stack: Stack, workdir: Path, task_id: int, kind: str, mode: str) 
     live = requests.post(f"{proxy.control_url}/sessions/{session}/finish", json=answer, timeout=60).json()
     browser_urls = [entry["request"]["url"] for entry in json.loads(har.read_text())["log"]["entries"]]
     return PacRun(
-        task_id, kind, mode, session, live, trace, browser_urls, proxy.output_dir / f"{mode}-{kind}"
+        task_id, kind, mode, session, live, trace, browser_urls, proxy.output_dir / f"{mode}-{kind}", har
     )
 
 
@@ -168,23 +170,25 @@ def test_verdicts_are_the_same_with_and_without_pac(runs: list[PacRun]) -> None:
             )
 
 
-def test_the_reference_agrees_on_the_pac_runs_outputs(
+def test_three_way_agreement_with_the_cache_on(
     runs: list[PacRun],
     workdir: Path,
     stacks: dict[str, Stack],
     oracle_python: Path,
     official_dataset: Path,
 ) -> None:
-    environments = stacks["pac"].environments
+    """Both ways reach the proxy without credentials, so the browser's cache is on: every run is judged
+    live, by the reference on the outputs and by the reference on Playwright's own HAR
+    (tests/support/threeway.py). DokuWiki's pages are never revalidated (they are sent no-store)."""
     dataset = oracle_dataset(official_dataset, TASKS_FILE, workdir / "oracle-dataset.json")
-    config = write_config(workdir / "oracle-config.json", environments, test_data_file=dataset)
-    for kind, planned in PLANNED.items():
-        judged = workdir / "oracle" / kind
-        for run in runs:
-            if run.mode == "pac" and run.kind == kind:
-                target = judged / str(run.task_id)
-                target.mkdir(parents=True)
-                for name in ("agent_response.json", "network.har"):
-                    shutil.copy2(run.output / str(run.task_id) / name, target / name)
-        verdicts = oracle_verdicts(oracle_python, judged, config)
-        assert {task_id: verdicts[task_id]["status"] for task_id in TASKS} == dict.fromkeys(TASKS, planned)
+    for mode in MODES:
+        config = write_config(workdir / f"oracle-config-{mode}.json", stacks[mode].environments,
+                              test_data_file=dataset)  # fmt: skip
+        judged = [
+            Judged(run.session, run.task_id, str(run.live["status"]), run.output / str(run.task_id), run.har,
+                   cache="on", planned=PLANNED[run.kind])
+            for run in runs
+            if run.mode == mode
+        ]  # fmt: skip
+        judge_three_ways(judged, oracle_python, config, workdir / "judged" / mode)
+        assert_three_ways(judged)

@@ -33,6 +33,9 @@ from webarena_live.evaluator.trace import NetworkEvent
 
 pytest_plugins = ["tests.site.live_fixtures"]
 pytestmark = pytest.mark.timeout(180)
+CACHE_MODES = ("off",)
+"""Sizes of exchanges that reached the network: every request goes out (no revalidation), and the first
+one's figure in Chromium's HAR includes the proxy's 407 challenge (see below)."""
 
 _PAIRS = {
     "type": "array",

@@ -125,3 +125,37 @@ def read_kettle_stock(page: Page, shop: str, *, also_wish: bool = False) -> dict
         with page.expect_navigation(url="**/wishlist"):
             page.click("#add-to-wishlist")
     return {"action": "retrieve", "status": "SUCCESS", "results": [count]}
+
+
+def revisit_lantern_page(page: Page, shop: str, *, how: str) -> dict[str, Any]:
+    """Task 9001 by a run that revisits pages it saw (the browser's cache at work):
+
+    - `reload`: home -> Gear -> Trail Lantern, then reload the answer page (a revalidation: 304);
+    - `back`: ... -> Trail Lantern -> Gear again, then back to Trail Lantern, which the browser takes
+      from its cache without a request when its cache is on (the proxy never sees it, and the
+      browser's HAR records no navigation either: the last one is Gear);
+    - `back-reload`: as `back`, then reload the answer page.
+    """
+    open_lantern_page(page, shop)
+    if how != "reload":
+        page.goto(shop + "/category/gear")
+        page.go_back()
+        assert page.inner_text("#title") == "Trail Lantern"
+    if how != "back":
+        page.reload()
+        assert page.inner_text("#title") == "Trail Lantern"
+    return dict(NAVIGATE_DONE)
+
+
+def read_stock_after_reload(page: Page, shop: str) -> dict[str, Any]:
+    """Task 9006, reading the figure again after a reload: the page's fetch() of the stock is
+    revalidated (304 on the wire, the cached JSON to the page)."""
+    read_stock(page, shop)
+    with page.expect_response("**/api/products/2"):
+        page.reload()
+    return _stock_answer(page)
+
+
+def _stock_answer(page: Page) -> dict[str, Any]:
+    page.wait_for_function("document.getElementById('stock').textContent !== 'loading'")
+    return {"task_type": "retrieve", "status": "SUCCESS", "retrieved_data": [int(page.inner_text("#stock"))]}

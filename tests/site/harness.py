@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -236,15 +236,38 @@ class LiveFinish:
     live_status: str
     snapshot: Path
     """A directory holding <task_id>/agent_response.json and network.har."""
+    browser_har: Path | None = None
+    """Playwright's own HAR of the run (None: no browser, or none recorded)."""
+    cache: str = "off"
+    """The browser's HTTP cache: `on` (the session's own address) or `off` (proxy credentials)."""
+    browser_differs: tuple[str, str] | None = None
+    """(the reference's verdict on the browser's HAR, why) where a test knows it is not the live one."""
 
 
 class FinishRecorder:
     """Copies each finished session's outputs aside before another run of the
-    same task overwrites them, so the oracle can judge every one later."""
+    same task overwrites them, so the oracle can judge every one later; keeps
+    the browser's own HAR of each session's context beside (`browser_har_for`)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, cache: str = "off") -> None:
         self.root = root
+        self.cache = cache
         self.finishes: list[LiveFinish] = []
+        self._browser_hars: dict[str, Path] = {}
+        self._har_count = 0
+
+    def browser_differs(self, label: str, verdict: str, why: str) -> None:
+        """Say that the reference judges the browser's HAR of `label`'s last finish `verdict`, and why."""
+        finish = next(f for f in reversed(self.finishes) if f.label == label)
+        self.finishes[self.finishes.index(finish)] = replace(finish, browser_differs=(verdict, why))
+
+    def browser_har_for(self, session: str) -> Path:
+        """Where a browser context of `session` records its HAR (`record_har_path`), a new file each call."""
+        self._har_count += 1
+        path = self.root / "browser-hars" / f"{session}-{self._har_count}.har"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._browser_hars[session] = path
+        return path
 
     def record(
         self, label: str, output_dir: Path, task_id: int, live_result: Mapping[str, Any]
@@ -257,7 +280,9 @@ class FinishRecorder:
         target.mkdir(parents=True, exist_ok=False)
         for name in ("agent_response.json", "network.har"):
             shutil.copy2(output_dir / str(task_id) / name, target / name)
-        finish = LiveFinish(label, task_id, str(live_result["status"]), snapshot)
+        har = self._browser_hars.pop(label, None)
+        finish = LiveFinish(label, task_id, str(live_result["status"]), snapshot,
+                            har if har is not None and har.exists() else None, self.cache)  # fmt: skip
         self.finishes.append(finish)
         return finish
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +31,11 @@ from tests.site.harness import (
     FinishRecorder,
     ProxyProcess,
     oracle_dataset,
-    oracle_verdicts,
     start_proxy,
     write_config,
 )
 from tests.site.server import RunningSite, run_site
+from tests.support.threeway import CACHE_MODES, Judged, assert_three_ways, context_proxy, judge_three_ways
 
 Agent = Callable[[Page], dict[str, Any]]
 
@@ -75,16 +74,49 @@ def live_browser() -> Iterator[Browser]:
         chromium.close()
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module's browser runs go once per mode of its `CACHE_MODES` (default: the cache on and off)."""
+    if "live_cache" in metafunc.fixturenames:
+        modes = getattr(metafunc.module, "CACHE_MODES", CACHE_MODES)
+        metafunc.parametrize("live_cache", modes, scope="module", ids=[f"cache-{mode}" for mode in modes])
+
+
 @pytest.fixture(scope="module")
-def live_recorder(live_workdir: Path) -> FinishRecorder:
-    return FinishRecorder(live_workdir / "finishes")
+def live_cache() -> str:
+    """The browser cache of the module's runs (parametrized by `pytest_generate_tests`)."""
+    return "off"
 
 
-def session_context(browser: Browser, proxy: ProxyProcess, session: str, **options: Any) -> BrowserContext:
-    """A browser context whose traffic belongs to `session` (session port, 407 challenge)."""
+@pytest.fixture(scope="module")
+def live_recorder(live_workdir: Path, live_cache: str) -> FinishRecorder:
+    return FinishRecorder(live_workdir / f"finishes-cache-{live_cache}", cache=live_cache)
+
+
+def session_context(
+    browser: Browser,
+    proxy: ProxyProcess,
+    session: str,
+    *,
+    recorder: FinishRecorder | None = None,
+    **options: Any,
+) -> BrowserContext:
+    """A browser context whose traffic belongs to `session`.
+
+    Without a recorder: proxy credentials on the session port (the 407 challenge). With one, in the
+    recorder's cache mode (tests/support/threeway.py: the session's own address keeps the browser's
+    cache on), and recording Playwright's own HAR for the three-way judgement.
+    """
     options.setdefault("ignore_https_errors", True)
+    cache = recorder.cache if recorder is not None else "off"
+    address = proxy.control.get(f"/sessions/{session}").json().get("proxy") if cache == "on" else None
+    if recorder is not None:
+        options.setdefault("record_har_path", str(recorder.browser_har_for(session)))
+        options.setdefault("record_har_content", "embed")
     return browser.new_context(
-        proxy={"server": proxy.session_proxy_url, "username": session, "password": "x"}, **options
+        proxy=context_proxy(
+            cache, session=session, address=address, session_proxy_url=proxy.session_proxy_url
+        ),
+        **options,
     )
 
 
@@ -102,7 +134,7 @@ def run_task(
     started = proxy.control.start(task_id, session)
     assert started["session"] == session
     assert started["task_id"] == task_id
-    context = session_context(browser, proxy, session, **context_options)
+    context = session_context(browser, proxy, session, recorder=recorder, **context_options)
     try:
         response = agent(context.new_page())
     finally:
@@ -126,21 +158,24 @@ def assert_verdict(result: dict[str, Any], status: str, *, task_id: int) -> None
 
 
 def assert_oracle_agrees(
-    recorder: FinishRecorder, site: RunningSite, workdir: Path, oracle_python: Path, official_dataset: Path
-) -> None:
-    """The oracle, run on each finished session's written files, gives the live verdict."""
+    recorder: FinishRecorder,
+    site: RunningSite,
+    workdir: Path,
+    oracle_python: Path,
+    official_dataset: Path,
+    *,
+    revalidated_at_least: int = 0,
+) -> dict[str, int]:
+    """Every finished session judged three ways (tests/support/threeway.py): the live verdict, the
+    oracle on the files the proxy wrote and the oracle on the browser's own HAR agree. Returns the
+    304s met, by cache mode."""
     assert recorder.finishes, "no finished session to compare"
     dataset = oracle_dataset(official_dataset, TASKS_FILE, workdir / "oracle-dataset.json")
     config = write_config(workdir / "oracle-config.json", site.site_map(), test_data_file=dataset)
-    snapshots = sorted({finish.snapshot for finish in recorder.finishes})
-    # One oracle process per snapshot directory, run side by side: each spends
-    # most of its time loading the 812-task dataset.
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        judged = pool.map(lambda snapshot: oracle_verdicts(oracle_python, snapshot, config), snapshots)
-        verdicts = dict(zip(snapshots, judged, strict=True))
-    disagreements = []
-    for finish in recorder.finishes:
-        oracle_status = verdicts[finish.snapshot].get(finish.task_id, {}).get("status")
-        if oracle_status != finish.live_status:
-            disagreements.append((finish.label, finish.task_id, finish.live_status, oracle_status))
-    assert not disagreements, f"(session, task, live, oracle): {disagreements}"
+    runs = [
+        Judged(finish.label, finish.task_id, finish.live_status, finish.snapshot / str(finish.task_id),
+               finish.browser_har, cache=finish.cache, browser_differs=finish.browser_differs)
+        for finish in recorder.finishes
+    ]  # fmt: skip
+    judge_three_ways(runs, oracle_python, config, workdir / f"judged-cache-{recorder.cache}")
+    return assert_three_ways(runs, revalidated_at_least=revalidated_at_least)

@@ -10,11 +10,12 @@ server's (Chromium always does).
 
 from __future__ import annotations
 
+import hashlib
 import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -49,12 +50,26 @@ class SiteHandler(BaseHTTPRequestHandler):
         if self.path.split("?")[0] == "/ws/echo":
             serve_echo(self)
             return
-        self._send(answer_get(self.path, parse_cookies(self.headers.get("Cookie"))))
+        self._send(conditional(answer_get(self.path, parse_cookies(self.headers.get("Cookie"))),
+                               self.headers.get("If-None-Match")))  # fmt: skip
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         self._send(answer_post(self.path, self.headers.get("Content-Type") or "", body))
+
+
+def conditional(answer: Answer, if_none_match: str | None) -> Answer:
+    """A weak ETag on every 200 (a digest of the body, as Rails' Rack::ETag gives one), and `304 Not
+    Modified` with no body when the browser revalidates a copy that is still current. With no
+    Cache-Control the copy is stale at once, so a browser with its cache on revalidates on every
+    revisit and reload (tests/support/threeway.py counts the 304s)."""
+    if answer.status != 200 or any(name.lower() == "cache-control" for name, _ in answer.headers):
+        return answer
+    etag = 'W/"' + hashlib.sha1(answer.body).hexdigest()[:16] + '"'
+    if if_none_match and etag in (tag.strip() for tag in if_none_match.split(",")):
+        return Answer(304, b"", None, (("ETag", etag),), compressible=False)
+    return replace(answer, headers=(*answer.headers, ("ETag", etag)))
 
 
 class _Server(ThreadingHTTPServer):
