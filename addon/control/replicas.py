@@ -240,11 +240,20 @@ class ReplicaPool:
             fitting = [r for r in self.replicas[site] if self._fits(r, mutating)]
             if not fitting:
                 return None
-            best = min(
-                fitting, key=lambda r: (len(r.holders), r.dirty, r.index)
-            )  # the least busy, clean first
-            chosen[site] = best.index
+            chosen[site] = self._best(fitting, mutating).index
         return chosen
+
+    def _best(self, fitting: list[ReplicaState], mutating: bool) -> ReplicaState:
+        """The least busy of `fitting`; under `readers`, a read-only task joins other readers rather
+        than take the last free replica, which a mutating task may need."""
+        least_busy = min(fitting, key=lambda r: (len(r.holders), r.dirty, r.index))
+        if self.isolation is not Isolation.READERS or mutating:
+            return least_busy
+        free = [r for r in fitting if not r.holders]
+        shared = [r for r in fitting if r.holders]
+        if shared and len(free) <= 1:
+            return min(shared, key=lambda r: (len(r.holders), r.index))
+        return least_busy
 
     def _fits(self, replica: ReplicaState, mutating: bool) -> bool:
         if self.isolation is Isolation.NONE:
@@ -274,7 +283,8 @@ class ReplicaPool:
             replica.holders.pop(session, None)
             if replica.holders:
                 continue
-            if replica.dirty and self.isolation is not Isolation.NONE:
+            if replica.dirty and self.isolation is not Isolation.NONE and not replica.resetting:
+                replica.resetting = True  # from now on: no lease until the reset is done
                 self._spawn(self._reset(replica, session))
             elif not replica.dirty:
                 self.counters[replica.site].skipped += 1
@@ -361,9 +371,6 @@ class ReplicaPool:
 
     async def _reset(self, replica: ReplicaState, after: str) -> None:
         """Reset a changed replica nobody holds, retrying with a growing pause until it succeeds."""
-        if replica.resetting:
-            return
-        replica.resetting = True
         self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
         pause = RETRY_PAUSE[0]
         try:
