@@ -11,10 +11,16 @@ from typing import Any
 
 import pytest
 
+from tests.support.addon_helpers import browser_headers, make_flow
+from tests.support.control_in_process import call
 from tests.support.reset_endpoint import ResetEndpoint, reset_endpoints
 from webarena_live.control.bodies import ControlError
+from webarena_live.control.context import ControlContext
 from webarena_live.control.replicas import Isolation, ReplicaPool, default_isolation, isolation_problems
 from webarena_live.evaluator import SiteMap, load_tasks
+from webarena_live.proxy.capture import event_from_flow
+from webarena_live.runs.attempt import RunSettings
+from webarena_live.runs.sessions import SessionStore
 
 TASKS = load_tasks("demo")
 READ, READ_TOO, MUTATE, MUTATE_TOO = TASKS[1001], TASKS[1002], TASKS[1004], TASKS[1005]
@@ -184,5 +190,38 @@ def test_an_abandoned_lease_ends_and_its_changed_replica_is_reset() -> None:
         assert pool.abandoned() == ["gone"] and "gone" not in pool.leases
         await settled(pool)
         assert endpoints[lease.replicas["shopping"]].done == 1
+
+    run(scenario)
+
+
+def test_a_resumed_session_keeps_its_lease_and_its_start_urls_name_its_replica(tmp_path) -> None:
+    """A restart (a new store and pool, the same journal directory): `resume_journal` gives the session
+    the replica it held, from the lease kept beside its journal."""
+
+    def control(endpoints: list[ResetEndpoint]) -> ControlContext:
+        mapped = site_map(endpoints)
+        store = SessionStore(
+            RunSettings(mapped, output_dir=tmp_path / "out", journal_dir=tmp_path / "journal")
+        )
+        return ControlContext(tasks=TASKS, sessions=store, pool=ReplicaPool(mapped, Isolation.EXCLUSIVE))
+
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        first = control(endpoints)
+        assert call(first, "POST", "/sessions", {"task_id": 1001, "session": "other"})[0] == 200
+        status, started = call(first, "POST", "/sessions", {"task_id": 1001, "session": "s"})
+        held = started["replicas"]["__SHOPPING__"]
+        assert status == 200 and held == URLS[1] and started["start_urls"] == [URLS[1]]
+        first.sessions.get_or_create("s").append(
+            event_from_flow(
+                make_flow(url=f"{held}/aurora-desk-lamp.html", headers=browser_headers(navigate=True))
+            )
+        )
+        again = control(endpoints)  # the proxy restarted: nobody holds anything
+        body = {"task_id": 1001, "session": "s", "resume_journal": True}
+        status, resumed = call(again, "POST", "/sessions", body)
+        assert status == 200 and resumed["resumed_events"] == 1
+        assert resumed["replicas"] == {"__SHOPPING__": held} and again.pool is not None
+        assert again.pool.leases["s"].replicas == {"shopping": 1}
+        assert call(again, "GET", "/sessions/s")[1]["replicas"] == {"__SHOPPING__": held}
 
     run(scenario)

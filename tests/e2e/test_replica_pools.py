@@ -180,3 +180,71 @@ def test_three_copies_under_readers_every_verdict_as_alone_none_exposed_one_rese
     assert (pool["resets"], pool["resets_skipped"]) == (1, 1)
     assert all(r.length() == "12.5 km" for r in replicas)  # the reset really restored it
     judge(runs, proxy, replicas, "readers", workdir, oracle_python, official_dataset)
+
+
+def test_with_two_workers_the_front_leases_and_every_verdict_holds(
+    replicas: list[Replica], workdir: Path, oracle_python: Path, official_dataset: Path
+) -> None:
+    """`serve --workers 2`: the leases live in the front; the traffic of each session is its worker's,
+    the mutations it sees reach the front, and the front resets the changed copy."""
+    before = [r.reset.done for r in replicas]
+    config = write_config(workdir / "workers.json", pool_config(replicas))
+    tasks = write_pool_tasks(workdir / "pool-tasks.json")
+    proxy = start_proxy(workdir / "workers", tasks=tasks, config=config, extra_args=["--workers", "2"])
+    try:
+        runs = mix(proxy, workdir, "workers")
+        assert {run.started["worker"] for run in runs.values()} == {0, 1}  # one session on each worker
+        deadline = time.monotonic() + 30
+        while (pool := proxy.client.health()["pool"])["sites"]["__WIKIPEDIA__"]["resetting"] or not pool[
+            "sites"
+        ]["__WIKIPEDIA__"]["resets"]:
+            assert time.monotonic() < deadline, pool
+            time.sleep(0.2)
+    finally:
+        proxy.stop()
+    assert pool["isolation"] == "readers"  # two or more replicas: the default
+    assert {task_id: run.result["status"] for task_id, run in runs.items()} == ALONE
+    assert not any(run.result["interference"]["exposed"] for run in runs.values())
+    assert sum(r.reset.done - b for r, b in zip(replicas, before, strict=True)) == 1
+    judge(runs, proxy, replicas, "workers", workdir, oracle_python, official_dataset)
+
+
+@pytest.mark.parametrize("confine", [False, True], ids=["listed", "confined"])
+def test_traffic_outside_the_lease_is_listed_or_refused(
+    replicas: list[Replica], workdir: Path, confine: bool
+) -> None:
+    config = write_config(workdir / "confine.json", pool_config(replicas))
+    tasks = write_pool_tasks(workdir / "pool-tasks.json")
+    extra = ["--isolation", "exclusive", *(["--confine"] if confine else [])]
+    proxy = start_proxy(workdir / f"confine-{confine}", tasks=tasks, config=config, extra_args=extra)
+    try:
+        control = proxy.control_url
+        mine = requests.post(
+            f"{control}/sessions", json={"task_id": 9201, "session": "mine"}, timeout=30
+        ).json()
+        theirs = requests.post(
+            f"{control}/sessions", json={"task_id": 9201, "session": "theirs"}, timeout=30
+        ).json()
+        through = {"http": mine["proxy"]}
+        own = requests.get(
+            f"{mine['replicas']['__WIKIPEDIA__']}/doku.php?id=start", proxies=through, timeout=30
+        )
+        other = requests.get(
+            f"{theirs['replicas']['__WIKIPEDIA__']}/doku.php?id=start", proxies=through, timeout=30
+        )
+        outside = requests.get(f"{control}/health", proxies=through, timeout=30)  # on no site of the map
+        view = requests.get(f"{control}/sessions/mine", timeout=10).json()
+    finally:
+        proxy.stop()
+    assert own.status_code == 200
+    listed = view["outside_lease"]
+    assert listed["count"] == 2, listed
+    assert (
+        "the session holds replica" in listed["recent"][0]
+        and "no site of the site map" in listed["recent"][1]
+    )
+    if confine:
+        assert other.status_code == outside.status_code == 403
+        assert "outside this session's sites" in other.text and "--confine" in other.text
+    else:
+        assert other.status_code == 200 and outside.status_code == 200
