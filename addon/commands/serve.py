@@ -33,6 +33,7 @@ from webarena_live.commands.process_memory import ProcessMemory, gc_paused
 from webarena_live.control.context import RESERVED_HOST
 from webarena_live.evaluator import __version__
 from webarena_live.proxy.addon import WebArenaLive
+from webarena_live.proxy.kept_listeners import adopt_kept_listeners
 from webarena_live.proxy.options import options_from_flags
 
 
@@ -135,6 +136,7 @@ async def serve(args: argparse.Namespace) -> int:
     # mitmdump lowers the root logger to DEBUG; this process keeps Python's WARNING for everyone else
     # and lets webarena-live's own lines (session start, finish, refusal) through to the terminal log.
     logging.getLogger("webarena_live").setLevel(logging.INFO)
+    adopt_kept_listeners()  # a worker of `serve --workers`: its parent keeps its listeners across restarts
     opts = options.Options()
     web = bool(getattr(args, "web", False))
     # mitmweb keeps every flow in memory for its UI: fine for watching a run, not for long benchmarks.

@@ -45,6 +45,9 @@ from webarena_live.runs.sessions import Session
 PROXY_PORT_HEADER = "X-WebArena-Live-Proxy-Port"
 """Set by the workers' front on `POST /sessions`: the port the placement chose for the session's
 address (docs/architecture.md, Workers). Without it the proxy picks one itself."""
+CLIENT_HEADER = "X-WebArena-Live-Client"
+"""Set by the workers' front on `POST /sessions`: the address of the client that asked, which the
+session's address lets in (proxy/strangers.py)."""
 
 CALLER_HEADER = "X-WebArena-Live-Caller"
 """Set by the addon on control requests through the proxy: the caller's session (percent-encoded),

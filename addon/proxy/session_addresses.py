@@ -19,6 +19,7 @@ from mitmproxy.proxy import mode_specs
 
 from webarena_live.addresses.placement import Placement, PlacementError, PortRange
 from webarena_live.control.bodies import ControlError
+from webarena_live.proxy.kept_listeners import drop_kept_listener
 from webarena_live.runs.sessions import FINISHED, STARTED, Session, SessionStore
 
 logger = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class SessionAddresses:
         if port is None:
             return
         self.by_port.pop(port, None)
+        drop_kept_listener(port)  # a worker's parent keeps no copy of it either
         mode = session_mode(port)
         modes = [m for m in ctx.options.mode if m != mode]
         if len(modes) != len(ctx.options.mode):
