@@ -15,7 +15,7 @@ import secrets
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV, WEB_TOKEN_ENV, mitmweb_url
 from webarena_live.addresses.placement import Placement, PortRange
@@ -147,6 +147,9 @@ async def run_fleet(plan: FleetPlan) -> int:
     front.ready = True
     headers = {"Authorization": f"Bearer {front.token}"} if front.token else {}
     health = (await front.http.get(f"{pool[0].control_url}/health", headers=headers)).json()
+    if plan.web_ports and 0 in plan.web_ports:  # each worker picked its mitmweb port on its machine
+        replies = [await front.http.get(f"{w.control_url}/health", headers=headers) for w in pool]
+        plan = replace(plan, web_ports=tuple(int(reply.json().get("web_port") or 0) for reply in replies))
     print(banner(plan, front, server, health, web_token), flush=True)
     watching = asyncio.create_task(liveness.watch(front))
     stop = asyncio.Event()
