@@ -45,6 +45,9 @@ from webarena_live.runs.sessions import Session
 PROXY_PORT_HEADER = "X-WebArena-Live-Proxy-Port"
 """Set by the workers' front on `POST /sessions`: the port the placement chose for the session's
 address (docs/architecture.md, Workers). Without it the proxy picks one itself."""
+CLIENT_HEADER = "X-WebArena-Live-Client"
+"""Set by the workers' front on `POST /sessions`: the address of the client that asked, which the
+session's address lets in (proxy/strangers.py)."""
 
 CALLER_HEADER = "X-WebArena-Live-Caller"
 """Set by the addon on control requests through the proxy: the caller's session (percent-encoded),
@@ -167,6 +170,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
         ctx: Control,
         caller: Annotated[str | None, Header(alias=CALLER_HEADER, include_in_schema=False)] = None,
         port: Annotated[int | None, Header(alias=PROXY_PORT_HEADER, include_in_schema=False)] = None,
+        client: Annotated[str | None, Header(alias=CLIENT_HEADER, include_in_schema=False)] = None,
     ) -> Response:
         try:
             start = models.StartSession.model_validate(parse_json_body(await request.body()))
@@ -175,15 +179,20 @@ def create_app(control: ControlContext | None) -> FastAPI:
         plan = plan_start(ctx, start, caller=unquote(caller) if caller else None)
         outcomes = await reset_first(ctx, plan.task.sites, start.reset_timeout) if start.reset else None
         addresses = ctx.addresses
+        # who may use the address beyond loopback: who asked (the front names the client it served)
+        guests = {"client": client or (request.client.host if request.client else None), "near": start.near}
         if plan.resumed is None:  # the address first: a refusal (503) then changes nothing
-            address = await addresses.claim(plan.name, port) if addresses is not None else None
+            address = await addresses.claim(plan.name, port, **guests) if addresses is not None else None
             reply = begin_session(ctx, plan)
         else:  # resumed (a restarted worker): the journal's events first, then the port opens, since
             # agents that already hold the address send as soon as it listens
             reply = begin_session(ctx, plan)
-            address = await addresses.claim(plan.name, port) if addresses is not None else None
+            address = await addresses.claim(plan.name, port, **guests) if addresses is not None else None
         if address is not None:  # the session holds it too (proxy/session_addresses.py writes it there)
             reply["proxy"] = address
+            secret = addresses.secret_of(plan.name) if addresses is not None else None
+            if secret:  # beyond loopback: the password that lets any client in
+                reply["secret"] = secret
         if outcomes is not None:
             reply["reset"] = [outcome.model_dump() for outcome in outcomes]
         return JsonResponse(reply)
