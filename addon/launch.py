@@ -13,6 +13,7 @@ ports of 127.0.0.1 (or the ones given), its output in a log file, ready once
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -23,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -32,6 +33,14 @@ from webarena_live.evaluator import WebArenaLiveError
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
+
+
+class Keeper(Protocol):
+    """Keeps a process's listening sockets across its restarts (`addresses/listeners.py`)."""
+
+    def channel(self) -> tuple[socket.socket, dict[str, str]]:
+        """The child's end of a new channel to the keeper, and the environment that names it."""
+        ...
 
 
 class LaunchError(WebArenaLiveError):
@@ -84,6 +93,8 @@ class ServeProcess:
     `own_session` starts it in a process session of its own, so a terminal's Ctrl-C reaches only the
     caller, which stops it in order; `preexec_fn` runs in the child before it starts (CPU pinning).
     `host` is where its control port is reached (a Ray worker binds the address of its node).
+    `keeper` keeps its listening sockets across its restarts (`addresses/listeners.py`): each start
+    gets a channel to it.
     """
 
     def __init__(
@@ -99,10 +110,13 @@ class ServeProcess:
         control: bool = True,
         inherit_output: bool = False,
         host: str = "127.0.0.1",
+        keeper: Keeper | None = None,
     ) -> None:
         self.host = host
         self.ports = ports or Ports(*free_ports(3, host))
-        self.log = log or _new_log()
+        # Printed where the caller's output goes: no log file (an empty one would stay behind).
+        self.log = log or (Path(os.devnull) if inherit_output else _new_log())
+        self.keeper = keeper
         ports_flags = [
             "--port", str(self.ports.proxy), "--session-port", str(self.ports.session or "off"),
             "--control-port", str(self.ports.control),
@@ -137,14 +151,22 @@ class ServeProcess:
 
     def start(self, *, timeout: float = START_TIMEOUT) -> ServeProcess:
         """Start it and wait until `/health` answers; `LaunchError` if it exits or stays silent."""
-        with self.log.open("wb") as log:
-            output: dict[str, Any] = (
-                {} if self._inherit_output else {"stdout": log, "stderr": subprocess.STDOUT}
-            )
-            self.process = subprocess.Popen(
-                self.command, stdin=subprocess.DEVNULL, cwd=self._cwd, env=self._env,
-                start_new_session=self._own_session, preexec_fn=self._preexec_fn, **output,
-            )  # fmt: skip
+        channel, named = self.keeper.channel() if self.keeper is not None else (None, {})
+        env = {**self._env, **named}
+        try:
+            with contextlib.ExitStack() as opened:
+                output: dict[str, Any] = {}
+                if not self._inherit_output:
+                    log = opened.enter_context(self.log.open("wb"))
+                    output = {"stdout": log, "stderr": subprocess.STDOUT}
+                self.process = subprocess.Popen(
+                    self.command, stdin=subprocess.DEVNULL, cwd=self._cwd, env=env,
+                    start_new_session=self._own_session, preexec_fn=self._preexec_fn,
+                    pass_fds=(channel.fileno(),) if channel is not None else (), **output,
+                )  # fmt: skip
+        finally:
+            if channel is not None:
+                channel.close()  # the child has its own copy
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -163,6 +185,8 @@ class ServeProcess:
         raise LaunchError(f"the proxy did not answer on {where} within {timeout:.0f}s: {self.log_tail(500)}")
 
     def log_tail(self, chars: int = 4000) -> str:
+        if self._inherit_output:
+            return "(its output is above)"
         try:
             return self.log.read_text(encoding="utf-8", errors="replace")[-chars:]
         except OSError:

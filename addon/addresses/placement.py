@@ -14,10 +14,14 @@ bookkeeping: the caller opens and closes the listening ports. See docs/architect
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 from webarena_live.evaluator import WebArenaLiveError
+
+BUSY_FOR = 300.0
+"""Seconds a port a worker found busy is not offered to that worker again."""
 
 
 class PlacementError(WebArenaLiveError):
@@ -118,6 +122,9 @@ class Placement:
         self._ports: dict[str, int] = {}
         self.down: set[int] = set()
         """Workers that take no new session now (restarting)."""
+        self._busy: dict[int, dict[int, float]] = {}
+        """Ports a worker found busy on its machine, by worker: port -> when (not picked for it again
+        for `BUSY_FOR` seconds)."""
 
     def owner(self, session: str) -> int | None:
         return self._owners.get(session)
@@ -143,6 +150,18 @@ class Placement:
                 counts[worker] += 1
         return min(pool, key=lambda worker: (counts[worker], worker))
 
+    def mark_busy(self, worker: int, port: int | None) -> None:
+        """Worker `worker` could not listen on `port` (another program holds it on its machine)."""
+        if port is not None:
+            self._busy.setdefault(worker, {})[port] = time.monotonic()
+
+    def _busy_on(self, worker: int) -> set[int]:
+        now = time.monotonic()
+        marked = self._busy.get(worker, {})
+        for port in [port for port, when in marked.items() if now - when > BUSY_FOR]:
+            del marked[port]
+        return set(marked)
+
     def place(
         self,
         session: str,
@@ -158,7 +177,7 @@ class Placement:
         if worker is None or (among is not None and worker not in among and session not in self._ports):
             worker = self.choose_worker(among)
         if address and session not in self._ports:
-            self._ports[session] = port if port is not None else self._free_port()
+            self._ports[session] = port if port is not None else self._free_port(self._busy_on(worker))
         self._owners[session] = worker
         return Seat(worker, self._ports.get(session))
 
@@ -171,8 +190,8 @@ class Placement:
         self._ports.pop(session, None)
         self._owners.pop(session, None)
 
-    def _free_port(self) -> int:
-        held = set(self._ports.values()) | self.reserved
+    def _free_port(self, busy: set[int]) -> int:
+        held = set(self._ports.values()) | self.reserved | busy
         if self.ports is None:
             for _ in range(64):  # the operating system may hand back a port a session holds
                 port = self._pick_port()
@@ -182,7 +201,8 @@ class Placement:
         for port in self.ports:
             if port not in held and self.is_free(port):
                 return port
+        running = len(set(self._ports.values()) & set(self.ports))
         raise AddressesExhausted(
-            f"every port of the session range {self.ports} is in use ({len(held & set(self.ports))} held "
+            f"every port of the session range {self.ports} is in use ({running} held "
             "by running sessions); finish a session, or widen --session-ports"
         )

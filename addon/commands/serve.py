@@ -33,7 +33,9 @@ from webarena_live.commands.process_memory import ProcessMemory, gc_paused
 from webarena_live.control.context import RESERVED_HOST
 from webarena_live.evaluator import __version__
 from webarena_live.proxy.addon import WebArenaLive
+from webarena_live.proxy.kept_listeners import adopt_kept_listeners
 from webarena_live.proxy.options import options_from_flags
+from webarena_live.proxy.strangers import exposure_problem
 
 
 def proxy_modes(*, port: int, session_port: int) -> list[str]:
@@ -135,6 +137,7 @@ async def serve(args: argparse.Namespace) -> int:
     # mitmdump lowers the root logger to DEBUG; this process keeps Python's WARNING for everyone else
     # and lets webarena-live's own lines (session start, finish, refusal) through to the terminal log.
     logging.getLogger("webarena_live").setLevel(logging.INFO)
+    adopt_kept_listeners()  # a worker of `serve --workers`: its parent keeps its listeners across restarts
     opts = options.Options()
     web = bool(getattr(args, "web", False))
     # mitmweb keeps every flow in memory for its UI: fine for watching a run, not for long benchmarks.
@@ -203,6 +206,13 @@ def _quiet_cancellations(loop: asyncio.AbstractEventLoop, context: dict[str, Any
 def run(args: argparse.Namespace) -> int:
     """Entry point of `webarena-live serve`; returns the process exit status."""
     if problem := resolve_ports(args):
+        print(f"webarena-live serve: {problem}", file=sys.stderr)
+        return 2
+    options = options_from_flags(args)
+    if problem := exposure_problem(
+        listen_host=args.listen_host, control_host=options["webarena_control_host"],
+        control_port=options["webarena_control_port"], token=options["webarena_control_token"] or None,
+    ):  # fmt: skip
         print(f"webarena-live serve: {problem}", file=sys.stderr)
         return 2
     if args.workers > 1 or args.ray:

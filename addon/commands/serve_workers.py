@@ -78,9 +78,12 @@ def plan_of(args: argparse.Namespace, count: int) -> FleetPlan | str:
         return f"--session-ports: {error}"
     if getattr(args, "web", False):
         picked = "web_port" in getattr(args, "picked_ports", ())  # `--web-port 0`: a free port for each
-        web = (
-            free_ports(count, args.listen_host) if picked else [int(args.web_port) + i for i in range(count)]
-        )
+        if picked and args.ray:  # picked by each worker on its own machine (its banner line asks it)
+            web = [0] * count
+        elif picked:
+            web = free_ports(count, args.listen_host)
+        else:
+            web = [int(args.web_port) + i for i in range(count)]
         args.worker_web_ports = web
     try:
         isolation = parse_isolation(args.isolation or "")

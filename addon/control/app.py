@@ -53,6 +53,9 @@ from webarena_live.runs.sessions import Session
 PROXY_PORT_HEADER = "X-WebArena-Live-Proxy-Port"
 """Set by the workers' front on `POST /sessions`: the port the placement chose for the session's
 address (docs/architecture.md, Workers). Without it the proxy picks one itself."""
+CLIENT_HEADER = "X-WebArena-Live-Client"
+"""Set by the workers' front on `POST /sessions`: the address of the client that asked, which the
+session's address lets in (proxy/strangers.py)."""
 
 CALLER_HEADER = "X-WebArena-Live-Caller"
 """Set by the addon on control requests through the proxy: the caller's session (percent-encoded),
@@ -177,6 +180,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
         caller: Annotated[str | None, Header(alias=CALLER_HEADER, include_in_schema=False)] = None,
         port: Annotated[int | None, Header(alias=PROXY_PORT_HEADER, include_in_schema=False)] = None,
         leased: Annotated[str | None, Header(alias=LEASE_HEADER, include_in_schema=False)] = None,
+        client: Annotated[str | None, Header(alias=CLIENT_HEADER, include_in_schema=False)] = None,
     ) -> Response:
         try:
             start = models.StartSession.model_validate(parse_json_body(await request.body()))
@@ -184,26 +188,29 @@ def create_app(control: ControlContext | None) -> FastAPI:
             raise ControlError(400, "bad_request", validation_detail(error.errors())) from None
         plan = plan_start(ctx, start, caller=unquote(caller) if caller else None)
         lease = await lease_for(ctx, plan, wait=start.wait, header=leased)  # may wait; 503 when none fits
+        addresses = ctx.addresses
+        # who may use the address beyond loopback: who asked (the front names the client it served)
+        guests = {"client": client or (request.client.host if request.client else None), "near": start.near}
         try:
             outcomes = None
             if start.reset:
                 outcomes = await reset_leased(ctx, plan.name, start.reset_timeout)
                 if outcomes is None:
                     outcomes = await reset_first(ctx, plan.task.sites, start.reset_timeout)
-            addresses = ctx.addresses
             if plan.resumed is None:  # the address first: a refusal (503) then changes nothing
-                address = await addresses.claim(plan.name, port) if addresses is not None else None
+                address = await addresses.claim(plan.name, port, **guests) if addresses is not None else None
         except ControlError:
             release(ctx, plan.name, "refused")
             raise
-        if plan.resumed is None:
-            reply = begin_session(ctx, plan, lease)
-        else:  # resumed (a restarted worker): the journal's events first, then the port opens, since
-            # agents that already hold the address send as soon as it listens
-            reply = begin_session(ctx, plan, lease)
-            address = await addresses.claim(plan.name, port) if addresses is not None else None
+        reply = begin_session(ctx, plan, lease)
+        if plan.resumed is not None:  # resumed (a restarted worker): the journal's events first, then the
+            # port opens, since agents that already hold the address send as soon as it listens
+            address = await addresses.claim(plan.name, port, **guests) if addresses is not None else None
         if address is not None:  # the session holds it too (proxy/session_addresses.py writes it there)
             reply["proxy"] = address
+            secret = addresses.secret_of(plan.name) if addresses is not None else None
+            if secret:  # beyond loopback: the password that lets any client in
+                reply["secret"] = secret
         if outcomes is not None:
             reply["reset"] = [outcome.model_dump() for outcome in outcomes]
         return JsonResponse(reply)

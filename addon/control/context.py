@@ -51,9 +51,16 @@ logger = logging.getLogger(__name__)
 class SessionAddresses(Protocol):
     """The sessions' own proxy addresses (`proxy/session_addresses.py`); the control API only asks."""
 
-    async def claim(self, session: str, port: int | None = None) -> str | None:
+    async def claim(
+        self, session: str, port: int | None = None, *, client: str | None = None, near: str | None = None
+    ) -> str | None:
         """The session's `http://HOST:PORT`, opened unless it holds one; `ControlError` 503 if none
-        can be; None when the host cannot listen for sessions."""
+        can be; None when the host cannot listen for sessions. Beyond loopback only `client` (the
+        address that asked), `near` and holders of the session's secret may use it."""
+        ...
+
+    def secret_of(self, session: str) -> str | None:
+        """The session's secret when its address is guarded (beyond loopback), else None."""
         ...
 
     async def settle(self) -> None:

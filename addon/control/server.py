@@ -19,6 +19,8 @@ from collections.abc import Iterator
 import uvicorn
 from fastapi import FastAPI
 
+from webarena_live.addresses.listeners import kept_listeners
+
 logger = logging.getLogger(__name__)
 
 STOP_SECONDS = 2.0
@@ -44,8 +46,13 @@ class ControlServer:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.create_server((self.host, self.port), family=family)
+        kept = kept_listeners() if self.port else None  # a worker of `serve --workers` (its parent keeps it)
+        sock = kept.take(self.port) if kept is not None else None
+        if sock is None:
+            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+            sock = socket.create_server((self.host, self.port), family=family)
+            if kept is not None:
+                kept.hold(sock)
         sock.setblocking(False)
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(

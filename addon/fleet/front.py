@@ -3,7 +3,9 @@
 `Front` knows where each session lives (`addresses/placement.py`), forwards a request to the worker that
 owns its session with its headers as the client sent them (the worker checks the token and the page
 guard, as it does on its own port), and starts a restarted worker's sessions again from their
-journals. The routes are in `fleet/front_app.py` (docs/architecture.md, Workers).
+journals. Every call to a worker has a deadline, and a call to a worker that stops answering
+(`fleet/liveness.py`) is given up at once: no route waits on a stalled worker. The routes are in
+`fleet/front_app.py` (docs/architecture.md, Workers).
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -23,19 +24,11 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from webarena_live.addresses.placement import Placement
-from webarena_live.control.app import PROXY_PORT_HEADER
-from webarena_live.control.errors import error_response
-from webarena_live.evaluator import (
-    ATTEMPT_FILE,
-    ATTEMPT_FILES,
-    ATTEMPTS_DIR,
-    EARLIER_ATTEMPT,
-    WebArenaLiveError,
-    aside_dir,
-    locate_attempt,
-    place_run,
-    task_dir,
-)
+from webarena_live.control.app import CLIENT_HEADER, PROXY_PORT_HEADER
+from webarena_live.control.errors import JsonResponse, error_response
+from webarena_live.control.guard import page_request_problem, token_problem
+from webarena_live.evaluator import ATTEMPT_FILES, WebArenaLiveError, locate_attempt
+from webarena_live.fleet.carry import CarriedOutputs
 from webarena_live.fleet.front_leases import FrontLeases
 from webarena_live.fleet.workers import Worker, WorkerPool, Workers
 
@@ -44,9 +37,23 @@ logger = logging.getLogger("webarena_live.fleet")
 _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
 )
+_FRONT_HEADERS = frozenset({PROXY_PORT_HEADER.lower(), CLIENT_HEADER.lower()})
+"""Headers only the front sets: a client's own are dropped."""
 RETRY_AFTER_SECONDS = 1
 CARRY_ATTEMPTS = 5
 """Times a finished session's files are looked up again when a later finish moved them meanwhile."""
+CONNECT_DEADLINE = 5.0
+CALL_DEADLINE = 30.0
+"""Seconds a forwarded request may wait for the worker's next byte (its answer, or the next part of
+a stream: event streams send a heartbeat every 15 s) before the front answers 504 naming it."""
+ASK_DEADLINE = 5.0
+"""Seconds each worker has to answer a question the front asks all of them (`GET /sessions`)."""
+HEALTH_DEADLINE = 3.0
+"""Seconds each worker has to answer `/health`: one that does not is listed `unresponsive`."""
+RESUME_DEADLINE = 20.0
+RESUME_TRIES = 3
+"""Tries to resume a session on its restarted worker (a try cut short by the worker's death counts)
+before it is reported `lost` with the reason."""
 
 
 class Front:
@@ -58,7 +65,7 @@ class Front:
         self.placement = placement
         self.starts: dict[str, dict[str, Any]] = {}
         """What each running session was started with (`task_id`, `run`), to resume it on a new worker."""
-        self.http = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=5))
+        self.http = httpx.AsyncClient(timeout=httpx.Timeout(CALL_DEADLINE, connect=CONNECT_DEADLINE))
         self.listening: dict[str, int | None] = {}
         """The front's own ports for `/health` (`proxy_port`, `session_port`, `control_port`)."""
         self.ready = False
@@ -66,7 +73,12 @@ class Front:
         self.token: str | None = None
         """The control token, for the front's own calls (resuming sessions on a restarted worker)."""
         self.lost: dict[str, dict[str, Any]] = {}
-        """The sessions whose worker's node left the cluster, as `GET /sessions` lists them."""
+        """The sessions that cannot go on (their node left, or no resume succeeded), as listed."""
+        self.finished: dict[str, dict[str, Any]] = {}
+        """The view of each session finished through the front, as its worker last gave it: listed
+        after that worker restarted (a new worker knows only the sessions it resumed)."""
+        self.resume_failures: dict[str, int] = {}
+        """Failed (or cut short) tries to resume each session, reset when one succeeds."""
         self.listeners: set[asyncio.Queue[bytes | None]] = set()
         """The merged `/events` streams open now: the front's own notices (`lost`) go to each."""
         self.outputs: CarriedOutputs | None = None
@@ -87,17 +99,27 @@ class Front:
     def worker_lost(self, index: int, reason: str) -> None:
         """The worker's node is gone: its running sessions cannot resume. Each is reported `lost`
         (`GET /sessions`, the log, a `lost` notice), and its name may be started again elsewhere."""
-        worker = self.pool[index]
         for name in self.placement.running_on(index):
-            start = self.starts.pop(name, {})
-            view = {"session": name, "state": "lost", "reason": reason, "worker": index, "node": worker.node,
-                    "task_id": start.get("task_id"), "run": start.get("run")}  # fmt: skip
-            self.lost[name] = view
-            self.placement.forget(name)
-            if self.leases is not None:
-                self.leases.release(name, "lost")
-            logger.error("webarena-live: session %s is lost: %s", name, reason)
-            self.announce("lost", view)
+            self.session_lost(name, reason)
+
+    def session_lost(self, name: str, reason: str) -> None:
+        """Session `name` cannot go on: reported `lost` with `reason`, its name and port freed."""
+        owner = self.placement.owner(name)
+        worker = self.pool[owner] if owner is not None else None
+        start = self.starts.pop(name, {})
+        port = self.placement.held_ports().get(name)
+        node = worker.node if worker else None
+        view = {"session": name, "state": "lost", "reason": reason, "task_id": start.get("task_id"),
+                "run": start.get("run"), "worker": owner, "node": node}  # fmt: skip
+        self.lost[name] = view
+        self.resume_failures.pop(name, None)
+        self.placement.forget(name)
+        if self.leases is not None:
+            self.leases.release(name, "lost")
+        if worker is not None and port is not None:
+            self.pool.forget_port(worker.index, port)
+        logger.error("webarena-live: session %s is lost: %s", name, reason)
+        self.announce("lost", view)
 
     def announce(self, kind: str, data: dict[str, Any]) -> None:
         """A notice of the front's own, to every merged `/events` stream open now."""
@@ -106,30 +128,56 @@ class Front:
             queue.put_nowait(message)
 
     async def resume_on(self, index: int) -> None:
-        """A restarted worker: start each of its running sessions again from its journal, at its port."""
+        """A restarted worker: start each of its running sessions again from its journal, at its port.
+        A session whose resume is refused, or fails `RESUME_TRIES` times (tries cut short by the
+        worker's death count too), is reported `lost` with the reason: none waits for ever."""
         worker = self.pool[index]
         for name in self.placement.running_on(index):
             start = self.starts.get(name)
             port = self.placement.held_ports().get(name)
             if start is None or port is None:
                 continue
-            body = {**start, "session": name, "resume_journal": True}
-            reply = await self._start_on(worker, body, port)
-            if reply.status_code == 404:  # no event was journaled yet: nothing to resume
-                body.pop("resume_journal")
-                reply = await self._start_on(worker, body, port)
-            if reply.status_code == 200:
-                resumed = reply.json().get("resumed_events", 0)
-                logger.warning(
-                    "webarena-live: session %s resumed on worker %d with %d events", name, index, resumed
-                )
-            else:
-                logger.error("webarena-live: session %s could not be resumed: %s", name, reply.text)
+            while name in self.starts:
+                if self.resume_failures.get(name, 0) >= RESUME_TRIES:
+                    self.session_lost(name, f"no resume on worker {index} succeeded in {RESUME_TRIES} tries")
+                    break
+                self.resume_failures[name] = self.resume_failures.get(name, 0) + 1  # kept if cut short
+                problem, final = await self._resume(worker, name, start, port)
+                if problem is None:
+                    self.resume_failures.pop(name, None)
+                    break
+                logger.error("webarena-live: session %s could not be resumed on worker %d: %s",
+                             name, index, problem)  # fmt: skip
+                if final:
+                    self.session_lost(name, f"worker {index} refused to resume it: {problem}")
+                    break
+                await asyncio.sleep(RETRY_AFTER_SECONDS)
         self.placement.down.discard(index)
+
+    async def _resume(
+        self, worker: Worker, name: str, start: dict[str, Any], port: int
+    ) -> tuple[str | None, bool]:
+        """One try: (what went wrong or None, whether trying again is pointless)."""
+        body = {**start, "session": name, "resume_journal": True}
+        try:
+            reply = await self._start_on(worker, body, port)
+            if reply.status_code == 404 and reply.json().get("error") == "no_journal":
+                body.pop("resume_journal")  # no event was journaled yet: nothing to resume
+                reply = await self._start_on(worker, body, port)
+        except httpx.HTTPError as error:
+            return f"{type(error).__name__}: {error}", False
+        if reply.status_code == 200:
+            resumed = reply.json().get("resumed_events", 0)
+            logger.warning("webarena-live: session %s resumed on worker %d with %d events",
+                           name, worker.index, resumed)  # fmt: skip
+            return None, False
+        return f"{reply.status_code} {reply.text.strip()}", reply.status_code < 500
 
     async def _start_on(self, worker: Worker, body: dict[str, Any], port: int) -> httpx.Response:
         headers = {PROXY_PORT_HEADER: str(port), **self.auth()}
-        return await self.http.post(f"{worker.control_url}/sessions", json=body, headers=headers)
+        return await self.http.post(
+            f"{worker.control_url}/sessions", json=body, headers=headers, timeout=RESUME_DEADLINE
+        )
 
     def workers_near(self, near: str) -> list[int]:
         """The workers on the node an agent asked to be `near` (its Ray node id or its address); with
@@ -139,7 +187,16 @@ class Front:
         return [w.index for w in self.pool if near in (w.node, w.host) and w.index not in self.placement.down]
 
     def up_workers(self) -> list[Worker]:
-        return [worker for worker in self.pool if worker.up and worker.index not in self.placement.down]
+        """The workers that are up and answer."""
+        return [w for w in self.pool if w.up and w.responsive and w.index not in self.placement.down]
+
+    def state_of(self, worker: Worker) -> str:
+        """`up`, `restarting`, `unresponsive` (alive, not answering) or `lost` (its node left)."""
+        if worker.node_lost:
+            return "lost"
+        if not worker.up or worker.index in self.placement.down:
+            return "restarting"
+        return "up" if worker.responsive else "unresponsive"
 
     # --- forwarding -----------------------------------------------------------------------------
 
@@ -152,8 +209,8 @@ class Front:
     ) -> Response:
         """The worker's answer to `request`, streamed back as it comes."""
         upstream = await self.send(worker, request, body, headers)
-        if upstream is None:
-            return self.unavailable(worker, request)
+        if isinstance(upstream, Response):
+            return upstream
         return StreamingResponse(
             upstream.aiter_raw(),
             status_code=upstream.status_code,
@@ -163,38 +220,82 @@ class Front:
 
     async def send(
         self, worker: Worker, request: Request, body: bytes | None, headers: dict[str, str] | None = None
-    ) -> httpx.Response | None:
-        """The worker's answer to `request` (its body not read yet), or None when the worker is gone."""
+    ) -> httpx.Response | Response:
+        """The worker's answer to `request` (its body not read yet), or the JSON refusal the client gets
+        instead: 503 when the worker is gone or stops answering meanwhile, 504 past `CALL_DEADLINE`."""
         raw_path = request.scope.get("raw_path") or request.url.path.encode()
         query = request.url.query
         url = f"{worker.control_url}{raw_path.decode('latin-1')}" + (f"?{query}" if query else "")
-        sent = [(k, v) for k, v in request.headers.raw if k.decode("latin-1").lower() not in _HOP_BY_HOP]
+        ours = _HOP_BY_HOP | {name.lower() for name in headers or {}} | _FRONT_HEADERS  # never the client's
+        sent = [(k, v) for k, v in request.headers.raw if k.decode("latin-1").lower() not in ours]
         sent += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
         content = body if body is not None else await request.body()
         outgoing = self.http.build_request(request.method, url, headers=sent, content=content)
+        sending = asyncio.ensure_future(self.http.send(outgoing, stream=True))
+        stalled = asyncio.ensure_future(worker.stalled.wait())
         try:
-            return await self.http.send(outgoing, stream=True)
+            await asyncio.wait({sending, stalled}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stalled.cancel()
+        if not sending.done():  # it stopped answering meanwhile (fleet/liveness.py): no more waiting
+            sending.cancel()
+            return self.unresponsive(worker, request)
+        try:
+            return sending.result()
+        except httpx.TimeoutException:
+            return self.timed_out(worker, request)
         except httpx.TransportError:
-            return None
+            return self.unavailable(worker, request)
 
     def unavailable(self, worker: Worker, request: Request | None = None) -> Response:
         detail = (
             f"worker {worker.index} is restarting; its sessions resume from their journals at the same "
             f"proxy addresses: retry in a moment"
         )
-        where = {"method": request.method, "path": request.url.path} if request is not None else {}
-        answer = error_response(503, "worker_unavailable", detail, **where)
+        return self.refused(503, "worker_unavailable", detail, worker, request)
+
+    def unresponsive(self, worker: Worker, request: Request | None = None) -> Response:
+        detail = (
+            f"worker {worker.index} (pid {worker.pid}) does not answer; its sessions are kept and "
+            "go on when it answers again: retry in a moment"
+        )
+        return self.refused(503, "worker_unresponsive", detail, worker, request)
+
+    def timed_out(self, worker: Worker, request: Request | None = None) -> Response:
+        detail = f"worker {worker.index} did not answer within {CALL_DEADLINE:.0f}s"
+        return self.refused(504, "worker_timeout", detail, worker, request)
+
+    @staticmethod
+    def refused(status: int, error: str, detail: str, worker: Worker, request: Request | None) -> Response:
+        """A JSON refusal naming the worker (`worker`, `node`), with `Retry-After`."""
+        where = f"{request.method} {request.url.path}" if request is not None else ""
+        logger.info("refused %s: %d %s: %s", where, status, error, detail)
+        body = {"error": error, "detail": detail, "worker": worker.index, "node": worker.node}
+        answer = JsonResponse(body, status_code=status)
         answer.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return answer
 
-    async def ask_all(self, request: Request, path: str) -> list[tuple[Worker, httpx.Response]] | Response:
-        """Every worker's answer to `GET path` with the client's headers, or the first refusal."""
+    async def ask_all(
+        self, request: Request, path: str, *, deadline: float = ASK_DEADLINE
+    ) -> list[tuple[Worker, httpx.Response | None]] | Response:
+        """Every answering worker's reply to `GET path` with the client's headers (None from one that
+        did not answer within `deadline`), or the first refusal."""
         workers = self.up_workers()
-        replies = await asyncio.gather(*(self._get(worker, request, path) for worker in workers))
+        replies = await asyncio.gather(*(self._get(worker, request, path, deadline) for worker in workers))
         for reply in replies:
             if reply is not None and reply.status_code != 200:
                 return Response(reply.content, reply.status_code, headers=answer_headers(reply))
-        return [(worker, reply) for worker, reply in zip(workers, replies, strict=True) if reply is not None]
+        return list(zip(workers, replies, strict=True))
+
+    async def remember_finished(self, worker: Worker, name: str) -> None:
+        """Keep the view of a session its worker just finished, to list it after that worker restarts."""
+        try:
+            url = f"{worker.control_url}/sessions/{quote(name, safe='')}"
+            reply = await self.http.get(url, headers=self.auth(), timeout=ASK_DEADLINE)
+        except httpx.HTTPError:
+            return
+        if reply.status_code == 200:
+            self.finished[name] = {**reply.json(), "worker": worker.index, "node": worker.node}
 
     async def carry_outputs(self, worker: Worker, name: str) -> None:
         """The files of a session the worker just finished, written into this machine's output dir
@@ -205,7 +306,7 @@ class Front:
         try:
             url = f"{worker.control_url}/sessions/{quote(name, safe='')}"
             for _ in range(CARRY_ATTEMPTS):  # a later finish of the task there may move them aside
-                reply = await self.http.get(url, headers=self.auth())
+                reply = await self.http.get(url, headers=self.auth(), timeout=ASK_DEADLINE)
                 written = reply.json().get("outputs") if reply.status_code == 200 else None
                 if not written:
                     return
@@ -214,9 +315,9 @@ class Front:
                     self.carried[name] = carried
                     return
             raise WebArenaLiveError(f"its files kept moving on worker {worker.index}")
-        except Exception as error:  # Ray's and httpx's errors alike: the verdict stands
+        except Exception as error:  # Ray's and httpx's errors alike, a deadline passed: the verdict stands
             where = f"node {worker.node}"
-            logger.error("webarena-live: the files of session %s stay on %s: %s", name, where, error)
+            logger.error("webarena-live: the files of session %s stay on %s: %r", name, where, error)
 
     def carried_files(self, name: str) -> dict[str, str] | None:
         """Where session `name`'s carried files are on this machine now, by file name; None when none
@@ -234,57 +335,24 @@ class Front:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     async def refusal(self, request: Request) -> Response | None:
-        """A worker's refusal of `request`'s credentials (token, page guard) on a route the front
-        answers itself, or None when they would be accepted."""
-        replies = await self.ask_all(request, "/sessions")
-        return replies if isinstance(replies, Response) else None
+        """The refusal of `request`'s credentials (page guard, token) on a route the front answers
+        itself, by the workers' own rules (`control/guard.py`); None when they would be accepted."""
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        if problem := page_request_problem(request.method, headers):
+            return error_response(403, "page_request_refused", problem, method=request.method,
+                                  path=request.url.path)  # fmt: skip
+        if problem := token_problem(self.token, headers.get("authorization")):
+            return error_response(401, "unauthorized", problem, method=request.method, path=request.url.path)
+        return None
 
-    async def _get(self, worker: Worker, request: Request, path: str) -> httpx.Response | None:
+    async def _get(
+        self, worker: Worker, request: Request, path: str, deadline: float
+    ) -> httpx.Response | None:
         headers = [(k, v) for k, v in request.headers.raw if k.decode("latin-1").lower() not in _HOP_BY_HOP]
         try:
-            return await self.http.get(f"{worker.control_url}{path}", headers=headers)
-        except httpx.TransportError:
+            return await self.http.get(f"{worker.control_url}{path}", headers=headers, timeout=deadline)
+        except httpx.HTTPError:
             return None
-
-
-@dataclass
-class CarriedOutputs:
-    """Where the files of sessions finished on other machines go (`serve --output-dir` of the front),
-    and how they are read from the worker that wrote them."""
-
-    output_dir: Path
-    worker_dir: Callable[[int], str]
-    """A worker's own output folder, on its node."""
-    read: Callable[[int, list[str]], Awaitable[dict[str, bytes]]]
-
-    async def carry(self, index: int, written: dict[str, str]) -> tuple[Path, str] | None:
-        """The files a worker wrote for one finished session, written here in the same layout (an
-        earlier attempt here moved aside first, as the worker did there): the task folder here and the
-        attempt's id. None when they are no longer where `written` says (moved aside there by a later
-        finish: ask again)."""
-        files = {name: path for name, path in written.items() if name != EARLIER_ATTEMPT}
-        contents = await self.read(index, list(files.values()))
-        if set(contents) != set(files.values()) or ATTEMPT_FILE not in files:
-            return None
-        by_name = {Path(path).name: contents[path] for path in files.values()}
-        record = json.loads(by_name[ATTEMPT_FILE])
-        directory = task_dir(self.output_dir, int(record["task_id"]), record.get("run"))
-        if ATTEMPTS_DIR in Path(files[ATTEMPT_FILE]).parts:  # a later finish there moved it aside already
-            place_run(aside_dir(directory), by_name)
-        else:
-            place_run(directory, by_name)
-        return directory, str(record["attempt"])
-
-    def local(self, index: int, written: dict[str, str]) -> dict[str, str]:
-        """A worker's paths of a session's files as their paths here (for its views)."""
-        root = Path(self.worker_dir(index))
-        local = {}
-        for name, path in written.items():
-            try:
-                local[name] = str(self.output_dir / Path(path).relative_to(root))
-            except ValueError:
-                local[name] = path
-        return local
 
 
 async def _nothing(index: int) -> None:

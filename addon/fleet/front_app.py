@@ -10,6 +10,7 @@ address. While a session's worker is restarting, its routes answer a JSON 503 wi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -23,16 +24,20 @@ from sse_starlette import EventSourceResponse
 from starlette.responses import Response
 
 from webarena_live.addresses.placement import PlacementError
-from webarena_live.control.app import CALLER_HEADER, PROXY_PORT_HEADER
+from webarena_live.control.app import CALLER_HEADER, CLIENT_HEADER, PROXY_PORT_HEADER
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.errors import JsonResponse, error_response
 from webarena_live.control.middleware import MAX_CONTROL_BODY
 from webarena_live.control.streams import HEARTBEAT_SECONDS, RETRY_MS, Streams
 from webarena_live.evaluator import __version__
-from webarena_live.fleet.front import Front, answer_headers
+from webarena_live.fleet import front_views
+from webarena_live.fleet.front import ASK_DEADLINE, Front, answer_headers
 from webarena_live.fleet.workers import Worker
 
 logger = logging.getLogger("webarena_live.fleet")
+
+PORT_TRIES = 5
+"""Ports tried for a new session's address when its worker finds them busy on its machine."""
 
 
 def _session_of(path: str) -> str | None:
@@ -69,69 +74,17 @@ def create_front_app(front: Front) -> FastAPI:
     async def get_health(request: Request) -> Response:
         if not front.ready:  # not logged: this is what a launcher polls while the workers start
             return JsonResponse({"error": "starting", "detail": "the workers are starting"}, status_code=503)
-        replies = await front.ask_all(request, "/health")
-        if isinstance(replies, Response):
-            return replies
-        healths = {worker.index: reply.json() for worker, reply in replies}
-        first = next(iter(healths.values()), {"status": "restarting", "version": __version__})
-        workers = [
-            {
-                "index": worker.index,
-                "pid": worker.pid,
-                "state": "lost" if worker.node_lost
-                else "up" if worker.index in healths and worker.index not in front.placement.down
-                else "restarting",
-                "node": worker.node,
-                "host": worker.host,
-                "actor": worker.actor,
-                "proxy_port": worker.ports.proxy,
-                "session_port": worker.ports.session,
-                "control_port": worker.ports.control,
-                "session_ports": sorted(
-                    port for name, port in front.placement.held_ports().items()
-                    if front.placement.owner(name) == worker.index
-                ),
-                "sessions": healths.get(worker.index, {}).get("sessions", 0),
-                "running": len(front.placement.running_on(worker.index)),
-                "restarts": worker.restarts,
-            }
-            for worker in front.pool
-        ]  # fmt: skip
-        answer = {**first, "sessions": sum(w["sessions"] for w in workers), "workers": workers}
+        answer = await front_views.health(front, request)
         if front.leases is not None:
             answer["pool"] = front.leases.pool.status()
-        answer.update(front.listening)
-        for own in ("memory", "web_port"):  # a worker's own; each worker answers them on its port
-            answer.pop(own, None)
-        if front.outputs is not None:  # the workers write on their nodes; the files are carried here
-            answer["output_dir"], answer["journal_dir"] = str(front.outputs.output_dir), None
         return JsonResponse(answer)
 
     @app.get("/sessions")
     async def get_sessions(request: Request) -> Response:
-        replies = await front.ask_all(request, "/sessions")
-        if isinstance(replies, Response):
-            return replies
-        live: list[dict[str, Any]] = []
-        resumable: dict[str, dict[str, Any]] = {}
-        for worker, reply in replies:
-            for view in reply.json()["sessions"]:
-                if view.get("state") == "resumable":
-                    resumable[view["journal"]] = view
-                else:
-                    live.append({**view, "worker": worker.index, "node": worker.node})
-        journals = {view.get("journal") for view in live}
-        seen = {view["session"] for view in live}
-        for name in front.placement.held_ports():  # the sessions of a worker that is restarting
-            if name not in seen and name in front.starts:
-                owner = front.placement.owner(name)
-                live.append({"session": name, "state": "running", "worker": owner, "worker_restarting": True,
-                             "task_id": front.starts[name]["task_id"]})  # fmt: skip
-        rest = [
-            view for path, view in resumable.items() if path not in journals and view["session"] not in seen
-        ]
-        lost = [view for name, view in front.lost.items() if name not in seen]
-        return JsonResponse({"sessions": live + rest + lost})
+        listed = await front_views.sessions(front, request)
+        if isinstance(listed, Response):
+            return listed
+        return JsonResponse({"sessions": listed})
 
     @app.post("/sessions")
     async def post_sessions(request: Request) -> Response:
@@ -146,44 +99,55 @@ def create_front_app(front: Front) -> FastAPI:
             return await front.forward(workers[0], request, body)
         name, near = started
         owner = front.placement.owner(name)
-        if owner is not None and owner in front.placement.down:
-            return front.unavailable(front.pool[owner], request)
-        had_port = name in front.placement.held_ports()
+        if owner is not None and (refusal := _unavailable(front, front.pool[owner], request)) is not None:
+            return refusal
         among = front.workers_near(near) if near is not None else None
-        try:
-            seat = front.placement.place(name, among=among or None)
-        except PlacementError as error:
-            return error_response(503, "no_address", str(error), method="POST", path="/sessions")
-        worker = front.pool[seat.worker]
-        extra = {PROXY_PORT_HEADER: str(seat.port)}
+        if owner is None and _resumes(body):  # after a restart: on a worker that holds its journal
+            among = await front_views.journal_holders(front, request, name) or among
+        lease: dict[str, str] = {}
         if front.leases is not None:  # the replicas first: a refusal then holds nothing
             try:
-                leased, body = await front.leases.before_start(name, json.loads(body))
+                lease, body = await front.leases.before_start(name, json.loads(body))
             except ControlError as error:
-                if not had_port:
-                    front.placement.release(name)
                 refused = error_response(
                     error.status, error.error, error.detail, method="POST", path="/sessions"
                 )
                 refused.headers.update(error.headers)
                 return refused
-            extra.update(leased)
-        upstream = await front.send(worker, request, body, extra)
-        if upstream is None or upstream.status_code != 200:
+        for _ in range(PORT_TRIES):  # a port busy on the worker's machine is not picked again
+            had_port = name in front.placement.held_ports()
+            try:
+                seat = front.placement.place(name, among=among or None)
+            except PlacementError as error:
+                _release_lease(front, name)
+                return error_response(503, "no_address", str(error), method="POST", path="/sessions")
+            worker = front.pool[seat.worker]
+            headers = {PROXY_PORT_HEADER: str(seat.port), CLIENT_HEADER: _client_of(request), **lease}
+            upstream = await front.send(worker, request, body, headers)
+            if isinstance(upstream, Response):
+                if not had_port:
+                    front.placement.release(name)
+                _release_lease(front, name)
+                return upstream
+            content = await upstream.aread()
+            await upstream.aclose()
+            if upstream.status_code == 200:
+                break
             if not had_port:
                 front.placement.release(name)
-            if front.leases is not None:
-                front.leases.release(name, "refused")
-            if upstream is None:
-                return front.unavailable(worker, request)
-        content = await upstream.aread()
-        await upstream.aclose()
-        if upstream.status_code != 200:
-            return Response(content, upstream.status_code, headers=answer_headers(upstream))
+            refused = Response(content, upstream.status_code, headers=answer_headers(upstream))
+            if upstream.status_code == 503 and not had_port and _error_of(content) == "no_address":
+                front.placement.mark_busy(seat.worker, seat.port)
+                continue
+            _release_lease(front, name)
+            return refused
+        else:
+            _release_lease(front, name)
+            return refused
         reply = json.loads(content)
         front.starts[name] = {"task_id": reply["task_id"], "run": json.loads(body).get("run")}
-        front.lost.pop(name, None)
-        front.carried.pop(name, None)  # an earlier run's files are not this run's
+        for record in (front.lost, front.finished, front.carried):  # an earlier run's are not this run's
+            record.pop(name, None)
         reply["worker"], reply["node"] = worker.index, worker.node
         if among is not None and seat.worker not in among:
             reply["near_unmet"] = f"no worker is up on {near!r}; placed on the least busy worker"
@@ -201,8 +165,8 @@ def create_front_app(front: Front) -> FastAPI:
         if front.leases is not None:
             await front.leases.hand_interference(front.http, front.up_workers(), worker, name, front.auth())
         upstream = await front.send(worker, request, body)
-        if upstream is None:
-            return front.unavailable(worker, request)
+        if isinstance(upstream, Response):
+            return upstream
         content = await upstream.aread()
         await upstream.aclose()
         if upstream.status_code != 200:
@@ -213,27 +177,36 @@ def create_front_app(front: Front) -> FastAPI:
             front.leases.release(name, "finished")
         if front.outputs is not None:  # written on the worker's node: carried here before the answer
             await front.carry_outputs(worker, name)
+        await front.remember_finished(worker, name)
         return Response(content, upstream.status_code, headers=answer_headers(upstream))
 
     @app.get("/sessions/{session}")
     async def get_session(session: str, request: Request) -> Response:
-        worker = _owner_of(front, unquote(session), request)
+        name = unquote(session)
+        worker = _owner_of(front, name, request)
+        if isinstance(worker, Response) and name in front.finished and name not in front.starts:
+            if (refusal := await front.refusal(request)) is not None:  # the token holds here too
+                return refusal
+            return JsonResponse(front.finished[name])  # its worker is restarting or silent
         if isinstance(worker, Response):
             return worker
         upstream = await front.send(worker, request, b"")
-        if upstream is None:
-            return front.unavailable(worker, request)
+        if isinstance(upstream, Response):
+            return upstream
         content = await upstream.aread()
         await upstream.aclose()
-        if upstream.status_code != 200 or front.outputs is None:
+        if upstream.status_code == 404 and name in front.finished:  # its worker restarted since
+            view = dict(front.finished[name])
+        elif upstream.status_code != 200:
             return Response(content, upstream.status_code, headers=answer_headers(upstream))
-        view = json.loads(content)
-        name = unquote(session)
-        if (carried := front.carried_files(name)) is not None:
-            view["outputs"] = carried
-        elif view.get("outputs"):
-            view["outputs"] = front.outputs.local(worker.index, view["outputs"])
-        return JsonResponse({**view, "worker": worker.index, "node": worker.node})
+        else:
+            view = {**json.loads(content), "worker": worker.index, "node": worker.node}
+        if front.outputs is not None:
+            if (carried := front.carried_files(name)) is not None:
+                view["outputs"] = carried
+            elif view.get("outputs") and name not in front.finished:
+                view["outputs"] = front.outputs.local(worker.index, view["outputs"])
+        return JsonResponse(view)
 
     @app.get("/report")
     async def get_report(request: Request, run: str | None = None) -> Response:
@@ -272,6 +245,11 @@ def create_front_app(front: Front) -> FastAPI:
     return app
 
 
+def _release_lease(front: Front, name: str) -> None:
+    if front.leases is not None:
+        front.leases.release(name, "refused")
+
+
 def _owner_of(front: Front, name: str, request: Request) -> Worker | Response:
     owner = front.placement.owner(name)
     if owner is None and name in front.lost:
@@ -282,9 +260,34 @@ def _owner_of(front: Front, name: str, request: Request) -> Worker | Response:
         detail = f"no session named {name!r}"
         return error_response(404, "unknown_session", detail, method=request.method, path=request.url.path)
     worker = front.pool[owner]
-    if owner in front.placement.down or not worker.up:
+    return _unavailable(front, worker, request) or worker
+
+
+def _unavailable(front: Front, worker: Worker, request: Request) -> Response | None:
+    """The 503 a route that needs `worker` answers now (restarting, or not answering), or None."""
+    if worker.index in front.placement.down or not worker.up:
         return front.unavailable(worker, request)
-    return worker
+    if not worker.responsive:
+        return front.unresponsive(worker, request)
+    return None
+
+
+def _resumes(body: bytes) -> bool:
+    with contextlib.suppress(ValueError, AttributeError):
+        return json.loads(body).get("resume_journal") is True
+    return False
+
+
+def _error_of(content: bytes) -> str | None:
+    with contextlib.suppress(ValueError, AttributeError):
+        error = json.loads(content).get("error")
+        return error if isinstance(error, str) else None
+    return None
+
+
+def _client_of(request: Request) -> str:
+    """The address of the client that sent `request` (a session's address lets it in)."""
+    return request.client.host if request.client is not None else ""
 
 
 async def _bounded_body(request: Request) -> bytes | None:
@@ -305,8 +308,8 @@ async def merged_events(front: Front, request: Request) -> Response:
     upstreams: list[tuple[Worker, httpx.Response]] = []
     for worker in workers:
         upstream = await front.send(worker, request, b"")
-        if upstream is None:
-            continue
+        if isinstance(upstream, Response):
+            continue  # a worker that does not answer: the stream goes on without it
         if upstream.status_code != 200:
             content = await upstream.aread()
             for _, opened in upstreams:
@@ -323,11 +326,14 @@ async def merged_events(front: Front, request: Request) -> Response:
         try:
             for worker, upstream in upstreams:
                 source = EventSource(upstream).aiter_sse()
-                async for sse in source:
-                    if sse.event == "sessions":
-                        views = json.loads(sse.data)["sessions"]
-                        sessions += [{**view, "worker": worker.index, "node": worker.node} for view in views]
-                        break
+                with contextlib.suppress(TimeoutError, httpx.HTTPError):
+                    async with asyncio.timeout(ASK_DEADLINE):  # a worker that stalls now: left out
+                        async for sse in source:
+                            if sse.event == "sessions":
+                                views = json.loads(sse.data)["sessions"]
+                                where = {"worker": worker.index, "node": worker.node}
+                                sessions += [{**view, **where} for view in views]
+                                break
                 readers.append(asyncio.create_task(_pump(source, queue)))
             opening = {"sessions": sessions}
             yield f"retry: {RETRY_MS}\n\nevent: sessions\ndata: {json.dumps(opening)}\n\n".encode()

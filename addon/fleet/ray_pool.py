@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import ipaddress
 import logging
+import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ray
-from ray.exceptions import ActorDiedError, ActorUnavailableError, GetTimeoutError, RayActorError
+from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -42,6 +45,12 @@ CPUS_PER_WORKER = 1.0
 GROUP_TIMEOUT = 60.0
 """Seconds to wait for the cluster to hold every worker's bundle."""
 POLL = 0.5
+CALL = 10.0
+"""Seconds a short Ray call to an actor (`where`, the cluster's nodes) may take."""
+WAIT_SLICE = 30.0
+"""Seconds each `wait` on an actor blocks before it answers anyway (then it is asked again)."""
+READ_DEADLINE = 30.0
+"""Seconds reading a finished session's files from a worker's node may take."""
 STOP_TIMEOUT = 20.0
 """Seconds the workers may take to stop in order (each reports its unfinished sessions)."""
 
@@ -70,8 +79,10 @@ def ray_workers(plan: FleetPlan, front: Front, control_port: int, env: dict[str,
     """The workers on the cluster (connected already), and the front told where their files come from."""
     assert plan.ray is not None
     front_at = front_address(plan.control_host or "127.0.0.1", control_port)
+    output_dir = Path(plan.ray.output_dir).resolve() if plan.ray.output_dir else None
     setup = WorkerSetup(
         fleet=uuid.uuid4().hex[:12],
+        journals=journals_name(output_dir),
         args=tuple(tuple(plan.ray.worker_argv(index, front_at)) for index in range(plan.count)),
         files=plan.ray.files,
         ca=plan.ray.ca,
@@ -88,6 +99,13 @@ def ray_workers(plan: FleetPlan, front: Front, control_port: int, env: dict[str,
         front.outputs = CarriedOutputs(output_dir, lambda index: pool.output_dirs[index], pool.read_outputs)
         front.report = lambda run: run_figures(output_dir, tasks, run)
     return pool
+
+
+def journals_name(output_dir: Path | None) -> str:
+    """The name of the workers' journal folders on each node: the same for every `serve --ray` on one
+    output directory of one machine (a restart finds the journals), another for another."""
+    where = f"{socket.gethostname()}:{output_dir}" if output_dir else f"{socket.gethostname()}:{os.getuid()}"
+    return hashlib.sha256(where.encode()).hexdigest()[:16]
 
 
 def _loopback(host: str) -> bool:
@@ -122,6 +140,8 @@ class RayWorkerPool(Workers):
         self.actors: list[Any] = []
         self.output_dirs: list[str] = [""] * count
         self.group: PlacementGroup | None = None
+        self._seen: list[dict[str, Any]] = [{} for _ in range(count)]
+        """What each worker's actor last said of itself (`instance`, `deaths`)."""
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
 
@@ -156,15 +176,17 @@ class RayWorkerPool(Workers):
             self.actors.append(actor.remote(worker.index, self.setup))
         try:
             wheres = await asyncio.gather(*(_awaited(actor.where.remote()) for actor in self.actors))
-        except RayActorError as error:
+        except (RayActorError, ray.exceptions.RayTaskError) as error:
             await self.stop()
             raise LaunchError(f"a worker did not start: {error}") from None
         for worker, where in zip(self.workers, wheres, strict=True):
             self._took(worker, where)
+            self._seen[worker.index] = where
             worker.up = True
             self._watchers.append(asyncio.create_task(self._watch(worker)))
 
     def _took(self, worker: Worker, where: dict[str, Any]) -> None:
+        self._seen[worker.index] = where
         worker.host, worker.node = where["host"], where["node"]
         worker.ports = Ports(**where["ports"])
         worker.node_pid, worker.node_lost = where["pid"], False
@@ -172,54 +194,74 @@ class RayWorkerPool(Workers):
         self.output_dirs[worker.index] = where["output_dir"]
 
     async def _watch(self, worker: Worker) -> None:
+        """Follow the worker: its `serve` restarted by its actor (same sockets: resume its sessions),
+        its actor restarted by Ray (same node: resume; another node: its sessions are lost), its node
+        gone (its sessions are lost), or only a silence: contact lost is not death, nothing is
+        resumed or lost (`fleet/liveness.py` lists it unresponsive meanwhile)."""
         actor = self.actors[worker.index]
         while not self._stopping:
-            with contextlib.suppress(RayActorError, ActorUnavailableError):
-                await _awaited(actor.wait.remote())
+            seen = self._seen[worker.index]
+            try:
+                where = await _within(actor.wait.remote(seen["deaths"], False, WAIT_SLICE), WAIT_SLICE + CALL)
+            except ActorDiedError as error:
+                self._gone(worker, "is gone for good")
+                self._lose(worker, f"Ray gave worker {worker.index} up: {error}")
+                return
+            except (RayActorError, TimeoutError, GetTimeoutError):  # no answer: Ray's word decides
+                if not worker.node_lost and not await _node_alive(worker.node):
+                    self._gone(worker, "is on a node that left the cluster")
+                    self._lose(worker, f"node {worker.node} left the Ray cluster")
+                await asyncio.sleep(POLL)
+                continue
             if self._stopping:
                 return
-            worker.up = False
-            logger.warning(
-                "webarena-live: worker %d (node %s, pid %s) is gone; Ray restarts it",
-                worker.index, worker.node, worker.pid,
-            )  # fmt: skip
-            self._on_down(worker.index)
-            where = await self._back(worker, actor)
-            if where is None:
-                return
+            if where["instance"] == seen["instance"]:
+                if where["deaths"] > seen["deaths"]:  # its `serve` died; the actor starts it again
+                    await self._serve_restarted(worker, actor, where)
+                continue
+            # A new actor: Ray restarted it (the actor process died).
+            self._gone(worker, "came back as a new actor")
             if not where["resumed"] or where["node"] != worker.node:
                 self._lose(worker, f"worker {worker.index} started afresh on another node")
-            self._took(worker, where)
-            worker.restarts += 1
-            await self._on_restart(worker.index)
-            worker.up = True
-            logger.warning(
-                "webarena-live: worker %d is back on node %s (pid %s)", worker.index, worker.node, worker.pid
-            )
+            await self._returned(worker, where)
 
-    async def _back(self, worker: Worker, actor: Any) -> dict[str, Any] | None:
-        """The restarted actor's `where()`; reports the worker's sessions lost as soon as its node is
-        gone. None when the pool stops first, or Ray gives the actor up."""
-        while not self._stopping:
-            if not worker.node_lost and not await asyncio.to_thread(_node_alive, worker.node):
-                self._lose(worker, f"node {worker.node} left the Ray cluster")
-            try:
-                where: dict[str, Any] = await asyncio.wait_for(_awaited(actor.where.remote()), POLL * 4)
-                return where
-            except ActorDiedError as error:
-                self._lose(worker, f"Ray gave worker {worker.index} up: {error}")
-                return None
-            except (ActorUnavailableError, RayActorError, GetTimeoutError, TimeoutError):
-                await asyncio.sleep(POLL)
-        return None
+    async def _serve_restarted(self, worker: Worker, actor: Any, where: dict[str, Any]) -> None:
+        self._gone(worker, f"(pid {worker.pid}) exited; its actor starts it again on the same sockets")
+        while not self._stopping and not where["up"]:
+            with contextlib.suppress(RayActorError, TimeoutError, GetTimeoutError):
+                where = await _within(actor.wait.remote(where["deaths"], True, WAIT_SLICE), WAIT_SLICE + CALL)
+        if not self._stopping:
+            await self._returned(worker, where)
+
+    def _gone(self, worker: Worker, what: str) -> None:
+        worker.up = False
+        logger.warning("webarena-live: worker %d (node %s) %s", worker.index, worker.node, what)
+        self._on_down(worker.index)
+
+    async def _returned(self, worker: Worker, where: dict[str, Any]) -> None:
+        """The worker answers again: its sessions resumed (cut short if it dies meanwhile), then up."""
+        self._took(worker, where)
+        worker.restarts += 1
+        worker.revive()
+        with contextlib.suppress(Exception):  # resume_on reports each session it cannot resume
+            await self._on_restart(worker.index)
+        worker.up = True
+        logger.warning(
+            "webarena-live: worker %d is back on node %s (pid %s)", worker.index, worker.node, worker.pid
+        )
 
     def _lose(self, worker: Worker, reason: str) -> None:
         if not worker.node_lost:
             worker.node_lost = True
             self._on_lost(worker.index, reason)
 
+    def forget_port(self, index: int, port: int) -> None:
+        if self.actors:
+            self.actors[index].drop_port.remote(port)
+
     async def read_outputs(self, index: int, paths: list[str]) -> dict[str, bytes]:
-        found: dict[str, bytes] = await _awaited(self.actors[index].read_outputs.remote(paths))
+        """A finished session's files from worker `index`'s node; `TimeoutError` past `READ_DEADLINE`."""
+        found: dict[str, bytes] = await _within(self.actors[index].read_outputs.remote(paths), READ_DEADLINE)
         return found
 
     async def stop(self) -> None:
@@ -237,10 +279,21 @@ class RayWorkerPool(Workers):
             remove_placement_group(self.group)
 
 
-def _node_alive(node: str | None) -> bool:
-    return any(entry["NodeID"] == node and entry["Alive"] for entry in ray.nodes())
+async def _node_alive(node: str | None) -> bool:
+    """Whether Ray counts `node` alive (True when the cluster does not answer within `CALL`: then
+    nothing is known, and a session is reported lost only on Ray's word)."""
+    try:
+        nodes = await asyncio.wait_for(asyncio.to_thread(ray.nodes), CALL)
+    except (TimeoutError, ConnectionError, RuntimeError):
+        return True
+    return any(entry["NodeID"] == node and entry["Alive"] for entry in nodes)
 
 
 async def _awaited(ref: Any) -> Any:
     """A Ray object ref (or a placement group's ready ref) as a cancellable asyncio awaitable."""
     return await asyncio.wrap_future(ref.future())
+
+
+async def _within(ref: Any, seconds: float) -> Any:
+    """A Ray call's result, or `TimeoutError` after `seconds`: no call to a worker waits for ever."""
+    return await asyncio.wait_for(_awaited(ref), seconds)

@@ -15,7 +15,7 @@ import secrets
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV, WEB_TOKEN_ENV, mitmweb_url
 from webarena_live.addresses.placement import Placement, PortRange
@@ -23,6 +23,7 @@ from webarena_live.control.context import RESERVED_HOST
 from webarena_live.control.replicas import Isolation, ReplicaPool, default_isolation, isolation_problems
 from webarena_live.control.server import ControlServer
 from webarena_live.evaluator import SiteMap, WebArenaLiveError, __version__, load_tasks
+from webarena_live.fleet import liveness
 from webarena_live.fleet.front import Front
 from webarena_live.fleet.front_app import create_front_app
 from webarena_live.fleet.front_leases import FrontLeases
@@ -136,7 +137,7 @@ async def run_fleet(plan: FleetPlan) -> int:
         front_at = f"127.0.0.1:{server.port}"
         pool = WorkerPool(
             plan.count, lambda index: plan.worker_argv(index, front_at),
-            on_down=front.worker_down, on_restart=front.resume_on, env=env,
+            on_down=front.worker_down, on_restart=front.resume_on, on_lost=front.worker_lost, env=env,
         )  # fmt: skip
     front.pool = pool
     shared = [SharedPort(placement, lambda i: (pool[i].host, pool[i].ports.proxy), challenges=False)]
@@ -165,12 +166,17 @@ async def run_fleet(plan: FleetPlan) -> int:
             front.leases.watch(front.http, front.up_workers, headers)
         )
     health = (await front.http.get(f"{pool[0].control_url}/health", headers=headers)).json()
+    if plan.web_ports and 0 in plan.web_ports:  # each worker picked its mitmweb port on its machine
+        replies = [await front.http.get(f"{w.control_url}/health", headers=headers) for w in pool]
+        plan = replace(plan, web_ports=tuple(int(reply.json().get("web_port") or 0) for reply in replies))
     print(banner(plan, front, server, health, web_token), flush=True)
+    watching = asyncio.create_task(liveness.watch(front))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
+    watching.cancel()
     if watch is not None:
         watch.cancel()
     await _stop(shared, server, pool)

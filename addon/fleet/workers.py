@@ -10,19 +10,25 @@ journals (docs/architecture.md, Workers).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from webarena_live.addresses.listeners import ListenerKeeper
 from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
 
 logger = logging.getLogger(__name__)
 
 RESTART_PAUSE = 0.5
 """Seconds between a worker's death and its restart (a worker that dies at once does not spin)."""
+RESTART_TRIES = 5
+"""Starts in a row that fail before the worker's running sessions are reported lost (it is tried
+again, ever more slowly, for new sessions)."""
+RESTART_PAUSE_MAX = 30.0
 
 
 def end_with_parent() -> None:
@@ -60,6 +66,18 @@ class Worker:
     """The pid of a Ray worker's `serve` on its node."""
     node_lost: bool = False
     """Its node left the cluster (its sessions are lost) and it is not back yet."""
+    responsive: bool = True
+    """It answered the front's last probes (`fleet/liveness.py`); False: alive but silent."""
+    misses: int = 0
+    stalled: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set while it does not answer: calls to it in flight are given up (`Front.send`)."""
+
+    def revive(self) -> None:
+        """Started again (a new process): it answers, whatever its predecessor did."""
+        self.misses = 0
+        self.responsive = True
+        if self.stalled.is_set():
+            self.stalled = asyncio.Event()
 
     @property
     def control_url(self) -> str:
@@ -90,12 +108,18 @@ class Workers:
     async def stop(self) -> None:
         raise NotImplementedError
 
+    def forget_port(self, index: int, port: int) -> None:
+        """Port `port` of worker `index` is no session's any more: the listener kept for it is closed."""
+
 
 class WorkerPool(Workers):
     """`count` workers, each `serve_args(index)` on its own ports.
 
     `on_restart(index)` runs once a restarted worker answers again (the front resumes its sessions
-    there); `on_down(index)` as soon as one is found dead.
+    there; cut short if the worker dies meanwhile); `on_down(index)` as soon as one is found dead;
+    `on_lost(index, reason)` when it cannot be started again (`RESTART_TRIES`). Each worker's listening
+    sockets are kept here across its restarts (`addresses/listeners.py`): during a restart its ports
+    accept connections, which the next worker serves.
     """
 
     def __init__(
@@ -105,12 +129,14 @@ class WorkerPool(Workers):
         *,
         on_down: Callable[[int], None],
         on_restart: Callable[[int], Awaitable[None]],
+        on_lost: Callable[[int, str], None] = lambda index, reason: None,
         env: dict[str, str] | None = None,
     ) -> None:
         ports = free_ports(3 * count)
         self.workers = [Worker(i, Ports(*ports[3 * i : 3 * i + 3])) for i in range(count)]
+        self.keepers = [ListenerKeeper() for _ in range(count)]
         self._serve_args = serve_args
-        self._on_down, self._on_restart = on_down, on_restart
+        self._on_down, self._on_restart, self._on_lost = on_down, on_restart, on_lost
         self._env = env
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -120,8 +146,11 @@ class WorkerPool(Workers):
         # workers in order (a worker killed by it first would be restarted).
         return ServeProcess(
             *self._serve_args(worker.index), ports=worker.ports, env=self._env, inherit_output=True,
-            own_session=True, preexec_fn=end_with_parent,
+            own_session=True, preexec_fn=end_with_parent, keeper=self.keepers[worker.index],
         )  # fmt: skip
+
+    def forget_port(self, index: int, port: int) -> None:
+        self.keepers[index].drop(port)
 
     async def start(self) -> None:
         """Start every worker and wait until each answers; `LaunchError` if one cannot start. The first
@@ -152,21 +181,49 @@ class WorkerPool(Workers):
                 worker.index, process.pid, code,
             )  # fmt: skip
             self._on_down(worker.index)
-            while not self._stopping:
-                await asyncio.sleep(RESTART_PAUSE)
-                worker.process = self._process(worker)
-                try:
-                    await asyncio.to_thread(worker.process.start)
-                except LaunchError as error:
-                    logger.error("webarena-live: worker %d did not start again: %s", worker.index, error)
-                    continue
-                break
-            if self._stopping:
+            if not await self._start_again(worker):
                 return
             worker.restarts += 1
-            await self._on_restart(worker.index)
-            worker.up = True
-            logger.warning("webarena-live: worker %d is back (pid %s)", worker.index, worker.pid)
+            worker.revive()
+            if await self._resumed(worker):
+                worker.up = True
+                logger.warning("webarena-live: worker %d is back (pid %s)", worker.index, worker.pid)
+
+    async def _start_again(self, worker: Worker) -> bool:
+        """Start the worker again, ever more slowly while it fails; its running sessions are reported
+        lost after `RESTART_TRIES` failures. False when the pool stops first."""
+        failures, pause = 0, RESTART_PAUSE
+        while not self._stopping:
+            await asyncio.sleep(pause)
+            worker.process = self._process(worker)
+            try:
+                await asyncio.to_thread(worker.process.start)
+                return not self._stopping
+            except LaunchError as error:
+                failures += 1
+                logger.error("webarena-live: worker %d did not start again: %s", worker.index, error)
+                if failures == RESTART_TRIES:
+                    self._on_lost(worker.index, f"worker {worker.index} did not start again: {error}")
+                pause = min(pause * 2, RESTART_PAUSE_MAX)
+        return False
+
+    async def _resumed(self, worker: Worker) -> bool:
+        """Resume the worker's sessions there; False when it died meanwhile (the watcher starts it again)."""
+        process = worker.process
+        assert process is not None and process.process is not None
+        resuming = asyncio.ensure_future(self._on_restart(worker.index))
+        exited = asyncio.ensure_future(asyncio.to_thread(process.process.wait))
+        await asyncio.wait({resuming, exited}, return_when=asyncio.FIRST_COMPLETED)
+        if resuming.done():
+            exited.cancel()  # the thread stays until the process exits: harmless
+            with contextlib.suppress(Exception):
+                resuming.result()
+            return True
+        resuming.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await resuming
+        logger.warning("webarena-live: worker %d died while its sessions were resumed", worker.index)
+        return False
 
     async def stop(self) -> None:
         """Stop every worker as Ctrl-C does (each reports its unfinished sessions)."""
@@ -176,3 +233,5 @@ class WorkerPool(Workers):
         )
         for watcher in self._watchers:
             watcher.cancel()
+        for keeper in self.keepers:
+            keeper.close()

@@ -36,7 +36,7 @@ from webarena_live.control.server import ControlServer
 from webarena_live.evaluator import SiteMap, WebArenaLiveError, load_tasks, prepare_output_dir
 from webarena_live.proxy.browser_traffic import is_service_host
 from webarena_live.proxy.capture import record_from_flow, tunnel_failure_event
-from webarena_live.proxy.credentials import challenge, take_credentials
+from webarena_live.proxy.credentials import PROXY_AUTHORIZATION, challenge, take_credentials
 from webarena_live.proxy.flow_notes import FlowNotes
 from webarena_live.proxy.header_login import HeaderLogin
 from webarena_live.proxy.leases import check as check_lease
@@ -106,6 +106,8 @@ class WebArenaLive:
         self.addresses = SessionAddresses()
         self._pinned: dict[str, str] = {}
         """Session name by client connection id, for connections accepted on a session's own address."""
+        self._strangers: set[str] = set()
+        """Pinned connections from clients the session does not let in (proxy/strangers.py)."""
         self._front: tuple[str, int] | None = None
         self.confine = False
         self._watcher: asyncio.Task[None] | None = None
@@ -263,15 +265,36 @@ class WebArenaLive:
             name = self.addresses.by_port.get(client.sockname[1])
             if name is not None:
                 self._pinned[client.id] = name
+                if self.addresses.guarded and not self.addresses.guests.lets_in(name, client.peername[0]):
+                    self._strangers.add(client.id)  # in once it sends the session's secret
 
     def client_disconnected(self, client: connection.Client) -> None:
         self._connections.pop(client.id, None)
         self._pinned.pop(client.id, None)
+        self._strangers.discard(client.id)
+
+    def _stranger(self, flow: http.HTTPFlow, name: str) -> bool:
+        """Whether `flow` came from a client the session's address does not let in (then answered 407)."""
+        client = flow.client_conn.id
+        if client not in self._strangers:
+            return False
+        if self.addresses.guests.knows_secret(name, flow.request.headers.get(PROXY_AUTHORIZATION)):
+            self._strangers.discard(client)
+            return False
+        self.addresses.guests.refused += 1
+        self.extra_health["refused_strangers"] = self.addresses.guests.refused
+        logger.warning("webarena-live: refused a stranger on session %s's address: %s",
+                       name, flow.client_conn.peername[0])  # fmt: skip
+        flow.metadata[SKIP_KEY] = flow.metadata[CHALLENGED_KEY] = True
+        flow.response = challenge(f"session {name}'s address: its own clients only, or its secret")
+        return True
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
         flow.metadata[SKIP_KEY] = True  # the tunnel itself is no event; the requests inside it are
         pinned = self._pinned.get(flow.client_conn.id) if self._pinned else None
         if pinned is not None:  # a session's own address: its credentials, if any, name nothing
+            if self._strangers and self._stranger(flow, pinned):
+                return
             take_credentials(flow.request)
             flow.metadata[SESSION_KEY] = pinned
             return
@@ -311,6 +334,8 @@ class WebArenaLive:
         username: str | None
         problem: str | None
         if pinned is not None:
+            if self._strangers and self._stranger(flow, pinned):
+                return
             take_credentials(flow.request)
             username, problem = pinned, None
         else:

@@ -19,6 +19,8 @@ from mitmproxy.proxy import mode_specs
 
 from webarena_live.addresses.placement import Placement, PlacementError, PortRange
 from webarena_live.control.bodies import ControlError
+from webarena_live.proxy.kept_listeners import drop_kept_listener
+from webarena_live.proxy.strangers import Guests, beyond_loopback
 from webarena_live.runs.sessions import FINISHED, STARTED, Session, SessionStore
 
 logger = logging.getLogger(__name__)
@@ -43,6 +45,9 @@ class SessionAddresses:
         self.by_port: dict[int, str] = {}
         """Session name by its own listening port; what `client_connected` reads."""
         self.store: SessionStore | None = None
+        self.guests = Guests()
+        self.guarded = False
+        """They listen beyond loopback: only each session's own clients get in (proxy/strangers.py)."""
 
     def attach(self, store: SessionStore) -> None:
         """Keep `store`'s sessions' `proxy` (this module is its one writer) and hear their notices."""
@@ -52,6 +57,7 @@ class SessionAddresses:
     def configure(self, *, ports: str, reserved: frozenset[int]) -> None:
         """Take the `webarena_session_ports` range (`LO-HI`, empty: the operating system's ports)."""
         host = ctx.options.listen_host or "0.0.0.0"
+        self.guarded = beyond_loopback(host)
         try:
             port_range = PortRange.parse(ports) if ports else None
         except PlacementError as error:
@@ -64,12 +70,17 @@ class SessionAddresses:
     def url(self, port: int) -> str:
         return f"http://{address_host(ctx.options.listen_host)}:{port}"
 
-    async def claim(self, session: str, port: int | None = None) -> str | None:
+    async def claim(
+        self, session: str, port: int | None = None, *, client: str | None = None, near: str | None = None
+    ) -> str | None:
         """The session's address, opened now unless it holds one (a restart keeps it); `port` asks for
         that port (a worker told by its front). A JSON 503 when none can be opened; None when this
-        mitmproxy has no proxy server to listen with (the addon under mitmproxy's test context)."""
+        mitmproxy has no proxy server to listen with (the addon under mitmproxy's test context).
+        Beyond loopback, `client` (the address that asked) and `near` may use it (and the secret)."""
         if ctx.master.addons.get("proxyserver") is None:
             return None
+        if self.guarded:
+            self.guests.admit(session, client, near)
         held = self.placement.held_ports().get(session)
         if held is not None and port in (None, held):
             return self._attached(session, held)
@@ -97,11 +108,17 @@ class SessionAddresses:
             session.proxy = url
         return url
 
+    def secret_of(self, session: str) -> str | None:
+        """The session's secret (its proxy credentials' password lets any client in), when guarded."""
+        return self.guests.secrets.get(session) if self.guarded else None
+
     def release(self, session: str) -> None:
+        self.guests.forget(session)
         port = self.placement.release(session)
         if port is None:
             return
         self.by_port.pop(port, None)
+        drop_kept_listener(port)  # a worker's parent keeps no copy of it either
         mode = session_mode(port)
         modes = [m for m in ctx.options.mode if m != mode]
         if len(modes) != len(ctx.options.mode):

@@ -57,3 +57,16 @@ def test_the_router_names_the_session_from_the_first_head() -> None:
     head = f"CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\nProxy-Authorization: Basic {token}\r\n\r\n"
     assert head_username(head.encode()) == "agent-3"
     assert head_username(b"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n") is None
+
+
+def test_a_port_a_worker_found_busy_is_not_offered_to_it_again() -> None:
+    """Under --ray the front cannot test a port of another machine: the worker's refusal is the test,
+    and the next try must not land on the same busy port."""
+    placement = Placement(2, ports=PortRange(30000, 30002), is_free=lambda port: True)
+    first = placement.place("a", among=[1])
+    placement.release("a")
+    placement.mark_busy(1, first.port)
+    again = placement.place("a", among=[1])
+    assert again.worker == 1 and again.port != first.port
+    placement.release("a")
+    assert placement.place("b", among=[0]).port == first.port  # busy on worker 1's machine only

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -209,6 +210,28 @@ def test_a_killed_worker_actor_comes_back_with_its_sessions(fleet: tuple[Served,
         assert len(har["log"]["entries"]) == 2
 
 
+def test_a_killed_serve_comes_back_under_its_actor_and_refuses_nothing(
+    fleet: tuple[Served, Path], shop: str
+) -> None:
+    """SIGKILL of a Ray worker's `serve` on its node: its actor (which keeps its listening sockets)
+    starts it again; an agent's request meanwhile waits instead of being refused, and is captured."""
+    served, _ = fleet
+    control = served.control
+    started = start_session(control, "serve-kill", near=_health(control)["workers"][0]["node"])
+    assert started["worker"] == 0
+    browse(started["proxy"], shop, "/?by=serve-kill")
+    before = _health(control)["workers"][0]
+    os.kill(before["pid"], signal.SIGKILL)
+    browse(started["proxy"], shop, PRODUCT, patience=0)  # no retry: the first try must get through
+    deadline = time.monotonic() + 60
+    while (after := _health(control)["workers"][0])["state"] != "up" or after["restarts"] == 0:
+        assert time.monotonic() < deadline, after
+        time.sleep(0.2)
+    assert after["pid"] != before["pid"] and after["actor"] == before["actor"]
+    assert trace_urls(control, "serve-kill") == [f"{shop}/?by=serve-kill", f"{shop}{PRODUCT}"]
+    assert finish(control, "serve-kill", NAVIGATED).json()["status"] == "success"
+
+
 def test_the_ray_rollout_example(cluster: tuple[Cluster, Any], shop: str, tmp_path: Path) -> None:
     """examples/ray_rollout.py as the README runs it, on this cluster: Chromium agents as Ray tasks,
     each session near its agent, every episode's verdict the one its page deserves."""
@@ -230,6 +253,44 @@ def test_the_ray_rollout_example(cluster: tuple[Cluster, Any], shop: str, tmp_pa
     assert run.stdout.count("near its worker") == episodes and "not near" not in run.stdout
     kept = [out / "ray-rollout" / "1003", *(out / "ray-rollout" / ".attempts" / "1003").iterdir()]
     assert len(kept) == episodes and all((folder / "eval_result.json").is_file() for folder in kept)
+
+
+def test_ctrl_c_keeps_the_journals_and_a_restart_resumes_every_session(
+    cluster: tuple[Cluster, Any], shop: str, tmp_path: Path, oracle_python: Path, official_dataset: Path
+) -> None:
+    """Ctrl-C of `serve --ray` mid-run, then `serve --ray` again on the same output directory: every
+    unfinished session is listed resumable on the node that holds its journal and resumes there with
+    its events; the reference agrees on every written run."""
+    built, _ = cluster
+    out = tmp_path / "out"
+    args = ("--workers", "2", "--ray", built.address, "--output-dir", str(out))
+    served, control, _ = start_serve(tmp_path, shop, tmp_path / "state", *args)
+    names = [f"again-{i}" for i in range(4)]
+    started = {name: start_session(control, name) for name in names}
+    for name in names:
+        browse(started[name]["proxy"], shop, f"/?by={name}")
+    served.stop()
+    served, control, _ = start_serve(tmp_path, shop, tmp_path / "state", *args)
+    try:
+        listed = {v["session"]: v for v in requests.get(f"{control}/sessions", timeout=30).json()["sessions"]}
+        for name in names:
+            assert listed[name]["state"] == "resumable" and listed[name]["node"] == started[name]["node"]
+            body = {"task_id": 1003, "session": name, "run": name, "resume_journal": True}
+            resumed = requests.post(f"{control}/sessions", json=body, timeout=30).json()
+            assert resumed["resumed_events"] == 1 and resumed["node"] == started[name]["node"], resumed
+            browse(resumed["proxy"], shop, PRODUCT)
+            assert trace_urls(control, name) == [f"{shop}/?by={name}", f"{shop}{PRODUCT}"]
+            assert finish(control, name, NAVIGATED).json()["status"] == "success"
+    finally:
+        served.stop()
+    dataset = oracle_dataset(official_dataset, default_tasks_path(), tmp_path / "dataset.json")
+    config = write_config(
+        tmp_path / "oracle.json", {"__SHOPPING__": {"urls": [shop]}}, test_data_file=dataset
+    )
+    cases = [{"task_id": 1003, "response": str(out / name / "1003" / "agent_response.json"),
+              "har": str(out / name / "1003" / "network.har")} for name in names]  # fmt: skip
+    theirs = ask_oracle(oracle_python, {"mode": "files", "config": str(config), "cases": cases})
+    assert [v["status"].rsplit(".", 1)[-1].lower() for v in theirs] == ["success"] * len(names)
 
 
 def test_a_stopped_node_loses_its_sessions_and_the_rest_finish(

@@ -1,0 +1,120 @@
+"""What the front answers about every worker at once: `GET /health` and `GET /sessions`.
+
+Each worker is asked with a deadline (`HEALTH_DEADLINE`, `ASK_DEADLINE` in `fleet/front.py`); one
+that does not answer is listed as such, and its running sessions are listed from what the front
+knows of them (their task, worker and node): no session drops out of the list because its worker is
+silent or restarting. Every row names its `worker` and `node`. See docs/architecture.md, Workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+from starlette.requests import Request
+from starlette.responses import Response
+
+from webarena_live.evaluator import __version__
+from webarena_live.fleet import liveness
+from webarena_live.fleet.front import HEALTH_DEADLINE, Front
+from webarena_live.fleet.workers import Worker
+
+
+async def health(front: Front, request: Request) -> dict[str, Any]:
+    """`GET /health` of the fleet: every worker's state, answered within `HEALTH_DEADLINE`."""
+    asked = [w for w in front.pool if w.up and w.index not in front.placement.down]
+    replies = await asyncio.gather(*(_health_of(front, worker) for worker in asked))
+    healths = {w.index: reply for w, reply in zip(asked, replies, strict=True) if reply is not None}
+    for worker in asked:
+        if worker.index in healths:
+            liveness.note(worker, True)  # it answers: its routes too, from now on
+    first = next(iter(healths.values()), {"status": "restarting", "version": __version__})
+    held = front.placement.held_ports()
+    workers = []
+    for worker in front.pool:
+        state = front.state_of(worker)
+        if state in ("up", "unresponsive"):  # this answer's own probe says which
+            state = "up" if worker.index in healths else "unresponsive"
+        workers.append({
+            "index": worker.index, "pid": worker.pid, "state": state, "node": worker.node,
+            "host": worker.host, "actor": worker.actor, "proxy_port": worker.ports.proxy,
+            "session_port": worker.ports.session, "control_port": worker.ports.control,
+            "session_ports": sorted(port for name, port in held.items()
+                                    if front.placement.owner(name) == worker.index),
+            "sessions": healths.get(worker.index, {}).get("sessions", 0),
+            "running": len(front.placement.running_on(worker.index)),
+            "restarts": worker.restarts,
+            "refused_strangers": healths.get(worker.index, {}).get("refused_strangers", 0),
+        })  # fmt: skip
+    answer = {**first, "sessions": sum(w["sessions"] for w in workers), "workers": workers}
+    answer["refused_strangers"] = sum(w["refused_strangers"] for w in workers)
+    answer["lost_sessions"] = len(front.lost)
+    answer.update(front.listening)
+    for own in ("memory", "web_port"):  # a worker's own; each worker answers them on its port
+        answer.pop(own, None)
+    if front.outputs is not None:  # the workers write on their nodes; the files are carried here
+        answer["output_dir"], answer["journal_dir"] = str(front.outputs.output_dir), None
+    return answer
+
+
+async def _health_of(front: Front, worker: Worker) -> dict[str, Any] | None:
+    try:
+        reply = await front.http.get(f"{worker.control_url}/health", timeout=HEALTH_DEADLINE)
+    except httpx.HTTPError:
+        return None
+    if reply.status_code != 200:
+        return None
+    found: dict[str, Any] = reply.json()
+    return found
+
+
+async def sessions(front: Front, request: Request) -> list[dict[str, Any]] | Response:
+    """`GET /sessions` of the fleet, or a worker's refusal of the request (token, page guard)."""
+    replies = await front.ask_all(request, "/sessions")
+    if isinstance(replies, Response):
+        return replies
+    live: list[dict[str, Any]] = []
+    resumable: dict[str, dict[str, Any]] = {}
+    for worker, reply in replies:
+        if reply is None:
+            continue
+        for view in reply.json()["sessions"]:
+            if view.get("state") == "resumable":
+                resumable.setdefault(view["journal"], {**view, "worker": worker.index, "node": worker.node})
+            else:
+                live.append({**view, "worker": worker.index, "node": worker.node})
+    journals = {view.get("journal") for view in live}
+    seen = {view["session"] for view in live}
+    answered = {worker.index for worker, reply in replies if reply is not None}
+    for name in front.placement.held_ports():  # the sessions of a worker that is silent or restarting
+        owner = front.placement.owner(name)
+        if name in seen or name not in front.starts or owner is None:
+            continue
+        worker = front.pool[owner]
+        state = front.state_of(worker)
+        if owner in answered:
+            state = "restarting"  # it answered without the session: resuming it
+        live.append({"session": name, "state": "running", "task_id": front.starts[name]["task_id"],
+                     "run": front.starts[name].get("run"), "worker": owner, "node": worker.node,
+                     "worker_state": state, "worker_restarting": state == "restarting"})  # fmt: skip
+        seen.add(name)
+    rest = [view for path, view in resumable.items() if path not in journals and view["session"] not in seen]
+    finished = [view for name, view in front.finished.items() if name not in seen]
+    seen.update(front.finished)
+    lost = [view for name, view in front.lost.items() if name not in seen]
+    return live + finished + rest + lost
+
+
+async def journal_holders(front: Front, request: Request, name: str) -> list[int]:
+    """The workers that list an unfinished journal of session `name` (a `resume_journal` start after
+    `serve` restarted goes to one of them: with `--ray` a journal is on one node only)."""
+    replies = await front.ask_all(request, "/sessions")
+    if isinstance(replies, Response):
+        return []
+    return [
+        worker.index
+        for worker, reply in replies
+        if reply is not None
+        and any(v.get("state") == "resumable" and v.get("session") == name for v in reply.json()["sessions"])
+    ]

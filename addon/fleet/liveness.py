@@ -1,0 +1,73 @@
+"""Which workers answer: a worker that is alive but stops answering (stopped, its machine cut off) is
+`unresponsive`, not dead.
+
+The front asks each worker that is up for `/health` every `PROBE_EVERY` seconds; `MISSES` probes in
+a row unanswered within `PROBE_DEADLINE` make it `unresponsive`: its routes answer a JSON 503 at
+once (calls to it in flight are given up, `Front.send`), `/health` lists it so, and its sessions are
+kept. The first answer makes it `up` again. Death is the pool's to find (a process that exits, a Ray
+actor that dies); silence alone never loses a session. See docs/architecture.md, Workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import httpx
+
+from webarena_live.fleet.front import Front
+from webarena_live.fleet.workers import Worker
+
+logger = logging.getLogger("webarena_live.fleet")
+
+PROBE_EVERY = 1.0
+PROBE_DEADLINE = 2.0
+MISSES = 2
+"""Probes in a row unanswered before a worker is `unresponsive`: known within
+PROBE_EVERY + MISSES * (PROBE_DEADLINE + PROBE_EVERY) seconds of its last answer."""
+
+
+async def watch(front: Front) -> None:
+    """Probe every worker that is up, for ever (cancelled when the front stops)."""
+    while True:
+        await asyncio.sleep(PROBE_EVERY)
+        workers = [w for w in front.pool if w.up and w.index not in front.placement.down]
+        answers = await asyncio.gather(*(_answers(front, worker) for worker in workers))
+        for worker, answered in zip(workers, answers, strict=True):
+            if worker.up and worker.index not in front.placement.down:  # not restarted meanwhile
+                note(worker, answered)
+
+
+def note(worker: Worker, answered: bool) -> None:
+    """One probe's outcome for `worker`."""
+    if answered:
+        worker.misses = 0
+        if not worker.responsive:
+            worker.responsive = True
+            worker.stalled = asyncio.Event()
+            logger.warning("webarena-live: worker %d answers again; its sessions go on", worker.index)
+        return
+    worker.misses += 1
+    if worker.misses >= MISSES and worker.responsive:
+        worker.responsive = False
+        worker.stalled.set()
+        logger.warning(
+            "webarena-live: worker %d (pid %s) does not answer; its routes answer 503 until it does, "
+            "its sessions are kept", worker.index, worker.pid,
+        )  # fmt: skip
+
+
+def revived(worker: Worker) -> None:
+    """A worker started again (a new process): it answers, whatever its predecessor did."""
+    worker.misses = 0
+    worker.responsive = True
+    if worker.stalled.is_set():
+        worker.stalled = asyncio.Event()
+
+
+async def _answers(front: Front, worker: Worker) -> bool:
+    try:
+        reply = await front.http.get(f"{worker.control_url}/health", timeout=PROBE_DEADLINE)
+    except httpx.HTTPError:
+        return False
+    return reply.status_code == 200
