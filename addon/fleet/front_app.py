@@ -109,11 +109,11 @@ def create_front_app(front: Front) -> FastAPI:
             try:
                 lease, body = await front.leases.before_start(name, json.loads(body))
             except ControlError as error:
-                refused = error_response(
+                no_lease = error_response(
                     error.status, error.error, error.detail, method="POST", path="/sessions"
                 )
-                refused.headers.update(error.headers)
-                return refused
+                no_lease.headers.update(error.headers)
+                return no_lease
         for _ in range(PORT_TRIES):  # a port busy on the worker's machine is not picked again
             had_port = name in front.placement.held_ports()
             try:
