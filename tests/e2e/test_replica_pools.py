@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -87,17 +88,16 @@ async def agent_run(
     return answer, har
 
 
-def mix(proxy: ProxyProcess, workdir: Path, label: str) -> dict[int, Run]:
-    """Start the reader and the writer side by side; the writer's agent changes the page and finishes,
-    then the reader's agent reads it and finishes."""
+def mix(proxy: ProxyProcess, workdir: Path, label: str, near: dict[int, str] | None = None) -> dict[int, Run]:
+    """Start the reader and the writer side by side (each `near` a node, with Ray); the writer's agent
+    changes the page and finishes, then the reader's agent reads it and finishes."""
     control = proxy.control_url
     started = {}
     for task_id in (9201, 9301):
-        reply = requests.post(
-            f"{control}/sessions",
-            json={"task_id": task_id, "session": f"{label}-{task_id}", "run": label},
-            timeout=30,
-        )
+        body = {"task_id": task_id, "session": f"{label}-{task_id}", "run": label}
+        if near:
+            body["near"] = near[task_id]
+        reply = requests.post(f"{control}/sessions", json=body, timeout=30)
         assert reply.status_code == 200, reply.text
         started[task_id] = reply.json()
     runs = {}
@@ -248,3 +248,40 @@ def test_traffic_outside_the_lease_is_listed_or_refused(
         assert "outside this session's sites" in other.text and "--confine" in other.text
     else:
         assert other.status_code == 200 and outside.status_code == 200
+
+
+def test_with_the_ray_fleet_the_leases_live_in_the_front_whatever_node_captures(
+    replicas: list[Replica], workdir: Path, oracle_python: Path, official_dataset: Path
+) -> None:
+    """`serve --workers 2 --ray`: a worker on each of two Ray nodes (on 127.0.0.1), the reader's traffic
+    captured on one, the writer's on the other; the front leases, gathers both nodes' mutations and
+    resets the changed copy."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # never the machine's other address
+    from ray.cluster_utils import Cluster  # the ray extra is part of the test install
+
+    node = {"node_ip_address": "127.0.0.1", "num_cpus": 2}
+    cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    cluster.add_node(**node)
+    cluster.wait_for_nodes()
+    before = [r.reset.done for r in replicas]
+    config = write_config(workdir / "ray.json", pool_config(replicas))
+    tasks = write_pool_tasks(workdir / "pool-tasks.json")
+    try:
+        proxy = start_proxy(workdir / "ray", tasks=tasks, config=config, timeout=180,
+                            extra_args=["--workers", "2", "--ray", cluster.address])  # fmt: skip
+        try:
+            nodes = sorted(w["node"] for w in proxy.client.health()["workers"])
+            runs = mix(proxy, workdir, "ray", near={9201: nodes[0], 9301: nodes[1]})
+            deadline = time.monotonic() + 30
+            while not (pool := proxy.client.health()["pool"]["sites"]["__WIKIPEDIA__"])["resets"]:
+                assert time.monotonic() < deadline, pool
+                time.sleep(0.2)
+        finally:
+            proxy.stop()
+    finally:
+        cluster.shutdown()
+    assert {run.started["node"] for run in runs.values()} == set(nodes)  # one session on each node
+    assert {task_id: run.result["status"] for task_id, run in runs.items()} == ALONE
+    assert not any(run.result["interference"]["exposed"] for run in runs.values())
+    assert sum(r.reset.done - b for r, b in zip(replicas, before, strict=True)) == 1
+    judge(runs, proxy, replicas, "ray", workdir, oracle_python, official_dataset)
