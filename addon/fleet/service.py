@@ -102,6 +102,10 @@ async def run_fleet(plan: FleetPlan) -> int:
     front.token = plan.token
     try:
         front.leases = front_leases(plan)
+        if front.leases is not None:  # the pool's notices in the merged event stream
+            front.leases.pool.on_change = lambda session, notice: front.announce(
+                "pool", {"session": session, **notice}
+            )
     except WebArenaLiveError as error:
         for line in str(error).splitlines():
             print(f"webarena-live serve: {line}", file=sys.stderr)
