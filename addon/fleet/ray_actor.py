@@ -109,6 +109,7 @@ class ServeWorker:
         return {
             "node": self.node, "host": self.host, "ports": self.process.ports.__dict__,
             "pid": self.process.pid, "resumed": self.resumed, "output_dir": str(self.output_dir),
+            "actor_pid": os.getpid(),  # the pid Ray names this worker by in the lines it passes on
         }  # fmt: skip
 
     def wait(self) -> int | None:

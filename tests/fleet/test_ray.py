@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -180,6 +181,18 @@ def test_sixteen_sessions_on_two_nodes(
     # The run view reads the one output directory (the front answers it).
     figures = requests.get(f"{control}/report", params={"run": names[0]}, timeout=30).json()
     assert (figures["tasks"], figures["success"]) == (1, 1), figures
+
+
+def test_the_fronts_log_is_plain_and_names_the_pids_ray_prints(fleet: tuple[Served, Path]) -> None:
+    """After the sessions above: the workers' lines came through the front's log without colour codes
+    or Ray's warning about its SIGTERM handler, and the banner names each worker by the pid Ray prints
+    beside its lines."""
+    served, _ = fleet
+    text = served.log.read_text(errors="replace")
+    assert "\x1b[" not in text and "SIGTERM handler is not set" not in text, text[-3000:]
+    banner = [int(pid) for pid in re.findall(r"^  worker \d+ +pid (\d+) \(serve \d+\)", text, re.MULTILINE)]
+    printed = {int(pid) for pid in re.findall(r"\(ServeWorker pid=(\d+)", text)}
+    assert len(banner) == 2 and set(banner) <= printed, (banner, printed, text[-3000:])
 
 
 def test_a_killed_worker_actor_comes_back_with_its_sessions(fleet: tuple[Served, Path], shop: str) -> None:
