@@ -19,6 +19,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Revalidations, Task, TaskResult
@@ -138,13 +139,16 @@ class Session:
     def result(self) -> TaskResult | None:
         return self.attempt.result
 
-    def start(self, task: Task, *, run: str | None = None) -> None:
+    def start(self, task: Task, *, run: str | None = None, started: datetime | None = None) -> None:
         """Begin (or begin again) an attempt at `task`, forgetting every event so far.
 
-        `run` names the run directory the outputs go to (`OUT/<run>/<task_id>/`).
+        `run` names the run directory the outputs go to (`OUT/<run>/<task_id>/`); `started` is the
+        original start of a run resumed from its journal.
         """
         self.attempt.stop()
-        self.attempt = Attempt(self.name, task, run=run, settings=self._store.current_settings)
+        self.attempt = Attempt(
+            self.name, task, run=run, settings=self._store.current_settings, started=started
+        )
         view = self.describe()
         self._store.notices.publish(self, RESET, view)
         self._store.notices.publish(self, STARTED, view)
@@ -226,9 +230,11 @@ class SessionStore:
             session = self._sessions[name] = Session(name, self)
         return session
 
-    def start(self, name: str, task: Task, *, run: str | None = None) -> Session:
+    def start(
+        self, name: str, task: Task, *, run: str | None = None, started: datetime | None = None
+    ) -> Session:
         session = self.get_or_create(name)
-        session.start(task, run=run)
+        session.start(task, run=run, started=started)
         return session
 
     def __iter__(self) -> Iterator[Session]:
