@@ -3,6 +3,7 @@
 # re-exports all of them. Add a name here, and only here.
 from .batch import BatchReport as BatchReport
 from .batch import evaluate_directory as evaluate_directory
+from .batch import evaluate_earlier_attempts as evaluate_earlier_attempts
 from .classify import STATIC_ASSET_SUFFIXES as STATIC_ASSET_SUFFIXES
 from .errors import AgentResponseError as AgentResponseError
 from .errors import NormalizationError as NormalizationError
@@ -29,6 +30,7 @@ from .results import EvalStatus as EvalStatus
 from .results import TaskResult as TaskResult
 from .revalidation import Revalidations as Revalidations
 from .revalidation import answers_browser_revalidation as answers_browser_revalidation
+from .run_compare import compare_runs as compare_runs
 from .run_dir import ATTEMPT_FILE as ATTEMPT_FILE
 from .run_dir import ATTEMPT_FILES as ATTEMPT_FILES
 from .run_dir import ATTEMPTS_DIR as ATTEMPTS_DIR
@@ -42,6 +44,7 @@ from .run_dir import AttemptDir as AttemptDir
 from .run_dir import agent_response_text as agent_response_text
 from .run_dir import aside_dir as aside_dir
 from .run_dir import attempt_id as attempt_id
+from .run_dir import attempt_record as attempt_record
 from .run_dir import discover_runs as discover_runs
 from .run_dir import holding_run_dir as holding_run_dir
 from .run_dir import locate_attempt as locate_attempt
@@ -50,14 +53,18 @@ from .run_dir import new_attempt as new_attempt
 from .run_dir import place_run as place_run
 from .run_dir import prepare_output_dir as prepare_output_dir
 from .run_dir import run_name_problem as run_name_problem
+from .run_dir import task_attempts as task_attempts
 from .run_dir import task_dir as task_dir
 from .run_dir import write_json_atomically as write_json_atomically
 from .run_dir import write_text_atomically as write_text_atomically
-from .run_report import ReportError as ReportError
+from .run_report import Rate as Rate
 from .run_report import RunReport as RunReport
-from .run_report import VerdictCache as VerdictCache
-from .run_report import compare_runs as compare_runs
 from .run_report import report_run as report_run
+from .run_verdicts import Failure as Failure
+from .run_verdicts import ReportError as ReportError
+from .run_verdicts import Verdict as Verdict
+from .run_verdicts import VerdictCache as VerdictCache
+from .run_verdicts import read_verdict as read_verdict
 from .site_checks import placeholder as placeholder
 from .site_checks import site_key as site_key
 from .sites import SiteMap as SiteMap

@@ -22,12 +22,14 @@ from webarena_live.evaluator.evaluate import evaluate_task, task_fields
 from webarena_live.evaluator.har import load_trace
 from webarena_live.evaluator.results import REFERENCE_VERSION, EvalStatus, TaskResult
 from webarena_live.evaluator.run_dir import (
+    ATTEMPTS_DIR,
     RESPONSE_FILE,
     RESULT_FILE,
     RUN_CONFIG_FILE,
     SUMMARY_FILE,
     TRACE_FILE,
     discover_runs,
+    task_attempts,
     write_json_atomically,
 )
 from webarena_live.evaluator.sites import SiteMap
@@ -234,3 +236,47 @@ def evaluate_directory(
         stamp = datetime.datetime.now(datetime.UTC).isoformat()
         write_json_atomically(root / SUMMARY_FILE, summary_document(report, stamp))
     return report
+
+
+def evaluate_earlier_attempts(
+    out_dir: str | Path,
+    tasks: TaskSet,
+    site_map: SiteMap,
+    *,
+    task_ids: Iterable[int] | None = None,
+    use_run_configs: bool = False,
+) -> list[tuple[Path, TaskResult]]:
+    """Evaluate the earlier attempts of each task kept in `out_dir/.attempts/<task_id>/<n>/` (or only of
+    `task_ids`), writing each verdict next to its files: every attempt counts in `report`, and the
+    reference's tooling, which judges the task folders only, never reads these. Returns each folder
+    judged with its verdict, oldest first per task."""
+    root = Path(out_dir)
+    kept = root / ATTEMPTS_DIR
+    if not kept.is_dir():
+        return []
+    found = sorted(int(entry.name) for entry in kept.iterdir() if entry.name.isdigit() and entry.is_dir())
+    wanted = set(task_ids) if task_ids is not None else None
+    judged: list[tuple[Path, TaskResult]] = []
+    for task_id in found:
+        if wanted is not None and task_id not in wanted:
+            continue
+        for folder in task_attempts(root, task_id):
+            if folder == root / str(task_id) or not (folder / RESPONSE_FILE).is_file():
+                continue  # the task folder is the batch's; a folder without an answer is no attempt to judge
+            try:
+                result = evaluate_run(
+                    folder,
+                    task_id,
+                    tasks,
+                    site_map,
+                    data_checksum=tasks.checksum,
+                    use_run_configs=use_run_configs,
+                )
+            except Exception as error:  # as in `evaluate_directory`: one bad run costs nothing else
+                result = TaskResult.from_error(
+                    task_id=task_id, message=f"{folder}: evaluation failed: {type(error).__name__}: {error}",
+                    webarena_verified_data_checksum=tasks.checksum,
+                )  # fmt: skip
+            write_json_atomically(folder / RESULT_FILE, result.to_dict())
+            judged.append((folder, result))
+    return judged

@@ -155,12 +155,30 @@ def locate_attempt(directory: Path, attempt: str) -> Path | None:
 
 def attempt_id(directory: Path) -> str | None:
     """The attempt id in `directory`'s `ATTEMPT_FILE`, or None (no file, or not ours)."""
+    found = attempt_record(directory).get("attempt")
+    return found if isinstance(found, str) else None
+
+
+def attempt_record(directory: Path) -> dict[str, Any]:
+    """`directory`'s `ATTEMPT_FILE` (its id, session, times), or {} (no file, or not ours)."""
     try:
         record = json.loads((directory / ATTEMPT_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    found = record.get("attempt") if isinstance(record, dict) else None
-    return found if isinstance(found, str) else None
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def task_attempts(run: Path, task_id: int | str) -> list[Path]:
+    """Every attempt of a task in the run directory `run`, oldest first: those moved aside
+    (`.attempts/<task_id>/<n>/`, by `n`), then the task folder `<task_id>/` (the last one, which the
+    reference's tooling judges), when it holds one."""
+    kept = run / ATTEMPTS_DIR / str(task_id)
+    earlier = sorted(
+        (p for p in kept.iterdir() if p.name.isdigit() and p.is_dir()), key=lambda p: int(p.name)
+    ) if kept.is_dir() else []  # fmt: skip
+    last = run / str(task_id)
+    holds = last.is_dir() and any((last / name).exists() for name in ATTEMPT_FILES)
+    return [*earlier, last] if holds else earlier
 
 
 @contextlib.contextmanager

@@ -2,81 +2,119 @@
 
 Reads a run directory in the reference's layout (`OUT/<task_id>/eval_result.json`, written by the
 proxy, by `webarena-live evaluate` or by the reference's `eval-tasks`) and the dataset the tasks
-come from. Every figure counts judged tasks: a task of the dataset without a verdict in the
-directory is *missing*, never a failure. Errors (the evaluation could not run) stay apart from
-failures, and a non-success the environment caused — the agent answered `UNKNOWN_ERROR`, or a site
-never answered (an event with status 0) — is counted as an *environment* problem too, so a broken
-deployment does not read as a bad agent. Two runs of the same tasks compare pairwise
-(`compare_runs`): which tasks flipped, the paired difference with its interval, the exact McNemar
-test.
+come from. **Every attempt counts**: a task attempted again (eight episodes of one task in a rollout)
+keeps its earlier attempts in `OUT/.attempts/<task_id>/<n>/` (`evaluator/run_dir.py`), and each
+figure is given per attempt — the success rate of all judged attempts with its Wilson interval, the
+mean reward a rollout prints — and per task: tasks with *any* successful attempt, with *all* attempts
+successful, whose *last* attempt succeeded (the reference's own view of the folder), each with its
+interval over tasks, and the *mean* of each task's success rate. With one attempt per task they are
+all the same number.
+
+A task of the dataset without a verdict in the directory is *missing*, never a failure. Errors (the
+evaluation could not run) stay apart from failures, and a non-success the environment caused — the
+agent answered `UNKNOWN_ERROR`, or a site never answered (an event with status 0) — is counted as an
+*environment* problem too, so a broken deployment does not read as a bad agent. Each failing check is
+listed with its reasons (the assertions' messages). Two runs compare pairwise in
+`evaluator/run_compare.py`.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from webarena_live.evaluator.errors import WebArenaLiveError
-from webarena_live.evaluator.run_dir import RESPONSE_FILE, RESULT_FILE, TRACE_FILE, named_runs
-from webarena_live.evaluator.stats import mcnemar_exact_p, paired_difference, wilson_interval
+from webarena_live.evaluator.run_dir import ATTEMPTS_DIR, named_runs, task_attempts
+from webarena_live.evaluator.run_verdicts import (
+    ReportError,
+    Verdict,
+    VerdictReader,
+    read_verdict,
+)
+from webarena_live.evaluator.stats import wilson_interval
 from webarena_live.evaluator.tasks import TaskSet
 
-_UNANSWERED = re.compile(rb'"status"\s*:\s*0\s*[,}]')
-"""A HAR response with status 0: the request never got an answer from the site."""
+__all__ = ["Rate", "ReportError", "RunReport", "TaskRate", "report_run"]
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """One judged task of a run, as the report reads it."""
+class TaskRate:
+    """A per-task figure of a group: how many of its tasks meet it, with the Wilson interval."""
 
-    task_id: int
-    status: str
-    sites: tuple[str, ...]
-    template: int
-    action: str
-    environment: bool
-    """A non-success the environment caused (see the module's docstring)."""
-    failing: tuple[str, ...] = ()
-    """The checks that failed: `Evaluator` or `Evaluator: assertion`."""
+    tasks: int
+    success: int
+    rate: float
+    interval: tuple[float, float]
+
+    @classmethod
+    def of(cls, met: int, tasks: int) -> TaskRate:
+        return cls(tasks, met, met / tasks if tasks else 0.0, wilson_interval(met, tasks))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tasks": self.tasks, "success": self.success, "rate": self.rate,
+                "interval": list(self.interval)}  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Rate:
-    """Figures of a group of judged tasks."""
+    """Figures of a group of tasks: per judged attempt (`success` of `attempts`, `rate`, `interval`,
+    the counts of failures, errors and environment problems) and per task (`any`, `all`, `last`,
+    `mean`)."""
 
     tasks: int
+    attempts: int
     success: int
     failure: int
     errors: int
     environment: int
     rate: float
     interval: tuple[float, float]
+    any: TaskRate
+    all: TaskRate
+    last: TaskRate
+    mean: float
+    """The mean over tasks of each task's success rate (its successful attempts over its attempts)."""
 
     @classmethod
-    def of(cls, verdicts: Iterable[Verdict]) -> Rate:
-        verdicts = list(verdicts)
-        success = sum(v.status == "success" for v in verdicts)
-        errors = sum(v.status == "error" for v in verdicts)
-        tasks = len(verdicts)
+    def of(cls, attempts: Mapping[int, Sequence[Verdict]]) -> Rate:
+        every = [verdict for tried in attempts.values() for verdict in tried]
+        success = sum(v.status == "success" for v in every)
+        errors = sum(v.status == "error" for v in every)
+        won = [[v.status == "success" for v in tried] for tried in attempts.values() if tried]
+        tasks = len(won)
         return cls(
             tasks=tasks,
+            attempts=len(every),
             success=success,
-            failure=tasks - success - errors,
+            failure=len(every) - success - errors,
             errors=errors,
-            environment=sum(v.environment for v in verdicts),
-            rate=success / tasks if tasks else 0.0,
-            interval=wilson_interval(success, tasks),
+            environment=sum(v.environment for v in every),
+            rate=success / len(every) if every else 0.0,
+            interval=wilson_interval(success, len(every)),
+            any=TaskRate.of(sum(any(w) for w in won), tasks),
+            all=TaskRate.of(sum(all(w) for w in won), tasks),
+            last=TaskRate.of(sum(w[-1] for w in won), tasks),
+            mean=sum(sum(w) / len(w) for w in won) / tasks if tasks else 0.0,
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "tasks": self.tasks, "success": self.success, "failure": self.failure, "errors": self.errors,
-            "environment": self.environment, "rate": self.rate, "interval": list(self.interval),
+            "tasks": self.tasks, "attempts": self.attempts, "success": self.success, "failure": self.failure,
+            "errors": self.errors, "environment": self.environment, "rate": self.rate,
+            "interval": list(self.interval),
+            "per_task": {"any": self.any.to_dict(), "all": self.all.to_dict(), "last": self.last.to_dict(),
+                         "mean": self.mean},
         }  # fmt: skip
+
+
+def _attempt_row(verdict: Verdict) -> dict[str, Any]:
+    record = verdict.attempt or {}
+    return {
+        "folder": verdict.folder, "status": verdict.status,
+        **{key: record[key] for key in ("attempt", "session", "started", "finished") if key in record},
+        "failing": [{"check": f.check, "reason": f.reason} for f in verdict.failing],
+    }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -84,139 +122,95 @@ class RunReport:
     """The figures of one run directory over its dataset."""
 
     directory: Path
-    verdicts: dict[int, Verdict]
+    attempts: dict[int, tuple[Verdict, ...]]
+    """Each judged task's judged attempts, oldest first; the last is the task folder's."""
     missing: tuple[int, ...]
-    unjudged: tuple[int, ...] = ()
-    """Task folders with no `eval_result.json` (evaluate them first)."""
+    unjudged: tuple[str, ...] = ()
+    """Attempt folders (relative to the directory) with no `eval_result.json` (evaluate them first)."""
     hard: frozenset[int] | None = None
     """The official hard subset's task ids, when the dataset is the official one."""
+    templates: Mapping[int, str] = field(default_factory=dict)
+    """Each intent template's text by id, from the dataset (none without one)."""
     overall: Rate = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "overall", Rate.of(self.verdicts.values()))
+        object.__setattr__(self, "overall", Rate.of(self.attempts))
+
+    @property
+    def verdicts(self) -> dict[int, Verdict]:
+        """Each judged task's last attempt: the verdict the reference's tooling reads in its folder."""
+        return {task_id: tried[-1] for task_id, tried in self.attempts.items() if tried}
 
     def by(self, key: str) -> dict[str, Rate]:
         """Figures by `site` (a task of several sites counts under each), `action` or `template`."""
-        groups: dict[str, list[Verdict]] = {}
-        for verdict in self.verdicts.values():
-            names = {
-                "site": verdict.sites,
-                "action": (verdict.action,),
-                "template": (str(verdict.template),),
-            }[key]
+        groups: dict[str, dict[int, tuple[Verdict, ...]]] = {}
+        for task_id, tried in self.attempts.items():
+            last = tried[-1]
+            names = {"site": last.sites, "action": (last.action,), "template": (str(last.template),)}[key]
             for name in names:
-                groups.setdefault(name, []).append(verdict)
+                groups.setdefault(name, {})[task_id] = tried
         ordered = sorted(groups, key=lambda name: int(name) if key == "template" else name)
         return {name: Rate.of(groups[name]) for name in ordered}
 
-    def failing_checks(self) -> list[tuple[str, list[int]]]:
-        """Each failing check with the tasks it failed on, the most frequent first."""
-        checks: dict[str, list[int]] = {}
-        for verdict in self.verdicts.values():
-            for check in verdict.failing:
-                checks.setdefault(check, []).append(verdict.task_id)
-        return sorted(checks.items(), key=lambda item: (-len(item[1]), item[0]))
+    def failing_checks(self) -> list[dict[str, Any]]:
+        """Each failing check, the most frequent first: the attempts and tasks it failed, and its reasons
+        (each with the attempt folders it was given for, the most frequent first)."""
+        checks: dict[str, dict[str, list[Verdict]]] = {}
+        for tried in self.attempts.values():
+            for verdict in tried:
+                for failure in verdict.failing:
+                    checks.setdefault(failure.check, {}).setdefault(failure.reason, []).append(verdict)
+        listed = []
+        for check, reasons in checks.items():
+            seen = [verdict for given in reasons.values() for verdict in given]
+            listed.append({
+                "check": check, "count": len(seen),
+                "task_ids": sorted({v.task_id for v in seen}),
+                "reasons": [{"reason": reason, "count": len(given), "folders": [v.folder for v in given]}
+                            for reason, given in sorted(reasons.items(), key=lambda item: -len(item[1]))],
+            })  # fmt: skip
+        return sorted(listed, key=lambda item: (-item["count"], item["check"]))
 
     def to_dict(self) -> dict[str, Any]:
+        every = [verdict for tried in self.attempts.values() for verdict in tried]
+        by_template = {name: rate.to_dict() for name, rate in self.by("template").items()}
+        templates = {name: self.templates[int(name)] for name in by_template if int(name) in self.templates}
+        by_task = {str(task_id): [_attempt_row(v) for v in tried] for task_id, tried in self.attempts.items()}
         document: dict[str, Any] = {
             "directory": str(self.directory),
             **self.overall.to_dict(),
             "missing": len(self.missing),
             "missing_task_ids": list(self.missing),
-            "unjudged_task_ids": list(self.unjudged),
-            "environment_task_ids": sorted(v.task_id for v in self.verdicts.values() if v.environment),
-            "error_task_ids": sorted(v.task_id for v in self.verdicts.values() if v.status == "error"),
+            "unjudged_task_ids": sorted({int(_task_of(folder)) for folder in self.unjudged}),
+            "unjudged_folders": list(self.unjudged),
+            "environment_task_ids": sorted({v.task_id for v in every if v.environment}),
+            "error_task_ids": sorted({v.task_id for v in every if v.status == "error"}),
             "by_site": {name: rate.to_dict() for name, rate in self.by("site").items()},
             "by_action": {name: rate.to_dict() for name, rate in self.by("action").items()},
-            "by_template": {name: rate.to_dict() for name, rate in self.by("template").items()},
-            "failing_checks": [
-                {"check": name, "count": len(ids), "task_ids": ids} for name, ids in self.failing_checks()
-            ],
-        }
+            "by_template": by_template,
+            "templates": templates,
+            "failing_checks": self.failing_checks(),
+            "attempts_by_task": by_task,
+        }  # fmt: skip
         if self.hard is not None:
-            document["hard"] = Rate.of(v for v in self.verdicts.values() if v.task_id in self.hard).to_dict()
+            hard = {task_id: tried for task_id, tried in self.attempts.items() if task_id in self.hard}
+            document["hard"] = Rate.of(hard).to_dict()
         return document
 
 
-class ReportError(WebArenaLiveError):
-    """The directory cannot be reported (not a run directory, or one holding named runs only)."""
-
-    def __init__(self, message: str, *, named_runs: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.named_runs = named_runs
-        """The named runs the directory holds, when that is why it cannot be reported itself."""
+def _task_of(folder: str) -> str:
+    """The task id of an attempt folder named relative to its run directory."""
+    parts = folder.split("/")
+    return parts[1] if parts[0] == ATTEMPTS_DIR else parts[0]
 
 
-def _failing(result: Mapping[str, Any]) -> tuple[str, ...]:
-    checks = []
-    for evaluator in result.get("evaluators_results") or ():
-        if evaluator.get("status") == "success":
-            continue
-        name = str(evaluator.get("evaluator_name", "evaluator"))
-        failed = [a for a in evaluator.get("assertions") or () if a.get("status") != "success"]
-        checks += [f"{name}: {a.get('assertion_name', 'assertion')}" for a in failed] or [name]
-    return tuple(checks)
-
-
-def _environment(task_dir: Path, status: str) -> bool:
-    if status == "success":
-        return False
-    try:
-        answer = json.loads((task_dir / RESPONSE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        answer = None
-    if isinstance(answer, dict) and str(answer.get("status", "")).upper() == "UNKNOWN_ERROR":
-        return True
-    try:
-        return _UNANSWERED.search((task_dir / TRACE_FILE).read_bytes()) is not None
-    except OSError:
-        return False
-
-
-def read_verdict(task_dir: Path, tasks: TaskSet | None) -> Verdict | None:
-    """The verdict in `task_dir/eval_result.json`, or None when there is none."""
-    try:
-        result = json.loads((task_dir / RESULT_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as error:
-        raise ReportError(f"{task_dir / RESULT_FILE}: unreadable verdict ({error})") from None
-    task_id = int(result.get("task_id", task_dir.name))
-    task = tasks[task_id] if tasks is not None and task_id in tasks else None
-    status = str(result.get("status", "error")).lower()
-    return Verdict(
-        task_id=task_id,
-        status=status,
-        sites=tuple(str(site) for site in (task.sites if task else result.get("sites") or ("unknown",))),
-        template=task.intent_template_id if task else int(result.get("intent_template_id", -1)),
-        action=task.task_type.value.lower() if task else "unknown",
-        environment=_environment(task_dir, status),
-        failing=_failing(result),
-    )
-
-
-class VerdictCache:
-    """`read_verdict` that reads a task folder again only when its `eval_result.json` changed: for a
-    report asked after every finish (the dashboard's run view)."""
-
-    def __init__(self) -> None:
-        self._known: dict[Path, tuple[tuple[int, int], Verdict | None]] = {}
-
-    def read(self, task_dir: Path, tasks: TaskSet | None) -> Verdict | None:
-        try:
-            stat = (task_dir / RESULT_FILE).stat()
-        except FileNotFoundError:
-            return None
-        stamp = (stat.st_mtime_ns, stat.st_size)
-        known = self._known.get(task_dir)
-        if known is not None and known[0] == stamp:
-            return known[1]
-        verdict = read_verdict(task_dir, tasks)
-        self._known[task_dir] = (stamp, verdict)
-        return verdict
-
-
-VerdictReader = Callable[[Path, "TaskSet | None"], "Verdict | None"]
+def _task_ids(directory: Path) -> list[int]:
+    """Tasks with an attempt in `directory`: task folders, and earlier attempts kept aside."""
+    found = {int(entry.name) for entry in directory.iterdir() if entry.name.isdigit() and entry.is_dir()}
+    kept = directory / ATTEMPTS_DIR
+    if kept.is_dir():
+        found |= {int(entry.name) for entry in kept.iterdir() if entry.name.isdigit() and entry.is_dir()}
+    return sorted(found)
 
 
 def report_run(
@@ -226,75 +220,47 @@ def report_run(
     hard: frozenset[int] | None = None,
     read: VerdictReader | None = None,
 ) -> RunReport:
-    """The report of `directory` (`OUT/<task_id>/…`) over `tasks` (the dataset; None: the verdicts only).
+    """The report of `directory` (`OUT/<task_id>/…`, earlier attempts in `OUT/.attempts/`) over `tasks`
+    (the dataset; None: the verdicts only).
 
-    `read` reads one task folder's verdict (`read_verdict`; a caching one for a report asked again
+    `read` reads one attempt folder's verdict (`read_verdict`; a caching one for a report asked again
     and again, as the dashboard does)."""
     read = read or read_verdict
     if not directory.is_dir():
         raise ReportError(f"{directory}: no such directory")
-    task_dirs = [entry for entry in directory.iterdir() if entry.name.isdigit() and entry.is_dir()]
-    if not task_dirs:
+    task_ids = _task_ids(directory)
+    if not task_ids:
         named = [run.name for run in named_runs(directory)]
         if named:
             listed = ", ".join(named)
             message = f"{directory} holds named runs ({listed}): report one, e.g. {directory / named[0]}"
             raise ReportError(message, named_runs=tuple(named))
         raise ReportError(f"{directory}: no task folders (OUT/<task_id>/eval_result.json) to report")
-    verdicts: dict[int, Verdict] = {}
-    unjudged = []
-    for task_dir in task_dirs:
-        verdict = read(task_dir, tasks)
-        if verdict is None:
-            unjudged.append(int(task_dir.name))
-        else:
-            verdicts[verdict.task_id] = verdict
-    missing = tuple(sorted(set(tasks) - set(verdicts))) if tasks is not None else tuple(sorted(unjudged))
-    return RunReport(directory, verdicts, missing, tuple(sorted(unjudged)), hard)
+    attempts: dict[int, tuple[Verdict, ...]] = {}
+    unjudged: list[str] = []
+    for task_id in task_ids:
+        judged = []
+        for folder in task_attempts(directory, task_id):
+            verdict = read(folder, tasks)
+            if verdict is None:
+                unjudged.append(str(folder.relative_to(directory)))
+            else:
+                judged.append(verdict)
+        if judged:
+            attempts[judged[-1].task_id] = tuple(judged)
+    judged_ids = set(attempts)
+    if tasks is not None:
+        missing = tuple(sorted(set(tasks) - judged_ids))
+    else:
+        missing = tuple(sorted({int(_task_of(folder)) for folder in unjudged} - judged_ids))
+    return RunReport(directory, attempts, missing, tuple(unjudged), hard, _templates(tasks))
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """Two runs on the tasks both judged: flips, the paired difference (here minus there), McNemar."""
-
-    only_here: tuple[int, ...]
-    only_there: tuple[int, ...]
-    both: int
-    neither: int
-    difference: float
-    interval: tuple[float, float]
-    p_value: float
-
-    @classmethod
-    def of(
-        cls, here: Mapping[int, Verdict], there: Mapping[int, Verdict], task_ids: Iterable[int]
-    ) -> Comparison:
-        ids = sorted(task_ids)
-        won = {i: here[i].status == "success" for i in ids}
-        other = {i: there[i].status == "success" for i in ids}
-        only_here = tuple(i for i in ids if won[i] and not other[i])
-        only_there = tuple(i for i in ids if other[i] and not won[i])
-        both = sum(won[i] and other[i] for i in ids)
-        neither = len(ids) - both - len(only_here) - len(only_there)
-        difference, interval = paired_difference(both, len(only_here), len(only_there), neither)
-        return cls(only_here, only_there, both, neither, difference, interval,
-                   mcnemar_exact_p(len(only_here), len(only_there)))  # fmt: skip
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tasks": self.both + self.neither + len(self.only_here) + len(self.only_there),
-            "only_here": list(self.only_here), "only_there": list(self.only_there),
-            "difference": self.difference, "interval": list(self.interval), "p_value": self.p_value,
-        }  # fmt: skip
+def _templates(tasks: TaskSet | None) -> dict[int, str]:
+    if tasks is None:
+        return {}
+    return {task.intent_template_id: task.intent_template for task in _each(tasks)}
 
 
-def compare_runs(here: RunReport, there: RunReport) -> dict[str, Any]:
-    """The paired comparison of two reports on the tasks both judged, overall and by site."""
-    shared = set(here.verdicts) & set(there.verdicts)
-    document = Comparison.of(here.verdicts, there.verdicts, shared).to_dict()
-    document["by_site"] = {}
-    sites = sorted({site for task_id in shared for site in here.verdicts[task_id].sites})
-    for site in sites:
-        ids = [task_id for task_id in shared if site in here.verdicts[task_id].sites]
-        document["by_site"][site] = Comparison.of(here.verdicts, there.verdicts, ids).to_dict()
-    return document
+def _each(tasks: TaskSet) -> Iterable[Any]:
+    return (tasks[task_id] for task_id in tasks)

@@ -11,7 +11,9 @@ so its browser's traffic stays on that node, launches headless Chromium with the
 proxy address, runs a toy policy on task 1003 ("go to the product page of the cheapest mug": it
 opens a mug page picked at random, the right one or not) and finishes: its reward is the
 benchmark's own verdict, 0 or 1. A failed episode is reported and the others go on. The files of
-every episode land in `--output-dir` on this machine, whichever node ran it.
+every episode land in `--output-dir` on this machine, whichever node ran it: the run
+`OUT/ray-rollout/`, each episode an attempt of task 1003 (the last in `1003/`, the others in
+`.attempts/1003/<n>/`), so `webarena-live report OUT/ray-rollout` gives the same mean per attempt.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import ray
 from webarena_live.ray import start_fleet
 
 TASK = 1003
+RUN = "ray-rollout"
+"""The run every episode's files go to: `OUT/ray-rollout/`."""
 ANSWER = {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": None}
 PAGES = ("enamel-camp-mug.html", "stoneware-coffee-mug-12oz.html", "double-wall-travel-mug.html")
 
@@ -35,7 +39,7 @@ def episode(fleet: Any, index: int, chromium: str) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     node = ray.get_runtime_context().get_node_id()
-    started = ray.get(fleet.start.remote(TASK, session=f"ray-rollout-{index}", run="ray-rollout", near=node))
+    started = ray.get(fleet.start.remote(TASK, session=f"ray-rollout-{index}", run=RUN, near=node))
     target = f"{started['start_urls'][0].rstrip('/')}/{random.Random(index).choice(PAGES)}"
     # Chromium proxies loopback sites (a shop on 127.0.0.1) only when told to; as root it needs
     # --no-sandbox.
@@ -92,9 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     if not rewards:
         print("no episode finished", file=sys.stderr)
         return 1
-    print(
-        f"{len(rewards)} episodes, mean reward {sum(rewards) / len(rewards):.3f}; files in {args.output_dir}"
-    )
+    print(f"{len(rewards)} episodes, mean reward {sum(rewards) / len(rewards):.3f}; "
+          f"every episode in figures: webarena-live report {args.output_dir}/{RUN}")  # fmt: skip
     return 0 if len(rewards) == args.episodes else 1
 
 

@@ -4,6 +4,10 @@ The reference evaluator (the "oracle", webarena-verified==1.2.3) pins its own
 pydantic, so it lives in its own virtual environment and is only ever run as a
 separate process. `scripts/bootstrap.sh` creates it; if a test run finds none,
 the `oracle_python` fixture creates it once (never skips: parity is measured).
+
+Tests talk only to loopback (and to network namespaces a test made itself): every proxy a test
+starts notes each name lookup or connection beyond that (`tests/support/network_guard.py`), and the
+test during which one was noted fails in its teardown, whatever it asserted itself.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import pytest
 
 from tests.conformance import progress
 from tests.conformance.oracle_env import official_dataset as dataset_in_oracle
+from tests.support import network_guard
 
 REPO = Path(__file__).resolve().parent.parent
 ORACLE_VERSION = "1.2.3"
@@ -30,6 +35,22 @@ def pytest_configure(config: pytest.Config) -> None:
     # Taken while pytest's output capture is suspended, so this is the real stderr: progress lines
     # written to it reach the log while a test runs (see conformance/progress.py).
     progress.use(os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8"))
+    network_guard.install(os.environ.get("PYTEST_XDIST_WORKER", "main"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """After a test's teardown (its module's proxies stopped, if it was their last test): any lookup or
+    connection beyond loopback a proxy made since the previous test fails this one."""
+    report: pytest.TestReport = yield
+    if call.when != "teardown" or network_guard.GUARD is None:
+        return report
+    notes = network_guard.GUARD.take()
+    if notes:
+        told = "\n".join(f"  pid {n['pid']} ({n['argv']}): {n['reached']}" for n in notes[:20])
+        report.outcome = "failed"
+        report.longrepr = f"a proxy under test reached beyond loopback during {item.nodeid}:\n{told}"
+    return report
 
 
 @pytest.hookimpl(wrapper=True)

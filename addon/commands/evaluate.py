@@ -2,7 +2,9 @@
 
 Same contract as the reference's `eval-tasks`: every `DIR/<task_id>/` holding
 `agent_response.json` and `network.har` gets a `DIR/<task_id>/eval_result.json`,
-and a per-site summary is printed. The dataset is chosen as the reference
+and a per-site summary is printed. The earlier attempts of a task, kept in
+`DIR/.attempts/<task_id>/<n>/`, are judged too (their count is printed apart; the
+summary, like the reference's, is the task folders'). The dataset is chosen as the reference
 chooses it: `--tasks`, else the config's `test_data_file`, else the official
 dataset when the reference package is installed. The exit status is 0 whenever
 the batch ran, whatever the verdicts; it is 2, with nothing written, when the
@@ -31,6 +33,7 @@ from webarena_live.evaluator import (
     WebArenaLiveError,
     discover_runs,
     evaluate_directory,
+    evaluate_earlier_attempts,
     load_tasks,
     named_runs,
     official_dataset_installed,
@@ -201,7 +204,23 @@ def run(args: argparse.Namespace) -> int:
         if not task_ids:
             written += f"; summary: {batch.root / SUMMARY_FILE}"
         console.print(written, markup=False, highlight=False, soft_wrap=True)
+        earlier = evaluate_earlier_attempts(
+            batch.root, tasks, site_map, task_ids=task_ids, use_run_configs=not args.config
+        )
+        if earlier:
+            console.print(earlier_line(batch.root, [result for _, result in earlier]), markup=False,
+                          highlight=False, soft_wrap=True)  # fmt: skip
     return 0
+
+
+def earlier_line(root: Path, results: list[TaskResult]) -> str:
+    """What was said of the earlier attempts kept aside (`report` counts them with the last ones)."""
+    counts = {status: sum(r.status == status for r in results) for status in ("success", "failure", "error")}
+    told = ", ".join(f"{count} {status}" for status, count in counts.items() if count)
+    return (
+        f"earlier attempts: {len(results)} judged ({told}); verdicts: {root}/.attempts/<task_id>/<n>/"
+        f"eval_result.json; every attempt in figures: webarena-live report {root}"
+    )
 
 
 def _evaluate(

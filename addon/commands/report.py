@@ -13,10 +13,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from webarena_live.commands.evaluate import dataset_source
+from webarena_live.commands.report_text import (
+    TEMPLATES_SHOWN,
+    headline,
+    percent,
+    repeated,
+    template_name,
+    templates_title,
+)
 from webarena_live.evaluator import (
     OFFICIAL_DATASET,
     OFFICIAL_HARD_SUBSET,
@@ -62,47 +71,78 @@ def report_document(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return document, note
 
 
-def _percent(rate: dict[str, Any]) -> str:
+def _compact(rate: dict[str, Any]) -> str:
     low, high = rate["interval"]
-    return f"{rate['rate'] * 100:5.1f}%  [{low * 100:.1f}-{high * 100:.1f}]"
+    return f"{rate['rate'] * 100:.1f}% [{low * 100:.0f}-{high * 100:.0f}]"
 
 
-def _rates(title: str, rows: dict[str, dict[str, Any]]) -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in ("", "tasks", "success", "rate [95% interval]", "failure", "errors", "environment"):
-        table.add_column(column, justify="left" if not column else "right")
+def _rates(title: str, rows: dict[str, dict[str, Any]], *, per_task: bool) -> Table:
+    """Figures per group: per attempt, and with `per_task` the tasks with any successful attempt and
+    the mean of the tasks' rates (narrow enough for 80 columns: the failures are what is left)."""
+    table = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )
+    table.add_column("", overflow="fold", min_width=12)
+    columns: tuple[str, ...]
+    if per_task:
+        columns = ("tasks", "attempts", "success", "rate [95% CI]", "any", "mean", "err.", "env.")
+    else:
+        columns = ("tasks", "success", "rate [95% interval]", "failure", "errors", "environment")
+    for column in columns:
+        table.add_column(column, justify="right", no_wrap=True)
     for name, rate in rows.items():
-        table.add_row(name, str(rate["tasks"]), str(rate["success"]), _percent(rate), str(rate["failure"]),
-                      str(rate["errors"]), str(rate["environment"]))  # fmt: skip
+        if per_task:
+            tasks = rate["per_task"]
+            anyone, mean = f"{tasks['any']['success']}/{tasks['any']['tasks']}", f"{tasks['mean'] * 100:.0f}%"
+            counts = (str(rate["tasks"]), str(rate["attempts"]), str(rate["success"]))
+            table.add_row(name, *counts, _compact(rate), anyone, mean, str(rate["errors"]),
+                          str(rate["environment"]))  # fmt: skip
+        else:
+            table.add_row(name, str(rate["tasks"]), str(rate["success"]), percent(rate),
+                          str(rate["failure"]), str(rate["errors"]), str(rate["environment"]))  # fmt: skip
     return table
+
+
+def _reason(check: dict[str, Any], width: int = 160) -> str:
+    reasons = check["reasons"]
+    first = reasons[0]["reason"] or "(no reason given)" if reasons else ""
+    first = first if len(first) <= width else first[: width - 1] + "…"
+    more = len(reasons) - 1
+    return first + (f"  (+{more} other reason{'s' if more > 1 else ''})" if more > 0 else "")
 
 
 def print_report(console: Console, document: dict[str, Any], note: str) -> None:
     console.print(f"[bold]{document['directory']}[/bold]: {note}")
+    console.print(headline(document), markup=False, highlight=False)
+    per_task = repeated(document)
     overall = {"all judged tasks": document}
     if "hard" in document:
         overall["hard subset"] = document["hard"]
-    console.print(_rates("Overall", overall))
+    console.print(_rates("Overall", overall, per_task=per_task))
     if document["missing"]:
         missing = document["missing"]
         console.print(f"{missing} task(s) of the dataset have no verdict here: missing, not failures")
-    if document["unjudged_task_ids"]:
+    if document["unjudged_folders"]:
         console.print(
-            f"not judged yet (run `webarena-live evaluate` first): {document['unjudged_task_ids'][:20]}"
+            f"not judged yet (run `webarena-live evaluate` first): {document['unjudged_folders'][:20]}"
         )
     if document["environment"]:
         console.print(f"environment problems (UNKNOWN_ERROR answers, sites that did not answer): "
                       f"{document['environment_task_ids'][:20]}")  # fmt: skip
-    console.print(_rates("By site (a task of several sites counts under each)", document["by_site"]))
-    console.print(_rates("By action", document["by_action"]))
-    worst = dict(sorted(document["by_template"].items(), key=lambda item: item[1]["rate"])[:10])
-    console.print(_rates(f"By intent template: the 10 lowest of {len(document['by_template'])}", worst))
-    checks = Table(title="Failing checks, most frequent first", title_justify="left")
-    for column in ("check", "tasks", "task ids"):
-        checks.add_column(column)
+    console.print(_rates("By site (a task of several sites counts under each)", document["by_site"],
+                         per_task=per_task))  # fmt: skip
+    console.print(_rates("By action", document["by_action"], per_task=per_task))
+    templates = document["by_template"]
+    worst = sorted(templates.items(), key=lambda item: item[1]["rate"])[:TEMPLATES_SHOWN]
+    named = {template_name(document, name): rate for name, rate in worst}
+    console.print(_rates(templates_title(len(templates)), named, per_task=per_task))
+    checks = Table(title="Failing checks, most frequent first, and why", title_justify="left",
+                   box=box.SIMPLE_HEAD, pad_edge=False)  # fmt: skip
+    for column in ("check", "attempts", "task ids", "reason"):
+        checks.add_column(column, overflow="fold", ratio=3 if column == "reason" else None)
     for check in document["failing_checks"][:15]:
-        shown = ", ".join(map(str, check["task_ids"][:12])) + (" …" if check["count"] > 12 else "")
-        checks.add_row(check["check"], str(check["count"]), shown)
+        shown = ", ".join(map(str, check["task_ids"][:12])) + (" …" if len(check["task_ids"]) > 12 else "")
+        checks.add_row(check["check"], str(check["count"]), shown, _reason(check))
     console.print(checks)
     if "vs" in document:
         _print_comparison(console, document["vs"])

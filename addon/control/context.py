@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -33,7 +34,13 @@ from webarena_live.evaluator import (
 )
 from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.leases import AttemptLease
-from webarena_live.runs.recovery import JournalNotFoundError, find_journal, read_journal, resumable_runs
+from webarena_live.runs.recovery import (
+    JournalNotFoundError,
+    find_journal,
+    journal_started,
+    read_journal,
+    resumable_runs,
+)
 from webarena_live.runs.sessions import (
     DEFAULT_SESSION,
     Session,
@@ -194,6 +201,8 @@ class StartPlan:
     resumed: NetworkTrace | None
     journal: Path | None = None
     """The journal a resumed session's events come from (its lease is kept beside it)."""
+    started: datetime | None = None
+    """When the resumed run began (its journal's time), for a session resumed from its journal."""
 
 
 def plan_start(ctx: ControlContext, request: StartSession, *, caller: str | None) -> StartPlan:
@@ -206,11 +215,11 @@ def plan_start(ctx: ControlContext, request: StartSession, *, caller: str | None
     if request.run is not None and (problem := run_name_problem(request.run)):
         raise ControlError(400, "bad_run_name", problem)
     task = find_task(ctx, request.task_id)
-    resumed, journal = None, None
+    resumed = started = journal = None
     if request.resume_journal:
         try:  # read before the restart clears the session: a failure changes nothing
             journal = find_journal(ctx.settings.journal_dir, name, task.task_id)
-            resumed = read_journal(journal)
+            resumed, started = read_journal(journal), journal_started(journal)
         except JournalNotFoundError as error:
             raise ControlError(404, "no_journal", str(error)) from None
         except WebArenaLiveError as error:
@@ -224,15 +233,20 @@ def plan_start(ctx: ControlContext, request: StartSession, *, caller: str | None
             'start another session name, or send "restart": true to discard its events'
         )
         raise ControlError(409, "session_running", message)
-    return StartPlan(name=name, task=task, run=request.run, resumed=resumed, journal=journal)
+    return StartPlan(name=name, task=task, run=request.run, resumed=resumed, started=started, journal=journal)
 
 
 def begin_session(ctx: ControlContext, plan: StartPlan, lease: AttemptLease | None = None) -> dict[str, Any]:
     """Start the planned session (restarting it if it ran) on its replicas (`lease`) and answer what the
     agent needs: its start URLs rendered on them."""
-    session = ctx.sessions.start(plan.name, plan.task, run=plan.run, lease=lease)
+    session = ctx.sessions.start(plan.name, plan.task, run=plan.run, started=plan.started, lease=lease)
     run = f" (run {plan.run})" if plan.run else ""
-    logger.info("session %s started: task %d%s: %s", plan.name, plan.task.task_id, run, plan.task.intent)
+    if plan.resumed is None:
+        logger.info("session %s started: task %d%s: %s", plan.name, plan.task.task_id, run, plan.task.intent)
+    else:  # the run goes on: its original start, and what came back from its journal
+        since = f"started {plan.started:%Y-%m-%d %H:%M:%S} UTC, " if plan.started is not None else ""
+        logger.info("session %s resumed: task %d%s, %s%d events from its journal: %s", plan.name,
+                    plan.task.task_id, run, since, len(plan.resumed), plan.task.intent)  # fmt: skip
     if plan.resumed is not None:
         for event in plan.resumed:  # also journals them again, so the new run's journal is complete
             session.append(event)

@@ -25,6 +25,8 @@ logger = logging.getLogger(__name__)
 
 STOP_SECONDS = 2.0
 """How long stopping waits for open connections before uvicorn cancels them."""
+KEEP_ALIVE_SECONDS = 30
+"""How long an idle client connection to the control port stays open."""
 
 
 class _GuestServer(uvicorn.Server):
@@ -63,6 +65,9 @@ class ControlServer:
             log_config=None,
             access_log=False,
             server_header=False,  # the app names itself (middleware.CommonHeaders)
+            # Longer than clients keep an idle connection (httpx: 5 s, uvicorn's own default): with equal
+            # times the server may close a connection just as a client sends on it (a ReadError).
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
             timeout_graceful_shutdown=int(STOP_SECONDS),
         )
         server = _GuestServer(config)

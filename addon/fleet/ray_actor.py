@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import shutil
 import tempfile
 import threading
@@ -177,6 +178,7 @@ class ServeWorker:
             "pid": self.process.process.pid if self.process.process is not None else None,
             "resumed": self.resumed, "output_dir": str(self.output_dir), "instance": self.instance,
             "deaths": self.deaths, "up": self.up,
+            "actor_pid": os.getpid(),  # the pid Ray names this worker by in the lines it passes on
         }  # fmt: skip
 
     def wait(self, deaths: int, up: bool, timeout: float) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import ipaddress
 import logging
 import os
 import socket
+import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -56,11 +57,25 @@ STOP_TIMEOUT = 20.0
 
 
 def connect(address: str) -> None:
-    """Join the cluster as a driver (`auto`: the one this machine is in); `ConnectionError` naming it."""
+    """Join the cluster as a driver (`auto`: the one this machine is in); `ConnectionError` naming it.
+
+    The workers' output comes through this process's: without colour codes when that is no terminal
+    (a log file), and without Ray's warning that it set no SIGTERM handler (it joins from a thread;
+    the front handles SIGTERM itself)."""
+    if not sys.stdout.isatty():
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")
+    quiet = logging.getLogger("ray._private.worker")
+    quiet.addFilter(_no_sigterm_warning)
     try:
         ray.init(address=address, namespace=NAMESPACE, log_to_driver=True, logging_level=logging.WARNING)
     except (ConnectionError, RuntimeError, ValueError) as error:
         raise ConnectionError(f"cannot join the Ray cluster at {address!r}: {error}") from None
+    finally:
+        quiet.removeFilter(_no_sigterm_warning)
+
+
+def _no_sigterm_warning(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith("SIGTERM handler is not set")
 
 
 def front_address(control_host: str, control_port: int) -> str:
@@ -189,7 +204,7 @@ class RayWorkerPool(Workers):
         self._seen[worker.index] = where
         worker.host, worker.node = where["host"], where["node"]
         worker.ports = Ports(**where["ports"])
-        worker.node_pid, worker.node_lost = where["pid"], False
+        worker.node_pid, worker.actor_pid, worker.node_lost = where["pid"], where.get("actor_pid"), False
         worker.actor = f"webarena-live-{self.setup.fleet}-{worker.index}"
         self.output_dirs[worker.index] = where["output_dir"]
 

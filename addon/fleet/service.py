@@ -223,9 +223,9 @@ def banner(
     for worker in front.pool:
         web = f", mitmweb {mitmweb_url(plan.web_ports[worker.index], web_token)}" if plan.web_ports else ""
         node = f", node {worker.node}" if worker.node else ""
-        lines.append(
-            f"  worker {worker.index}      pid {worker.pid}, control {worker.control_url}/{web}{node}"
-        )
+        # A Ray worker by the pid Ray prints beside its lines (its actor's); its `serve` child's after.
+        pid = f"{worker.actor_pid} (serve {worker.pid})" if worker.actor_pid is not None else str(worker.pid)
+        lines.append(f"  worker {worker.index}      pid {pid}, control {worker.control_url}/{web}{node}")
     if plan.ray is not None:
         outputs = front.outputs.output_dir if front.outputs is not None else None
         carried = f"{outputs}  (carried from each worker's node)" if outputs else "none (--output-dir DIR)"

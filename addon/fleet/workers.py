@@ -64,6 +64,8 @@ class Worker:
     """Its Ray actor's name (in the `webarena-live` namespace)."""
     node_pid: int | None = None
     """The pid of a Ray worker's `serve` on its node."""
+    actor_pid: int | None = None
+    """The pid of a Ray worker's actor process: the one Ray names in the output it passes on."""
     node_lost: bool = False
     """Its node left the cluster (its sessions are lost) and it is not back yet."""
     responsive: bool = True

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from mitmproxy import connection, ctx, exceptions, http
+from mitmproxy.proxy import server_hooks
 from mitmproxy.utils import human
 
 from webarena_live.control.app import CALLER_HEADER, create_app
@@ -34,7 +35,7 @@ from webarena_live.control.replicas import (
 )
 from webarena_live.control.server import ControlServer
 from webarena_live.evaluator import SiteMap, WebArenaLiveError, load_tasks, prepare_output_dir
-from webarena_live.proxy.browser_traffic import is_service_host
+from webarena_live.proxy.browser_traffic import BrowserServices, answer
 from webarena_live.proxy.capture import record_from_flow, tunnel_failure_event
 from webarena_live.proxy.credentials import PROXY_AUTHORIZATION, challenge, take_credentials
 from webarena_live.proxy.flow_notes import FlowNotes
@@ -65,6 +66,8 @@ SKIP_KEY = "webarena_live.skip"
 CAPTURED_KEY = "webarena_live.captured"
 CHALLENGED_KEY = "webarena_live.challenged"
 """CONNECTs this addon answered with a 407 itself: their failure is no upstream fault."""
+BROWSER_KEY = "webarena_live.browser_service"
+"""Requests and CONNECTs of the browser's own services, answered here (`proxy/browser_traffic.py`)."""
 
 
 def _declared_length(request: http.Request) -> int:
@@ -103,6 +106,7 @@ class WebArenaLive:
         self.flow_notes: FlowNotes | None = None
         """Comments and marks on captured flows for mitmweb; None unless `webarena_annotate_flows`."""
         self.header_login = HeaderLogin()
+        self.browser_services = BrowserServices()
         self.addresses = SessionAddresses()
         self._pinned: dict[str, str] = {}
         """Session name by client connection id, for connections accepted on a session's own address."""
@@ -126,6 +130,7 @@ class WebArenaLive:
             self.flow_notes = None
         elif self.flow_notes is None:
             self.flow_notes = FlowNotes()
+        self.browser_services.forward = ctx.options.webarena_forward_browser_traffic
         if "webarena_front" in updated:
             self._front = front_address(ctx.options.webarena_front)
         if self.context is not None and not updated.intersection(RECONFIGURING):
@@ -163,6 +168,7 @@ class WebArenaLive:
             sessions = self.context.sessions
             sessions.settings = settings
         self.header_login.use(site_map)
+        self.browser_services.use(url for urls in site_map.urls.values() for url in urls)
         for name in site_map.header_login_without_credentials:
             logger.warning(
                 "webarena-live: %s has use_header_login but no credentials: no header is added", name
@@ -297,6 +303,7 @@ class WebArenaLive:
                 return
             take_credentials(flow.request)
             flow.metadata[SESSION_KEY] = pinned
+            self._answer_browser_service(flow, pinned)
             return
         username, problem = self._take_credentials(flow)
         if problem:
@@ -306,9 +313,33 @@ class WebArenaLive:
         ):
             flow.response = challenge()
         else:
-            flow.metadata[SESSION_KEY] = username or self._connections.get(flow.client_conn.id)
+            name = username or self._connections.get(flow.client_conn.id)
+            flow.metadata[SESSION_KEY] = name
+            self._answer_browser_service(flow, name)
             return
         flow.metadata[CHALLENGED_KEY] = True
+
+    def _answer_browser_service(self, flow: http.HTTPFlow, session: str | None) -> bool:
+        """Answer a request (or CONNECT) of the browser's own services here, counted and listed in
+        `session`: before mitmproxy opens a connection or looks the host up (it does both for a CONNECT
+        right after `http_connect`, for a request after `request`)."""
+        if self.context is None or not self.browser_services.answers(flow.request.host):
+            return False
+        flow.metadata[BROWSER_KEY] = flow.metadata[SKIP_KEY] = True
+        request = flow.request
+        shown = f"{request.host}:{request.port}" if request.method == "CONNECT" else request.url
+        self.context.sessions.get_or_create(session or DEFAULT_SESSION).attempt.note_browser_request(
+            request.method, shown
+        )
+        answer(flow)
+        return True
+
+    def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
+        """No connection to a browser service leaves this proxy unless asked for (a request that reached
+        here some other way than the hooks above answer: refused before any name lookup)."""
+        address = data.server.address
+        if address is not None and self.browser_services.answers(str(address[0])):
+            data.server.error = "webarena-live: the browser's own service traffic is not forwarded"
 
     def _not_a_site(self, url: str) -> bool:
         assert self.context is not None
@@ -320,7 +351,7 @@ class WebArenaLive:
         with status 0. Tunnels to hosts outside the site map are left out: browsers open them
         on their own (Chromium's autofill and update checks), and on a machine without
         internet access every one of them fails."""
-        if flow.metadata.get(CHALLENGED_KEY) or self.context is None:
+        if flow.metadata.get(CHALLENGED_KEY) or flow.metadata.get(BROWSER_KEY) or self.context is None:
             return
         event = tunnel_failure_event(flow)
         if self._not_a_site(event.url):
@@ -349,6 +380,8 @@ class WebArenaLive:
         if is_control:
             flow.metadata[SKIP_KEY] = True
             self._route_control(flow, username)
+        elif self._answer_browser_service(flow, username):
+            return
         flow.metadata[SESSION_KEY] = username
         if self.header_login.by_origin:  # called from here, not as an addon: no hook dispatch per flow
             self.header_login.requestheaders(flow)
@@ -410,7 +443,7 @@ class WebArenaLive:
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
         record_mutation(self.context, name, flow)
         session = self.context.sessions.get_or_create(name)
-        if is_service_host[flow.request.host] and self._not_a_site(flow.request.url):
+        if self.browser_services.is_own(flow.request.host):  # forwarded (--forward-browser-traffic)
             session.attempt.note_browser_request(flow.request.method, flow.request.url)
             return
         if session.append(record_from_flow(flow, body_cap=self.body_cap)) and self.flow_notes is not None:

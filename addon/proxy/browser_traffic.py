@@ -4,13 +4,22 @@ Chromium and Firefox talk to their makers' services by themselves (component and
 connectivity and captive-portal checks, safe-browsing lists, telemetry). Through the proxy those
 requests would become events of whichever session the browser's proxy settings name — a phantom
 `POST` after the agent's last one can flip a `last_event_only` check — while the reference records
-its HAR from the page's browser context, which never holds them. A request is the browser's own when
-it goes to one of those services (and to no site of the site map) or carries the update client's
-own headers (`X-Goog-Update-*`, which only ever go to the update host); it is counted in its
+its HAR from the page's context, which never holds them. A request is the browser's own when it
+goes to one of those services' hosts and that host is no site of the site map; it is counted in its
 session and listed, never captured.
+
+And it is never sent on: an evaluation proxy has no business carrying a browser's telemetry to the
+open web (nor looking the host up), so the proxy answers such a request itself (`answer`), a CONNECT
+to such a host included, before mitmproxy opens any connection. `serve --forward-browser-traffic`
+(`webarena_forward_browser_traffic`) forwards them as any request; they still never become events.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from mitmproxy import http
 
 from webarena_live.evaluator import BoundedMemo
 
@@ -30,6 +39,10 @@ SERVICE_HOSTS = (
     "redirector.gvt1.com",
     "edgedl.me.gvt1.com",
     "dl.google.com",
+    # Chromium's own account check at start (no page asked for it); a task signing in with Google on
+    # a site of its own needs `--forward-browser-traffic`.
+    "accounts.google.com",
+    "android.clients.google.com",
     # Firefox: captive-portal checks, remote settings, push, updates, telemetry, tracking lists.
     "detectportal.firefox.com",
     "firefox.settings.services.mozilla.com",
@@ -38,6 +51,11 @@ SERVICE_HOSTS = (
     "aus5.mozilla.org",
     "incoming.telemetry.mozilla.org",
     "content-signature-2.cdn.mozilla.net",
+    "location.services.mozilla.com",
+    "classify-client.services.mozilla.com",
+    "normandy.cdn.mozilla.net",
+    "tracking-protection.cdn.mozilla.net",
+    "contile.services.mozilla.com",
 )
 """Hosts (and their sub-domains) that only browsers' own services use: no page, no agent, asks them."""
 
@@ -49,3 +67,41 @@ def _service_host(host: str) -> bool:
 
 is_service_host: BoundedMemo[str, bool] = BoundedMemo(_service_host, limit=1024)
 """Whether requests to `host` are the browser's own (a memo: every flow asks once per host)."""
+
+
+ANSWER_STATUS = 403
+ANSWER_HEADER = "X-WebArena-Live"
+ANSWER_TEXT = (
+    b"webarena-live: the browser's own service traffic is answered by the proxy, not forwarded "
+    b"(webarena-live serve --forward-browser-traffic forwards it)\n"
+)
+
+
+class BrowserServices:
+    """Which hosts are the browser's own services under the current site map, and whether the proxy
+    answers their requests itself (the default) or forwards them."""
+
+    def __init__(self) -> None:
+        self.forward = False
+        """Forward the browser's own requests (`--forward-browser-traffic`) instead of answering them."""
+        self._site_hosts: frozenset[str] = frozenset()
+
+    def use(self, site_urls: Iterable[str]) -> None:
+        """The site map's URLs: a service host that is a site's is a site's (its requests are events)."""
+        hosts = (urlsplit(url).hostname for url in site_urls)
+        self._site_hosts = frozenset(host.rstrip(".") for host in hosts if host)
+
+    def is_own(self, host: str) -> bool:
+        """Whether a request to `host` is the browser's own (a service's host, no site's)."""
+        return is_service_host[host] and host.lower().rstrip(".") not in self._site_hosts
+
+    def answers(self, host: str) -> bool:
+        """Whether the proxy answers a request to `host` itself, sending nothing on."""
+        return not self.forward and self.is_own(host)
+
+
+def answer(flow: http.HTTPFlow) -> None:
+    """Answer `flow` (a request or a CONNECT) here: 403 and why, so no upstream connection is opened."""
+    flow.response = http.Response.make(
+        ANSWER_STATUS, ANSWER_TEXT, {"Content-Type": "text/plain", ANSWER_HEADER: "browser-service"}
+    )

@@ -145,6 +145,16 @@ OPTIONS = (
         "default: never",
     ),
     AddonOption(
+        "webarena_forward_browser_traffic", bool, False,
+        "Forward the browser's own service requests (update and connectivity checks to hosts that are no "
+        "site of the map) instead of answering them in the proxy; they never become events either way.",
+        flag="forward-browser-traffic",
+        flag_help="forward the browser's own service requests (update and connectivity checks, to hosts "
+        "that are no site of the map) to the web; by default the proxy answers them itself, sends nothing "
+        "on and looks nothing up (they are counted and listed in the session, never events)",
+        reconfigures=False,
+    ),
+    AddonOption(
         "webarena_body_cap", int, BODY_CAP, "Largest request/response body kept in an event, in bytes."
     ),
     AddonOption(

@@ -22,7 +22,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -117,15 +117,23 @@ class Attempt:
     """Session `session`'s attempt at `task` (None: idle traffic); `finish` judges it once."""
 
     def __init__(
-        self, session: str, task: Task | None, *, run: str | None, settings: Callable[[], RunSettings]
+        self,
+        session: str,
+        task: Task | None,
+        *,
+        run: str | None,
+        settings: Callable[[], RunSettings],
+        started: datetime | None = None,
     ) -> None:
+        """`started`: when the attempt began, for one resumed from its journal (its run goes on: its
+        times, its log lines and its journal's name keep the original start)."""
         self.session = session
         self.task = task
         self.run = run
         """The run directory its outputs go to (`OUT/<run>/<task_id>/`), if named."""
         self.trace = NetworkTrace()
         self.state = SessionState.IDLE if task is None else SessionState.RUNNING
-        self.started = time.time()
+        self.started = started.timestamp() if started is not None else time.time()
         self.finished: float | None = None
         self.result: TaskResult | None = None
         self.id = uuid.uuid4().hex
@@ -148,7 +156,10 @@ class Attempt:
         """The proxy's settings as they are now (the session store's): read at each use."""
         start = settings()
         self._entry_filter = start.journal_filter
-        label = journal_filename(session, task.task_id if task else None, datetime.now(UTC))
+        # A resumed run's journal is named a microsecond after the one it goes on from: newer (so a
+        # second resume finds it), and still saying when the run began.
+        named = started + timedelta(microseconds=1) if started is not None else datetime.now(UTC)
+        label = journal_filename(session, task.task_id if task else None, named)
         self.journal: Journal | None = None
         if start.journal_dir is not None:
             self.journal = Journal(start.journal_dir / label, entry_filter=self._entry_filter)

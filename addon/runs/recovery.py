@@ -51,6 +51,15 @@ def find_journal(journal_dir: Path | None, session: str, task_id: int | None) ->
     return max(found, key=lambda path: path.name)
 
 
+def journal_started(path: Path) -> datetime | None:
+    """When the run journaled in `path` started: the time in its name (`journal_filename`), or None."""
+    stamp = path.name.removesuffix(".jsonl")[-len("19700101T000000.000000") :]
+    try:
+        return datetime.strptime(stamp, "%Y%m%dT%H%M%S.%f").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
 def read_journal(path: Path) -> NetworkTrace:
     """The events of a journal (a last line cut short by a crash is left out)."""
     return load_trace(path)

@@ -19,6 +19,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Revalidations, Task, TaskResult
@@ -139,14 +140,24 @@ class Session:
     def result(self) -> TaskResult | None:
         return self.attempt.result
 
-    def start(self, task: Task, *, run: str | None = None, lease: AttemptLease | None = None) -> None:
+    def start(
+        self,
+        task: Task,
+        *,
+        run: str | None = None,
+        started: datetime | None = None,
+        lease: AttemptLease | None = None,
+    ) -> None:
         """Begin (or begin again) an attempt at `task`, forgetting every event so far.
 
-        `run` names the run directory the outputs go to (`OUT/<run>/<task_id>/`); `lease` the replicas it
-        works on (kept beside its journal, so a resumed session keeps them).
+        `run` names the run directory the outputs go to (`OUT/<run>/<task_id>/`); `started` is the
+        original start of a run resumed from its journal; `lease` the replicas it works on (kept beside
+        its journal, so a resumed session keeps them).
         """
         self.attempt.stop()
-        self.attempt = Attempt(self.name, task, run=run, settings=self._store.current_settings)
+        self.attempt = Attempt(
+            self.name, task, run=run, settings=self._store.current_settings, started=started
+        )
         if lease is not None:
             self.attempt.lease = lease
             if self.attempt.journal is not None:
@@ -233,10 +244,16 @@ class SessionStore:
         return session
 
     def start(
-        self, name: str, task: Task, *, run: str | None = None, lease: AttemptLease | None = None
+        self,
+        name: str,
+        task: Task,
+        *,
+        run: str | None = None,
+        started: datetime | None = None,
+        lease: AttemptLease | None = None,
     ) -> Session:
         session = self.get_or_create(name)
-        session.start(task, run=run, lease=lease)
+        session.start(task, run=run, started=started, lease=lease)
         return session
 
     def __iter__(self) -> Iterator[Session]:

@@ -4,8 +4,10 @@ the reference on Playwright's own HAR agree on a run where Chromium phones home.
 A real Chromium with its background networking on (and its component updater told to check at once,
 `--component-updater=fast-update`, so the phantom `POST http://update.googleapis.com/...` comes
 within seconds) runs the demo's scripted agent through a session's own address. The update request
-reaches the proxy — it is counted and listed in the session — but is no event: the trace, the
-written `network.har` and the verdict are those of the page alone, as the reference sees them.
+reaches the proxy, which answers it itself — it is counted and listed in the session, never sent on,
+its host never looked up (the suite's network guard sees every lookup and connection the proxy
+makes: none beyond loopback) — and is no event: the trace, the written `network.har` and the verdict
+are those of the page alone, as the reference sees them.
 Debian's Firefox ESR, started by hand with a fresh profile, does the same with its captive-portal check.
 """
 
@@ -18,12 +20,14 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import requests
 from playwright.sync_api import sync_playwright
 
 from tests.site.harness import CHROMIUM, oracle_dataset, oracle_verdicts, write_config
+from tests.support import network_guard
 from tests.support.serve_process import finish, shop, start_serve, trace_urls
 from webarena_live.demo.agent import ATTEMPTS
 from webarena_live.evaluator import default_tasks_path
@@ -48,6 +52,8 @@ def test_three_way_agreement_with_the_browsers_own_traffic(
     tmp_path: Path, shop: str, oracle_python: Path, official_dataset: Path
 ) -> None:
     out = tmp_path / "out"
+    assert network_guard.GUARD is not None
+    network_guard.GUARD.take()
     served, control, _ = start_serve(tmp_path, shop, tmp_path / "state", "--output-dir", str(out))
     browser_dir = tmp_path / "browser" / str(TASK)
     browser_dir.mkdir(parents=True)
@@ -80,6 +86,7 @@ def test_three_way_agreement_with_the_browsers_own_traffic(
 
     seen = view["browser_requests"]
     assert seen["count"] >= 1 and any("googleapis.com" in line for line in seen["recent"]), seen
+    assert network_guard.GUARD.take() == []  # answered by the proxy: no lookup, no connection out
     written = json.loads((out / str(TASK) / "network.har").read_text())["log"]["entries"]
     assert written and not [e for e in written if "127.0.0.1" not in e["request"]["url"]]
     assert live["status"] == "success"
@@ -108,6 +115,12 @@ def _reference_verdict(oracle_python: Path, config: Path, run: Path, scratch: Pa
 
 
 FIREFOX = Path("/usr/bin/firefox-esr")
+
+
+def _listed_host(line: str) -> str:
+    """The host of a listed browser request: `METHOD URL`, or `CONNECT host:port`."""
+    method, target = line.split(" ", 1)
+    return target.rsplit(":", 1)[0] if method == "CONNECT" else urlsplit(target).hostname or ""
 
 
 def test_firefox_own_traffic_is_kept_out_too(
@@ -139,6 +152,11 @@ def test_firefox_own_traffic_is_kept_out_too(
                     "network.proxy.ssl_port": int(port),
                     "network.proxy.allow_hijacking_localhost": True,  # 127.0.0.1 sites through it too
                     "network.proxy.no_proxies_on": "",
+                    # No first-run tabs (the privacy notice on www.mozilla.org is a page, not a service).
+                    "datareporting.policy.firstRunURL": "",
+                    "browser.startup.homepage_override.mstone": "ignore",
+                    "startup.homepage_welcome_url": "",
+                    "browser.aboutwelcome.enabled": False,
                 }.items()
             )
         )
@@ -166,7 +184,8 @@ def test_firefox_own_traffic_is_kept_out_too(
     finally:
         served.stop()
     seen = view["browser_requests"]
-    assert seen["recent"] and all("detectportal.firefox.com" in line for line in seen["recent"]), seen
+    assert any("detectportal.firefox.com" in line for line in seen["recent"]), seen
+    assert all(is_service_host[_listed_host(line)] for line in seen["recent"]), seen
     assert urls[0] == page and all(url.startswith(shop) for url in urls), urls
     written = json.loads((out / str(TASK) / "network.har").read_text())["log"]["entries"]
     assert [e["request"]["url"] for e in written] == urls

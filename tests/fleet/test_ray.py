@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -28,7 +29,7 @@ import pytest
 import requests
 from playwright.sync_api import sync_playwright
 
-from tests.site.harness import CHROMIUM, CHROMIUM_ARGS, oracle_dataset, write_config
+from tests.site.harness import CHROMIUM, CHROMIUM_ARGS, oracle_dataset, oracle_verdicts, write_config
 from tests.support.oracle_bridge import ask_oracle
 from tests.support.paths import EXAMPLES
 from tests.support.serve_process import (
@@ -183,6 +184,18 @@ def test_sixteen_sessions_on_two_nodes(
     assert (figures["tasks"], figures["success"]) == (1, 1), figures
 
 
+def test_the_fronts_log_is_plain_and_names_the_pids_ray_prints(fleet: tuple[Served, Path]) -> None:
+    """After the sessions above: the workers' lines came through the front's log without colour codes
+    or Ray's warning about its SIGTERM handler, and the banner names each worker by the pid Ray prints
+    beside its lines."""
+    served, _ = fleet
+    text = served.log.read_text(errors="replace")
+    assert "\x1b[" not in text and "SIGTERM handler is not set" not in text, text[-3000:]
+    banner = [int(pid) for pid in re.findall(r"^  worker \d+ +pid (\d+) \(serve \d+\)", text, re.MULTILINE)]
+    printed = {int(pid) for pid in re.findall(r"\(ServeWorker pid=(\d+)", text)}
+    assert len(banner) == 2 and set(banner) <= printed, (banner, printed, text[-3000:])
+
+
 def test_a_killed_worker_actor_comes_back_with_its_sessions(fleet: tuple[Served, Path], shop: str) -> None:
     served, out = fleet
     control = served.control
@@ -232,17 +245,21 @@ def test_a_killed_serve_comes_back_under_its_actor_and_refuses_nothing(
     assert finish(control, "serve-kill", NAVIGATED).json()["status"] == "success"
 
 
-def test_the_ray_rollout_example(cluster: tuple[Cluster, Any], shop: str, tmp_path: Path) -> None:
-    """examples/ray_rollout.py as the README runs it, on this cluster: Chromium agents as Ray tasks,
-    each session near its agent, every episode's verdict the one its page deserves."""
+def test_the_ray_rollout_example(
+    cluster: tuple[Cluster, Any], shop: str, tmp_path: Path, oracle_python: Path, official_dataset: Path
+) -> None:
+    """examples/ray_rollout.py as the README runs it, on this cluster: eight Chromium agents as Ray tasks
+    on task 1003, each session near its agent, every episode's verdict the one its page deserves; every
+    episode is an attempt in the run directory, `report` gives the rollout's mean over the eight, and
+    the reference judges the last attempt's folder as the proxy did."""
     built, _ = cluster
     config = write_config(tmp_path / "sites.json", {"__SHOPPING__": {"urls": [shop]}})
     out = tmp_path / "out"
-    episodes = 4
+    episodes = 8
     run = subprocess.run(
         [sys.executable, str(EXAMPLES / "ray_rollout.py"), "--address", built.address, "--config",
          str(config), "--output-dir", str(out), "--episodes", str(episodes), "--agent-cpus", "0"],
-        capture_output=True, text=True, timeout=240, cwd=tmp_path,
+        capture_output=True, text=True, timeout=280, cwd=tmp_path,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
     expected = [
@@ -251,8 +268,21 @@ def test_the_ray_rollout_example(cluster: tuple[Cluster, Any], shop: str, tmp_pa
     for index, reward in enumerate(expected):
         assert f"episode {index}: reward {reward} (agent on node" in run.stdout, run.stdout
     assert run.stdout.count("near its worker") == episodes and "not near" not in run.stdout
+    assert f"mean reward {sum(expected) / episodes:.3f}" in run.stdout
     kept = [out / "ray-rollout" / "1003", *(out / "ray-rollout" / ".attempts" / "1003").iterdir()]
     assert len(kept) == episodes and all((folder / "eval_result.json").is_file() for folder in kept)
+
+    report = [*serve_command()[:-1], "report", str(out / "ray-rollout"), "--json", "--tasks", "demo"]
+    figures = json.loads(
+        subprocess.run(report, capture_output=True, text=True, timeout=120, check=True).stdout
+    )
+    assert (figures["tasks"], figures["attempts"], figures["success"]) == (1, episodes, sum(expected))
+    assert figures["rate"] == pytest.approx(sum(expected) / episodes)
+    last = json.loads((out / "ray-rollout" / "1003" / "eval_result.json").read_text())["status"]
+    dataset = oracle_dataset(official_dataset, default_tasks_path(), tmp_path / "dataset.json")
+    oracle_config = write_config(tmp_path / "oracle.json", {"__SHOPPING__": {"urls": [shop]}},
+                                 test_data_file=dataset)  # fmt: skip
+    assert oracle_verdicts(oracle_python, out / "ray-rollout", oracle_config)[1003]["status"] == last
 
 
 def test_ctrl_c_keeps_the_journals_and_a_restart_resumes_every_session(

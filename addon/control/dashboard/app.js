@@ -16,6 +16,7 @@ const state = {
   satisfying: new Set(), // indexes of the events that satisfy (or violate) a network evaluator
   finished: false,
   following: false, // the global stream is being read
+  states: new Map(), // each listed session's state, from the latest list
 };
 
 const $ = (selector) => document.querySelector(selector);
@@ -141,6 +142,8 @@ async function refreshSessions() {
   if (ticket !== state.sessionsAsked) return; // a later refresh is on its way: its answer is newer
   const body = $("#sessions tbody");
   body.replaceChildren();
+  state.states = new Map(sessions.map((view) => [view.session, view.state]));
+  if (state.selected && state.states.get(state.selected) === "finished") scheduleProgress(); // "not matched"
   for (const view of sessions) {
     const row = body.insertRow();
     row.dataset.session = view.session;
@@ -398,7 +401,9 @@ async function showProgress() {
     return; // a session without a task has no progress
   }
   if (name !== state.selected) return;
-  const shown = JSON.stringify([name, progress.network, progress.last_navigation]);
+  // Once the session is finished, an evaluator nothing satisfied will never be: "not matched", not "not yet".
+  const over = state.finished || state.states.get(name) === "finished";
+  const shown = JSON.stringify([name, progress.network, progress.last_navigation, over]);
   if (shown === state.progressShown) return; // unchanged: nothing to lay out again
   state.progressShown = shown;
   const body = $("#progress tbody");
@@ -409,7 +414,7 @@ async function showProgress() {
     cell(row, item.evaluator + 1);
     const urls = Array.isArray(item.url) ? item.url.join(" | ") : item.url;
     cell(row, `${item.should_not_exist ? "no " : ""}${item.http_method} ${urls}`, "url");
-    const verdict = item.error ? `error: ${item.error}` : item.satisfied ? "yes" : "not yet";
+    const verdict = item.error ? `error: ${item.error}` : item.satisfied ? "yes" : over ? "not matched" : "not yet";
     cell(row, verdict, item.error ? "error" : item.satisfied ? "success" : "failure");
     const what = item.should_not_exist ? "violated by" : "by";
     cell(row, item.event == null ? "" : `${what} event ${item.event}`);
