@@ -75,6 +75,10 @@ class Rate:
     last: TaskRate
     mean: float
     """The mean over tasks of each task's success rate (its successful attempts over its attempts)."""
+    exposed: int = 0
+    """Attempts whose verdict another session's change could have decided (`Verdict.exposed`)."""
+    unexposed: TaskRate | None = None
+    """Success per attempt over the attempts nobody else's change reached (`tasks` counts attempts)."""
 
     @classmethod
     def of(cls, attempts: Mapping[int, Sequence[Verdict]]) -> Rate:
@@ -96,6 +100,10 @@ class Rate:
             all=TaskRate.of(sum(all(w) for w in won), tasks),
             last=TaskRate.of(sum(w[-1] for w in won), tasks),
             mean=sum(sum(w) / len(w) for w in won) / tasks if tasks else 0.0,
+            exposed=sum(v.exposed for v in every),
+            unexposed=TaskRate.of(
+                sum(v.status == "success" for v in every if not v.exposed), sum(not v.exposed for v in every)
+            ),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -105,6 +113,8 @@ class Rate:
             "interval": list(self.interval),
             "per_task": {"any": self.any.to_dict(), "all": self.all.to_dict(), "last": self.last.to_dict(),
                          "mean": self.mean},
+            "exposed": self.exposed,
+            "unexposed": self.unexposed.to_dict() if self.unexposed is not None else None,
         }  # fmt: skip
 
 
@@ -185,6 +195,7 @@ class RunReport:
             "unjudged_folders": list(self.unjudged),
             "environment_task_ids": sorted({v.task_id for v in every if v.environment}),
             "error_task_ids": sorted({v.task_id for v in every if v.status == "error"}),
+            "exposed_task_ids": sorted({v.task_id for v in every if v.exposed}),
             "by_site": {name: rate.to_dict() for name, rate in self.by("site").items()},
             "by_action": {name: rate.to_dict() for name, rate in self.by("action").items()},
             "by_template": by_template,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from tests.site.harness import (
 from tests.support.threeway import Judged, assert_three_ways, judge_three_ways
 from tests.wiki.agents import Wiki
 from tests.wiki.replicas import AGENTS, NEW_LENGTH, Replica, pool_config, wiki_replicas, write_pool_tasks
+from webarena_live.launch import serve_command
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -152,6 +154,25 @@ def test_one_copy_shared_the_change_flips_the_reader_and_says_so(
     record = json.loads((proxy.output_dir / "none" / "9201" / "attempt.json").read_text())
     assert record["interference"] == exposed and record["replicas"] == exposed["replicas"]  # its own file
     judge(runs, proxy, one, "none", workdir, oracle_python, official_dataset)
+    tasks = write_pool_tasks(workdir / "pool-tasks.json")
+    command = [
+        *serve_command()[:-1],
+        "report",
+        str(proxy.output_dir / "none"),
+        "--json",
+        "--tasks",
+        str(tasks),
+    ]
+    figures = json.loads(
+        subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    )
+    assert (figures["exposed"], figures["exposed_task_ids"]) == (1, [9201])
+    assert figures["unexposed"]["tasks"] == 1 and figures["unexposed"]["rate"] == 1.0  # the writer alone
+    assert figures["by_site"]["wikipedia"]["exposed"] == 1 and figures["rate"] == 0.5
+    shown = subprocess.run(
+        [*command[:-3], "--tasks", str(tasks)], capture_output=True, text=True, timeout=120
+    )
+    assert "exposed: 1 of 2 attempts" in shown.stdout, shown.stdout
     requests.post(one[0].reset.url, timeout=60).raise_for_status()  # the copy back for the next test
     assert one[0].length() == "12.5 km"
 
