@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import requests
 from playwright.async_api import async_playwright
+from playwright.sync_api import sync_playwright
 
 from tests.site.harness import (
     CHROMIUM,
@@ -90,6 +91,26 @@ async def agent_run(
     return answer, har
 
 
+def dashboard(proxy: ProxyProcess, session: str, screenshot: Path) -> dict[str, Any]:
+    """What the dashboard shows of the pool and of `session`'s lease (a screenshot kept to look at)."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{proxy.control_url}/")
+            page.wait_for_selector("#pool li")
+            page.click(f"#sessions tr[data-session='{session}']")
+            page.wait_for_selector("#session-lease:not([hidden])")
+            page.screenshot(path=str(screenshot), full_page=True)
+            return {
+                "pool": page.locator("#pool li").all_inner_texts(),
+                "summary": page.inner_text("#pool-summary"),
+                "lease": page.inner_text("#session-lease"),
+            }
+        finally:
+            browser.close()
+
+
 def mix(proxy: ProxyProcess, workdir: Path, label: str, near: dict[int, str] | None = None) -> dict[int, Run]:
     """Start the reader and the writer side by side (each `near` a node, with Ray); the writer's agent
     changes the page and finishes, then the reader's agent reads it and finishes."""
@@ -139,8 +160,13 @@ def test_one_copy_shared_the_change_flips_the_reader_and_says_so(
     try:
         runs = mix(proxy, workdir, "none")
         health = proxy.client.health()
+        shown = dashboard(proxy, runs[9201].session, workdir / "dashboard-none.png")
     finally:
         proxy.stop()
+    assert shown["pool"] == ["__WIKIPEDIA__ 0 dirty"]  # changed, and under none nothing resets it
+    assert "--isolation none" in shown["summary"]
+    count = runs[9201].result["interference"]["count"]  # the writer's login and its edit
+    assert f"exposed: {count} changes by other sessions" in shown["lease"] and one[0].url in shown["lease"]
     reader, writer = runs[9201], runs[9301]
     assert writer.result["status"] == "success" and writer.result["interference"]["exposed"] is False
     assert reader.result["status"] == "failure"  # it read the writer's length, not the seeded one
