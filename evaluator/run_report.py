@@ -20,12 +20,13 @@ listed with its reasons (the assertions' messages). Two runs compare pairwise in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from webarena_live.evaluator.run_dir import ATTEMPTS_DIR, named_runs, task_attempts
+from webarena_live.evaluator.run_dir import ATTEMPTS_DIR, POOL_FILE, named_runs, task_attempts
 from webarena_live.evaluator.run_verdicts import (
     ReportError,
     Verdict,
@@ -141,6 +142,9 @@ class RunReport:
     """The official hard subset's task ids, when the dataset is the official one."""
     templates: Mapping[int, str] = field(default_factory=dict)
     """Each intent template's text by id, from the dataset (none without one)."""
+    pool: Mapping[str, Any] | None = None
+    """The replica pool's counters per site (resets done, skipped, failed, seconds), when the proxy that
+    wrote the directory leased replicas."""
     overall: Rate = field(init=False)
 
     def __post_init__(self) -> None:
@@ -206,6 +210,8 @@ class RunReport:
         if self.hard is not None:
             hard = {task_id: tried for task_id, tried in self.attempts.items() if task_id in self.hard}
             document["hard"] = Rate.of(hard).to_dict()
+        if self.pool is not None:
+            document["pool"] = dict(self.pool)
         return document
 
 
@@ -264,7 +270,23 @@ def report_run(
         missing = tuple(sorted(set(tasks) - judged_ids))
     else:
         missing = tuple(sorted({int(_task_of(folder)) for folder in unjudged} - judged_ids))
-    return RunReport(directory, attempts, missing, tuple(unjudged), hard, _templates(tasks))
+    return RunReport(directory, attempts, missing, tuple(unjudged), hard, _templates(tasks), _pool(directory))
+
+
+def _pool(directory: Path) -> dict[str, Any] | None:
+    """The replica pool's counters the proxy kept in its output directory (`POOL_FILE`): this one, or
+    the one holding this named run (`scope` then says they count every run of it)."""
+    for where, scope in (
+        (directory, "this directory"),
+        (directory.parent, "every run of its output directory"),
+    ):
+        try:
+            document = json.loads((where / POOL_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(document, dict):
+            return {**document, "scope": scope}
+    return None
 
 
 def _templates(tasks: TaskSet | None) -> dict[int, str]:

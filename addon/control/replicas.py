@@ -30,13 +30,21 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.reset import RESET_TIMEOUT, ResetOutcome, reset_endpoint
-from webarena_live.evaluator import SiteMap, Task, WebArenaLiveError, placeholder, site_key
+from webarena_live.evaluator import (
+    SiteMap,
+    Task,
+    WebArenaLiveError,
+    placeholder,
+    site_key,
+    write_json_atomically,
+)
 
 logger = logging.getLogger("webarena_live.replicas")
 
@@ -187,6 +195,8 @@ class ReplicaPool:
         self.reset_timeout = reset_timeout
         self.on_change = on_change
         """Told `(session, notice)` when a lease starts or ends and when a replica's state changes."""
+        self.counters_file: Path | None = None
+        """Where the reset counters are kept for the run report (`OUT/.pool.json`), when set."""
         self.replicas: dict[str, list[ReplicaState]] = {
             name: [ReplicaState(name, i, r.url, r.reset_url) for i, r in enumerate(env.replicas)]
             for name, env in site_map.environments.items()
@@ -288,6 +298,7 @@ class ReplicaPool:
                 self._spawn(self._reset(replica, session))
             elif not replica.dirty:
                 self.counters[replica.site].skipped += 1
+                self._keep_counters()
         self._tell(session, "release", {"reason": reason})
         self._wake()
         return lease
@@ -407,6 +418,7 @@ class ReplicaPool:
             replica.dirty = any(m.seq > seq for m in replica.mutations)
         else:
             counters.failed += 1
+        self._keep_counters()
         return outcome
 
     # --- views ----------------------------------------------------------------------------------------
@@ -433,6 +445,25 @@ class ReplicaPool:
             }
         return {"isolation": str(self.isolation), "waiting": self.waiting, "leases": len(self.leases),
                 "sites": sites}  # fmt: skip
+
+    def counters_view(self) -> dict[str, Any]:
+        """Per site: resets done, skipped (released clean), failed, and seconds spent resetting."""
+        return {
+            placeholder(name): {"resets": c.resets, "resets_skipped": c.skipped, "resets_failed": c.failed,
+                                "reset_seconds": round(c.seconds, 3)}
+            for name, c in sorted(self.counters.items())
+        }  # fmt: skip
+
+    def _keep_counters(self) -> None:
+        """The counters where the run report reads them; a write that fails costs only the report."""
+        if self.counters_file is None:
+            return
+        try:
+            write_json_atomically(
+                self.counters_file, {"isolation": str(self.isolation), "sites": self.counters_view()}
+            )
+        except OSError as error:
+            logger.warning("cannot keep the pool's counters in %s: %s", self.counters_file, error)
 
     def _busy_detail(self, sites: tuple[str, ...], mutating: bool) -> str:
         kind = "a mutating task" if mutating else "a read-only task"

@@ -22,7 +22,14 @@ from webarena_live.addresses.placement import Placement, PortRange
 from webarena_live.control.context import RESERVED_HOST
 from webarena_live.control.replicas import Isolation, ReplicaPool, default_isolation, isolation_problems
 from webarena_live.control.server import ControlServer
-from webarena_live.evaluator import SiteMap, WebArenaLiveError, __version__, load_tasks
+from webarena_live.evaluator import (
+    POOL_FILE,
+    SiteMap,
+    WebArenaLiveError,
+    __version__,
+    load_tasks,
+    prepare_output_dir,
+)
 from webarena_live.fleet import liveness
 from webarena_live.fleet.front import Front
 from webarena_live.fleet.front_app import create_front_app
@@ -76,6 +83,8 @@ class FleetPlan:
     """`--config`: the site map whose replicas the front leases."""
     isolation: Isolation | None = None
     lease_timeout: float | None = None
+    output_dir: str | None = None
+    """`--output-dir`: where the front keeps the pool's counters for the run report."""
 
 
 def ray_problem() -> str | None:
@@ -200,7 +209,10 @@ def front_leases(plan: FleetPlan) -> FrontLeases | None:
     if problems := isolation_problems(site_map, isolation):
         raise WebArenaLiveError("\n".join(problems))
     tasks = load_tasks(plan.tasks) if plan.tasks else load_tasks()
-    return FrontLeases(ReplicaPool(site_map, isolation, lease_timeout=plan.lease_timeout), tasks)
+    pool = ReplicaPool(site_map, isolation, lease_timeout=plan.lease_timeout)
+    if plan.output_dir:
+        pool.counters_file = prepare_output_dir(plan.output_dir) / POOL_FILE
+    return FrontLeases(pool, tasks)
 
 
 def banner(

@@ -34,7 +34,7 @@ from webarena_live.control.replicas import (
     parse_lease_timeout,
 )
 from webarena_live.control.server import ControlServer
-from webarena_live.evaluator import SiteMap, WebArenaLiveError, load_tasks, prepare_output_dir
+from webarena_live.evaluator import POOL_FILE, SiteMap, WebArenaLiveError, load_tasks, prepare_output_dir
 from webarena_live.proxy.browser_traffic import BrowserServices, answer
 from webarena_live.proxy.capture import record_from_flow, tunnel_failure_event
 from webarena_live.proxy.credentials import PROXY_AUTHORIZATION, challenge, take_credentials
@@ -184,6 +184,8 @@ class WebArenaLive:
             leases_here=not options.webarena_front,
         )
         self.confine = options.webarena_confine
+        if output_dir is not None and not options.webarena_front:  # the front keeps a fleet's
+            pool.counters_file = output_dir / POOL_FILE
         self.app.state.control = self.context  # options changed while running: both ways in serve it
         self.body_cap = options.webarena_body_cap
         self.session_port = options.webarena_session_port

@@ -221,6 +221,14 @@ def test_three_copies_under_readers_every_verdict_as_alone_none_exposed_one_rese
         proxy.stop()
     assert {task_id: run.result["status"] for task_id, run in runs.items()} == ALONE
     assert not any(run.result["interference"]["exposed"] for run in runs.values())
+    kept = json.loads((proxy.output_dir / ".pool.json").read_text())["sites"]["__WIKIPEDIA__"]
+    assert (kept["resets"], kept["resets_skipped"]) == (1, 1)  # where the run report reads them
+    tasks = write_pool_tasks(workdir / "pool-tasks.json")
+    report = [*serve_command()[:-1], "report", str(proxy.output_dir / "readers"), "--tasks", str(tasks)]
+    shown = subprocess.run(report, capture_output=True, text=True, timeout=120).stdout
+    assert (
+        "replicas (--isolation readers; every run of its output directory): __WIKIPEDIA__ 1 resets" in shown
+    )
     resets = [r.reset.done - b for r, b in zip(replicas, before, strict=True)]
     changed = next(i for i, r in enumerate(replicas) if r.url == leased[9301])
     assert resets == [1 if i == changed else 0 for i in range(3)], resets  # only the changed copy
