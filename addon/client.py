@@ -60,6 +60,9 @@ class Started(BaseModel):
     no credentials (released when the session finishes)."""
     worker: int | None = None
     """The worker process that holds the session (`serve --workers`)."""
+    replicas: dict[str, str] | None = None
+    """The session's lease: each site's placeholder -> the URL of the replica it works on (its start URLs
+    are rendered on them)."""
 
 
 class Notice(BaseModel):
@@ -166,7 +169,8 @@ class Client:
         return self._do(_Calls.list_sessions)["sessions"]
 
     def start(self, task_id: int, *, session: str | None = None, **options: Any) -> Started:
-        """Start a session on a task; options: `run`, `restart`, `reset`, `resume_journal`."""
+        """Start a session on a task; options: `run`, `restart`, `reset`, `resume_journal`, `wait` (seconds
+        for a free replica of each site), `near`."""
         return Started.model_validate(self._do(_Calls.start(task_id, session=session, **options)))
 
     def session(self, name: str) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from .run_dir import ATTEMPT_FILE as ATTEMPT_FILE
 from .run_dir import ATTEMPT_FILES as ATTEMPT_FILES
 from .run_dir import ATTEMPTS_DIR as ATTEMPTS_DIR
 from .run_dir import EARLIER_ATTEMPT as EARLIER_ATTEMPT
+from .run_dir import POOL_FILE as POOL_FILE
 from .run_dir import RESPONSE_FILE as RESPONSE_FILE
 from .run_dir import RESULT_FILE as RESULT_FILE
 from .run_dir import RUN_FILE_MODE as RUN_FILE_MODE

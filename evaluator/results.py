@@ -92,6 +92,10 @@ class TaskResult(_Frozen):
     results_schema (answer_shape.py); they never change the verdict."""
     preview: bool | None = None
     """True on a preview: the result a finish would give at that moment, with nothing finished or written."""
+    interference: dict[str, Any] | None = None
+    """A live finish's answer only (never `eval_result.json`): the mutations other sessions made on
+    the session's replicas while it ran, `exposed` true when there were any. The verdict is the
+    reference's either way."""
     webarena_verified_version: str = REFERENCE_VERSION
     webarena_verified_data_checksum: str | None = None
     webarena_live_version: str = __version__
@@ -120,8 +124,13 @@ class TaskResult(_Frozen):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The `eval_result.json` document (fields that are None are left out, as the reference does)."""
+        """The result as the finish answers it (fields that are None are left out, as the reference
+        does); `eval_result.json` is the same without `interference` (`to_file_dict`)."""
         return self.model_dump(mode="json", exclude_none=True)
+
+    def to_file_dict(self) -> dict[str, Any]:
+        """The `eval_result.json` document: the interference has a file of its own."""
+        return self.model_dump(mode="json", exclude_none=True, exclude={"interference"})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)

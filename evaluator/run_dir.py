@@ -47,6 +47,9 @@ RUN_CONFIG_FILE = "run_config.json"
 """A per-run site map the reference uses when no `--config` is given (runs may come from different hosts)."""
 EARLIER_ATTEMPT = "earlier_attempt"
 """Key of `AttemptDir.written()` naming where an earlier attempt of the task was moved."""
+POOL_FILE = ".pool.json"
+"""A run directory's replica pool counters (resets done, skipped, failed, seconds), kept by the proxy for
+the run report; a dot file, which the reference's tooling skips."""
 ATTEMPTS_DIR = ".attempts"
 """Earlier attempts of a task, moved aside by a later finish: `OUT/.attempts/<task_id>/<n>/`."""
 

@@ -20,12 +20,13 @@ listed with its reasons (the assertions' messages). Two runs compare pairwise in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from webarena_live.evaluator.run_dir import ATTEMPTS_DIR, named_runs, task_attempts
+from webarena_live.evaluator.run_dir import ATTEMPTS_DIR, POOL_FILE, named_runs, task_attempts
 from webarena_live.evaluator.run_verdicts import (
     ReportError,
     Verdict,
@@ -75,6 +76,10 @@ class Rate:
     last: TaskRate
     mean: float
     """The mean over tasks of each task's success rate (its successful attempts over its attempts)."""
+    exposed: int = 0
+    """Attempts whose verdict another session's change could have decided (`Verdict.exposed`)."""
+    unexposed: TaskRate | None = None
+    """Success per attempt over the attempts nobody else's change reached (`tasks` counts attempts)."""
 
     @classmethod
     def of(cls, attempts: Mapping[int, Sequence[Verdict]]) -> Rate:
@@ -96,6 +101,10 @@ class Rate:
             all=TaskRate.of(sum(all(w) for w in won), tasks),
             last=TaskRate.of(sum(w[-1] for w in won), tasks),
             mean=sum(sum(w) / len(w) for w in won) / tasks if tasks else 0.0,
+            exposed=sum(v.exposed for v in every),
+            unexposed=TaskRate.of(
+                sum(v.status == "success" for v in every if not v.exposed), sum(not v.exposed for v in every)
+            ),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -105,6 +114,8 @@ class Rate:
             "interval": list(self.interval),
             "per_task": {"any": self.any.to_dict(), "all": self.all.to_dict(), "last": self.last.to_dict(),
                          "mean": self.mean},
+            "exposed": self.exposed,
+            "unexposed": self.unexposed.to_dict() if self.unexposed is not None else None,
         }  # fmt: skip
 
 
@@ -131,6 +142,9 @@ class RunReport:
     """The official hard subset's task ids, when the dataset is the official one."""
     templates: Mapping[int, str] = field(default_factory=dict)
     """Each intent template's text by id, from the dataset (none without one)."""
+    pool: Mapping[str, Any] | None = None
+    """The replica pool's counters per site (resets done, skipped, failed, seconds), when the proxy that
+    wrote the directory leased replicas."""
     overall: Rate = field(init=False)
 
     def __post_init__(self) -> None:
@@ -185,6 +199,7 @@ class RunReport:
             "unjudged_folders": list(self.unjudged),
             "environment_task_ids": sorted({v.task_id for v in every if v.environment}),
             "error_task_ids": sorted({v.task_id for v in every if v.status == "error"}),
+            "exposed_task_ids": sorted({v.task_id for v in every if v.exposed}),
             "by_site": {name: rate.to_dict() for name, rate in self.by("site").items()},
             "by_action": {name: rate.to_dict() for name, rate in self.by("action").items()},
             "by_template": by_template,
@@ -195,6 +210,8 @@ class RunReport:
         if self.hard is not None:
             hard = {task_id: tried for task_id, tried in self.attempts.items() if task_id in self.hard}
             document["hard"] = Rate.of(hard).to_dict()
+        if self.pool is not None:
+            document["pool"] = dict(self.pool)
         return document
 
 
@@ -253,7 +270,23 @@ def report_run(
         missing = tuple(sorted(set(tasks) - judged_ids))
     else:
         missing = tuple(sorted({int(_task_of(folder)) for folder in unjudged} - judged_ids))
-    return RunReport(directory, attempts, missing, tuple(unjudged), hard, _templates(tasks))
+    return RunReport(directory, attempts, missing, tuple(unjudged), hard, _templates(tasks), _pool(directory))
+
+
+def _pool(directory: Path) -> dict[str, Any] | None:
+    """The replica pool's counters the proxy kept in its output directory (`POOL_FILE`): this one, or
+    the one holding this named run (`scope` then says they count every run of it)."""
+    for where, scope in (
+        (directory, "this directory"),
+        (directory.parent, "every run of its output directory"),
+    ):
+        try:
+            document = json.loads((where / POOL_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(document, dict):
+            return {**document, "scope": scope}
+    return None
 
 
 def _templates(tasks: TaskSet | None) -> dict[int, str]:

@@ -66,6 +66,13 @@ class Verdict:
     attempt: dict[str, Any] | None = None
     """Its `attempt.json` (id, session, started, finished), when the proxy wrote one."""
 
+    @property
+    def exposed(self) -> bool:
+        """Another session changed a site copy this attempt used while it ran (its `attempt.json`'s
+        interference): the verdict stands, but someone else's change could have decided it."""
+        interference = (self.attempt or {}).get("interference")
+        return isinstance(interference, dict) and interference.get("exposed") is True
+
 
 def _messages(entry: Mapping[str, Any]) -> str:
     messages = [str(m).rstrip(".") for m in entry.get("assertion_msgs") or () if str(m).strip()]

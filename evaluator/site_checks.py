@@ -79,18 +79,45 @@ SiteName = Annotated[str, AfterValidator(_raise_problem(unknown_site_problem))]
 BaseUrl = Annotated[str, AfterValidator(_raise_problem(url_problem))]
 
 
-class ConfigEnvironment(BaseModel):
-    """One site's entry of a config file as its author wrote it: the reference's keys only."""
+class ConfigReplica(BaseModel):
+    """One deployment of a site: its URLs and its reset endpoint (this project's own key)."""
 
     model_config = ConfigDict(extra="forbid")
 
     urls: Annotated[list[BaseUrl], Field(min_length=1)]
+    reset_url: BaseUrl | None = None
+
+
+class ConfigEnvironment(BaseModel):
+    """One site's entry of a config file as its author wrote it: the reference's keys, and this
+    project's `reset_url` and `replicas` (several deployments of the site, instead of `urls`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    urls: Annotated[list[BaseUrl], Field(min_length=1)] | None = None
     active_url_idx: Any = None
     container: Any = None
     credentials: Any = None
     extra: Any = None
     reset_url: BaseUrl | None = None
     use_header_login: Any = False
+    replicas: Annotated[list[ConfigReplica], Field(min_length=1)] | None = None
+
+    @model_validator(mode="after")
+    def _urls_or_replicas(self) -> ConfigEnvironment:
+        if self.replicas is not None and (self.urls is not None or self.reset_url is not None):
+            raise PydanticCustomError(
+                "site_config", 'give either "urls" (and "reset_url") or "replicas", each with its own'
+            )
+        if self.replicas is None and self.urls is None:
+            raise PydanticCustomError("site_config", '"urls" must be a non-empty list of base URLs')
+        return self
+
+    def deployments(self) -> list[list[str]]:
+        """Each replica's URLs (one replica for plain `urls`)."""
+        if self.replicas is not None:
+            return [replica.urls for replica in self.replicas]
+        return [self.urls or []]
 
 
 class ConfigFile(BaseModel):
@@ -110,6 +137,26 @@ class ConfigFile(BaseModel):
     trace_file_name: Any = None
 
     @model_validator(mode="after")
+    def _one_place_per_url(self) -> ConfigFile:
+        # With replicas, a URL in two sites or two replicas would make a request's replica (and so its
+        # lease) ambiguous. Plain configs may still map one server to several sites, as the reference's do.
+        if all(env.replicas is None for env in self.environments.values()):
+            return self
+        seen: dict[str, str] = {}
+        twice = []
+        for name, env in self.environments.items():
+            for index, urls in enumerate(env.deployments()):
+                where = f"environments.{name}" + (f".replicas[{index}]" if env.replicas is not None else "")
+                for url in urls:
+                    key = url.rstrip("/").lower()
+                    if key in seen and seen[key] != where:
+                        twice.append(f"{where}: {url!r} is also a URL of {seen[key]}")
+                    seen.setdefault(key, where)
+        if twice:
+            raise PydanticCustomError("site_config", "\n".join(twice))
+        return self
+
+    @model_validator(mode="after")
     def _header_login(self) -> ConfigFile:
         sites = ", ".join(placeholder(s) for s in AUTO_LOGIN_HEADERS)
         wrong = [
@@ -124,6 +171,7 @@ class ConfigFile(BaseModel):
 
 CONFIG_KEYS = tuple(ConfigFile.model_fields)
 ENVIRONMENT_KEYS = tuple(ConfigEnvironment.model_fields)
+REPLICA_KEYS = tuple(ConfigReplica.model_fields)
 _EXAMPLE = '{"environments": {"__SHOPPING__": {"urls": ["http://127.0.0.1:7770"]}}}'
 
 
@@ -134,8 +182,22 @@ def config_problems(data: object) -> list[str]:
     try:
         ConfigFile.model_validate(data)
     except ValidationError as error:
-        return [line for item in error.errors() for line in _lines(item, data).splitlines()]
+        lines = [line for item in error.errors() for line in _lines(item, data).splitlines()]
+        return lines + [line for line in _without_urls(data) if line not in lines]
     return []
+
+
+def _without_urls(data: dict[str, Any]) -> list[str]:
+    """Sites with neither `urls` nor `replicas`: told even when another mistake in the same entry kept
+    the model from checking it."""
+    environments = data.get("environments")
+    if not isinstance(environments, dict):
+        return []
+    return [
+        f'environments.{name}: "urls" must be a non-empty list of base URLs'
+        for name, env in environments.items()
+        if isinstance(env, dict) and "urls" not in env and "replicas" not in env
+    ]
 
 
 def _lines(error: Any, data: dict[str, Any]) -> str:
@@ -143,22 +205,28 @@ def _lines(error: Any, data: dict[str, Any]) -> str:
     loc, kind, value = error["loc"], error["type"], error.get("input")
     if kind == "site_config":
         where = ".".join(map(str, loc[:2]))
-        if len(loc) > 3 and loc[2] == "urls":
-            where += f".urls[{loc[3]}]"
-        elif len(loc) > 2 and loc[2] != "[key]":
-            where += f".{loc[2]}"
+        rest = [f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc[2:] if part != "[key]"]
+        where += "".join(rest)
         return f"{where}: {error['msg']}" if where else error["msg"]
     if loc == ("environments",):
         got = "none" if kind == "missing" else type(value).__name__
         return f'"environments" must be an object of sites ({got} given), e.g. {_EXAMPLE}'
     if kind == "extra_forbidden":
-        keys = CONFIG_KEYS if len(loc) == 1 else ENVIRONMENT_KEYS
-        where = "" if len(loc) == 1 else f"environments.{loc[1]}: "
-        return f"{where}unknown key {loc[-1]!r}{_did_you_mean(str(loc[-1]), keys)}"
+        in_replica = len(loc) > 3 and loc[2] == "replicas"
+        keys = CONFIG_KEYS if len(loc) == 1 else REPLICA_KEYS if in_replica else ENVIRONMENT_KEYS
+        where = (
+            "" if len(loc) == 1 else f"environments.{loc[1]}" + (f".replicas[{loc[3]}]" if in_replica else "")
+        )
+        return f"{where}{': ' if where else ''}unknown key {loc[-1]!r}{_did_you_mean(str(loc[-1]), keys)}"
     where = f"environments.{loc[1]}"
     if len(loc) == 2:
         return f'{where}: must be an object such as {{"urls": ["http://..."]}}'
-    if loc[2] == "urls" and len(loc) == 3:
-        return f'{where}: "urls" must be a non-empty list of base URLs'
-    field = f"urls[{loc[3]}]" if loc[2] == "urls" else loc[2]
+    if loc[2] == "replicas" and len(loc) >= 4 and isinstance(loc[3], int):
+        where, loc = f"{where}.replicas[{loc[3]}]", (*loc[:2], *loc[4:])
+        if len(loc) == 2:
+            return f'{where}: must be an object such as {{"urls": ["http://..."], "reset_url": "http://..."}}'
+    if loc[2] in ("urls", "replicas") and len(loc) == 3:
+        what = "base URLs" if loc[2] == "urls" else 'replicas, each {"urls": [...], "reset_url": ...}'
+        return f'{where}: "{loc[2]}" must be a non-empty list of {what}'
+    field = f"urls[{loc[3]}]" if loc[2] == "urls" and len(loc) > 3 else loc[2]
     return f"{where}.{field}: {url_problem(value) or error['msg']}"

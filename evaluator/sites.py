@@ -9,7 +9,12 @@ recorded against any of a site's deployments are judged the same way.
 The file format is the reference tooling's config:
 `{"environments": {"__SHOPPING__": {"urls": [...], "active_url_idx": 0}, ...}}`.
 Its other keys (credentials, container settings, file names) are accepted and
-ignored. A config *file* is checked first (`site_checks.config_problems`): a
+ignored. This project adds, per site, a `reset_url` and `replicas`: several
+complete deployments of the site, each with its own URLs and reset endpoint
+(`{"replicas": [{"urls": [...], "reset_url": "..."}, ...]}`). Every replica's
+URLs count as the site's `urls` (so any of them derenders to the placeholder, and
+the config written for the reference lists them all); a site with plain `urls`
+is one replica. A config *file* is checked first (`site_checks.config_problems`): a
 key the reference does not know, a site it does not know, or a URL without
 scheme and host is a typo that would otherwise cost a whole run, so it is
 refused with one line per problem.
@@ -40,6 +45,14 @@ ADMIN_SITE = "shopping_admin"
 """The one site whose pages live under a path (`/admin`) rather than at a host root."""
 
 
+def _under(url: str, base: str) -> bool:
+    """Whether `url` is on the deployment at `base` (same origin, and below its path)."""
+    base = base.rstrip("/")
+    return (
+        url == base or url.startswith(base + "/") or url.startswith(base + "?") or url.startswith(base + "#")
+    )
+
+
 def read_config_file(path: str | Path) -> Any:
     """A config file's JSON content; SiteConfigError naming the file when it cannot be read or parsed."""
     file = Path(path)
@@ -49,6 +62,20 @@ def read_config_file(path: str | Path) -> Any:
         raise SiteConfigError(f"{file}: cannot read site config: {error.strerror or error}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise SiteConfigError(f"{file}: site config is not valid JSON: {error}") from None
+
+
+class Replica(BaseModel):
+    """One complete deployment of a site: its URLs (the first is where agents start) and the endpoint
+    that brings it back to its seeded state."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    urls: tuple[str, ...]
+    reset_url: str | None = None
+
+    @property
+    def url(self) -> str:
+        return self.urls[0]
 
 
 class SiteEnvironment(BaseModel):
@@ -64,12 +91,27 @@ class SiteEnvironment(BaseModel):
     reset_url: str | None = None
     """This project's own key: a URL to POST to before a session that asks for a reset (e.g. the
     environment-control server's restart endpoint); the reference ignores it."""
+    replicas: tuple[Replica, ...] = ()
+    """This project's own key: the site's deployments. Given in a config, `urls` is every replica's
+    URLs; a config with plain `urls` (and `reset_url`) is one replica."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _replica_urls(cls, data: Any) -> Any:
+        # With `replicas`, the site's URLs are all of theirs: any derenders, the reference reads them all.
+        if isinstance(data, dict) and data.get("replicas") and not data.get("urls"):
+            urls = [url for replica in data["replicas"] if isinstance(replica, dict)
+                    for url in replica.get("urls") or ()]  # fmt: skip
+            return {**data, "urls": urls}
+        return data
 
     @model_validator(mode="after")
     def _default_active(self) -> SiteEnvironment:
         # Like the reference: no index given means the first URL.
         if self.active_url_idx is None and self.urls:
             object.__setattr__(self, "active_url_idx", 0)
+        if not self.replicas and self.urls:
+            object.__setattr__(self, "replicas", (Replica(urls=self.urls, reset_url=self.reset_url),))
         return self
 
     @property
@@ -167,6 +209,40 @@ class SiteMap(BaseModel):
     def urls(self) -> dict[str, tuple[str, ...]]:
         """Each mapped site's placeholder and URLs, for banners and /health."""
         return {placeholder(name): env.urls for name, env in sorted(self.environments.items())}
+
+    def replicas(self, site: str) -> tuple[Replica, ...]:
+        """The deployments of `site` (one for a site with plain `urls`; none for an unmapped site)."""
+        env = self.environments.get(site_key(site))
+        return env.replicas if env is not None else ()
+
+    @property
+    def replicated(self) -> bool:
+        """Whether some site has two or more replicas."""
+        return any(len(env.replicas) > 1 for env in self.environments.values())
+
+    def replicas_of(self, url: str) -> tuple[tuple[str, int], ...]:
+        """(site, replica index) of the deployment `url` is on, by the longest matching replica URL (all
+        of them when plain configs map one server to several sites); empty when it is on no site."""
+        best, found = 0, list[tuple[str, int]]()
+        for name, env in self.environments.items():
+            for index, replica in enumerate(env.replicas):
+                for base in replica.urls:
+                    if _under(url, base) and len(base) >= best:
+                        if len(base) > best:
+                            best, found = len(base), []
+                        found.append((name, index))
+        return tuple(found)
+
+    def on_replicas(self, lease: Mapping[str, int]) -> SiteMap:
+        """This map with each leased site's active URL on its leased replica (`site -> replica index`),
+        for rendering a session's start URLs; every URL still derenders."""
+        envs = dict(self.environments)
+        for site, index in lease.items():
+            env = envs.get(site_key(site))
+            if env is not None and 0 <= index < len(env.replicas):
+                active = env.urls.index(env.replicas[index].url)
+                envs[site_key(site)] = env.model_copy(update={"active_url_idx": active})
+        return SiteMap(environments=envs)
 
     @classmethod
     def from_urls(cls, urls: Mapping[str, str | Iterable[str]]) -> SiteMap:

@@ -36,7 +36,8 @@ PAGES = ("enamel-camp-mug.html", "stoneware-coffee-mug-12oz.html", "double-wall-
 
 
 async def episode(api: AsyncClient, name: str, browser: Browser | None, run: str) -> float:
-    started = await api.start(TASK, session=name, restart=True, run=run)
+    # `wait`: with replica pools, an episode waits its turn for a copy of the site rather than fail
+    started = await api.start(TASK, session=name, restart=True, run=run, wait=120)
     target = f"{started.start_urls[0].rstrip('/')}/{random.Random(name).choice(PAGES)}"
     if browser is None:
         async with httpx.AsyncClient(proxy=started.proxy, trust_env=False) as agent:

@@ -103,6 +103,29 @@ def _rates(title: str, rows: dict[str, dict[str, Any]], *, per_task: bool) -> Ta
     return table
 
 
+def pool_line(pool: dict[str, Any]) -> str:
+    """The replica pool's resets per site, as the proxy kept them."""
+    sites = "; ".join(
+        f"{site} {c['resets']} resets ({c['reset_seconds']:g} s), {c['resets_skipped']} skipped, "
+        f"{c['resets_failed']} failed"
+        for site, c in pool.get("sites", {}).items()
+    )
+    return f"replicas (--isolation {pool.get('isolation')}; {pool.get('scope')}): {sites}"
+
+
+def exposure_line(document: dict[str, Any]) -> str:
+    """How many verdicts another session's change could have decided, and the rate with and without them."""
+    clean = document["unexposed"]
+    low, high = clean["interval"]
+    ids = document["exposed_task_ids"][:20]
+    return (
+        f"exposed: {document['exposed']} of {document['attempts']} attempts saw another session change a "
+        f"site copy they used (task ids {ids}); success {document['rate'] * 100:.1f}% with them, "
+        f"{clean['rate'] * 100:.1f}% [{low * 100:.0f}-{high * 100:.0f}] over the {clean['tasks']} attempts "
+        "nobody else's change reached"
+    )
+
+
 def _reason(check: dict[str, Any], width: int = 160) -> str:
     reasons = check["reasons"]
     first = reasons[0]["reason"] or "(no reason given)" if reasons else ""
@@ -129,6 +152,14 @@ def print_report(console: Console, document: dict[str, Any], note: str) -> None:
     if document["environment"]:
         console.print(f"environment problems (UNKNOWN_ERROR answers, sites that did not answer): "
                       f"{document['environment_task_ids'][:20]}")  # fmt: skip
+    if document.get("pool"):
+        console.print(pool_line(document["pool"]), markup=False, highlight=False, soft_wrap=True)
+    if document.get("exposed"):
+        console.print(exposure_line(document), markup=False, highlight=False, soft_wrap=True)
+        exposed = {name: rate for name, rate in document["by_site"].items() if rate.get("exposed")}
+        console.print(
+            "exposed by site: " + ", ".join(f"{name} {rate['exposed']}" for name, rate in exposed.items())
+        )
     console.print(_rates("By site (a task of several sites counts under each)", document["by_site"],
                          per_task=per_task))  # fmt: skip
     console.print(_rates("By action", document["by_action"], per_task=per_task))

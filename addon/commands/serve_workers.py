@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 from webarena_live.addresses.placement import PlacementError, PortRange
+from webarena_live.control.replicas import parse_isolation, parse_lease_timeout
+from webarena_live.evaluator import WebArenaLiveError
 from webarena_live.fleet.service import FleetPlan, RayPlan, ray_problem, run_fleet
 from webarena_live.launch import free_ports
 from webarena_live.proxy.options import options_from_flags, with_flags
@@ -83,6 +85,11 @@ def plan_of(args: argparse.Namespace, count: int) -> FleetPlan | str:
         else:
             web = [int(args.web_port) + i for i in range(count)]
         args.worker_web_ports = web
+    try:
+        isolation = parse_isolation(args.isolation or "")
+        lease_timeout = parse_lease_timeout(args.lease_timeout or "")
+    except WebArenaLiveError as error:
+        return str(error)
     ray: RayPlan | None = None
     if args.ray:
         planned = _ray_plan(args)
@@ -95,6 +102,8 @@ def plan_of(args: argparse.Namespace, count: int) -> FleetPlan | str:
         worker_argv=lambda index, front: worker_args(args, index, front),
         session_ports=ports, token=args.control_token or None,
         web_ports=tuple(args.worker_web_ports) if getattr(args, "web", False) else None, ray=ray,
+        tasks=args.tasks, config=args.config, isolation=isolation, lease_timeout=lease_timeout,
+        output_dir=args.output_dir,
     )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ from starlette.staticfiles import StaticFiles
 from webarena_live.control.bodies import ControlError, parse_final_response
 from webarena_live.control.context import ControlContext, find_session
 from webarena_live.control.errors import JsonResponse
+from webarena_live.control.leasing import interference_of
 from webarena_live.control.models import SessionName
 from webarena_live.runs.attempt import Attempt, FinishRefused
 from webarena_live.runs.sessions import Session
@@ -81,6 +82,8 @@ def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> A
             result = attempt.preview(response)
         except FinishRefused as refused:
             raise ControlError(409, refused.reason, refused.detail) from None
+        found = find_session(ctx, unquote(session))
+        result = result.model_copy(update={"interference": interference_of(ctx, found, keep=True)})
         return JsonResponse(result.to_dict(), headers=server_timing(started))
 
     @router.get("/", summary="the live dashboard (HTML)", responses={200: {"content": {"text/html": {}}}})

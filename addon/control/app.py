@@ -32,6 +32,14 @@ from webarena_live.control.context import (
     task_view,
 )
 from webarena_live.control.errors import JsonResponse, install_error_handlers, validation_detail
+from webarena_live.control.leasing import (
+    LEASE_HEADER,
+    interference_of,
+    lease_for,
+    lease_router,
+    release,
+    reset_leased,
+)
 from webarena_live.control.middleware import BodyCap, CommonHeaders, Guard, RawPath
 from webarena_live.control.models import SessionName
 from webarena_live.control.pac import PAC_MEDIA_TYPE, proxy_auto_config
@@ -64,7 +72,8 @@ _ERRORS = {
     "directory, or one holding named runs only (GET /report)",
     413: "request body over 10 MiB",
     502: "a site's reset failed (each site's outcome in the detail); the session did not start",
-    503: "no proxy address is free for the session (--session-ports used up), or its worker is restarting",
+    503: "no replica is free for the task within `wait` (Retry-After), no proxy address is free for the "
+    "session (--session-ports used up), or its worker is restarting",
     507: "the outputs could not be written",
 }
 _GUARDED = (401, 403, 404, 405, 413)
@@ -170,6 +179,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
         ctx: Control,
         caller: Annotated[str | None, Header(alias=CALLER_HEADER, include_in_schema=False)] = None,
         port: Annotated[int | None, Header(alias=PROXY_PORT_HEADER, include_in_schema=False)] = None,
+        leased: Annotated[str | None, Header(alias=LEASE_HEADER, include_in_schema=False)] = None,
         client: Annotated[str | None, Header(alias=CLIENT_HEADER, include_in_schema=False)] = None,
     ) -> Response:
         try:
@@ -177,16 +187,24 @@ def create_app(control: ControlContext | None) -> FastAPI:
         except ValidationError as error:
             raise ControlError(400, "bad_request", validation_detail(error.errors())) from None
         plan = plan_start(ctx, start, caller=unquote(caller) if caller else None)
-        outcomes = await reset_first(ctx, plan.task.sites, start.reset_timeout) if start.reset else None
+        lease = await lease_for(ctx, plan, wait=start.wait, header=leased)  # may wait; 503 when none fits
         addresses = ctx.addresses
         # who may use the address beyond loopback: who asked (the front names the client it served)
         guests = {"client": client or (request.client.host if request.client else None), "near": start.near}
-        if plan.resumed is None:  # the address first: a refusal (503) then changes nothing
-            address = await addresses.claim(plan.name, port, **guests) if addresses is not None else None
-            reply = begin_session(ctx, plan)
-        else:  # resumed (a restarted worker): the journal's events first, then the port opens, since
-            # agents that already hold the address send as soon as it listens
-            reply = begin_session(ctx, plan)
+        try:
+            outcomes = None
+            if start.reset:
+                outcomes = await reset_leased(ctx, plan.name, start.reset_timeout)
+                if outcomes is None:
+                    outcomes = await reset_first(ctx, plan.task.sites, start.reset_timeout)
+            if plan.resumed is None:  # the address first: a refusal (503) then changes nothing
+                address = await addresses.claim(plan.name, port, **guests) if addresses is not None else None
+        except ControlError:
+            release(ctx, plan.name, "refused")
+            raise
+        reply = begin_session(ctx, plan, lease)
+        if plan.resumed is not None:  # resumed (a restarted worker): the journal's events first, then the
+            # port opens, since agents that already hold the address send as soon as it listens
             address = await addresses.claim(plan.name, port, **guests) if addresses is not None else None
         if address is not None:  # the session holds it too (proxy/session_addresses.py writes it there)
             reply["proxy"] = address
@@ -312,6 +330,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
             }
         )
     )
+    app.include_router(lease_router(_documented(models.Mutations, 400, *_GUARDED)))
     app.mount("/dashboard", dashboard_files())
     return app
 
@@ -337,7 +356,7 @@ def finish(ctx: ControlContext, session: Session, body: bytes) -> Response:
     response = parse_final_response(body)
     try:
         with ctx.finish_guard():
-            outcome = session.finish(response)
+            outcome = session.finish(response, interference=interference_of(ctx, session))
     except FinishRefused as refused:
         raise ControlError(409, refused.reason, refused.detail) from None
     except OutputsFailed as error:
@@ -347,9 +366,10 @@ def finish(ctx: ControlContext, session: Session, body: bytes) -> Response:
     timing = f"evaluate;dur={timings['evaluate'] * 1000:.3f}, total;dur={timings['total'] * 1000:.3f}"
     # Percent-encoded: a session name may hold characters a header value cannot.
     headers = {"X-WebArena-Live-Session": quote(session.name), "Server-Timing": timing}
-    if outcome.earlier_attempt:  # the body stays eval_result.json, byte for byte
+    if outcome.earlier_attempt:
         headers["X-WebArena-Live-Earlier-Attempt"] = quote(outcome.earlier_attempt)
-    return JsonResponse(outcome.result.to_dict(), headers=headers)
+    release(ctx, session.name, "finished")
+    return JsonResponse(outcome.result.to_dict(), headers=headers)  # eval_result.json, with `interference`
 
 
 def openapi_document(app: FastAPI | None = None) -> dict[str, Any]:

@@ -17,11 +17,15 @@ _FENCE = "```"
 class ControlError(WebArenaLiveError):
     """A control request that cannot be served; becomes a JSON error reply with `status`."""
 
-    def __init__(self, status: int, error: str, detail: Any = None) -> None:
+    def __init__(
+        self, status: int, error: str, detail: Any = None, *, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(f"{status} {error}: {detail}")
         self.status = status
         self.error = error
         self.detail = detail
+        self.headers = headers or {}
+        """Headers the reply carries too (`Retry-After` on a 503)."""
 
 
 MAX_JSON_DEPTH = 64

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.models import StartSession
+from webarena_live.control.replicas import ReplicaPool
 from webarena_live.evaluator import (
     ANSWER_STATUSES,
     ANSWER_TASK_TYPES,
@@ -32,6 +33,7 @@ from webarena_live.evaluator import (
     run_name_problem,
 )
 from webarena_live.runs.attempt import RunSettings
+from webarena_live.runs.leases import AttemptLease
 from webarena_live.runs.recovery import (
     JournalNotFoundError,
     find_journal,
@@ -86,6 +88,8 @@ class ControlContext:
         extra_health: dict[str, Any] | None = None,
         finish_guard: Callable[[], AbstractContextManager[object]] = nullcontext,
         addresses: SessionAddresses | None = None,
+        pool: ReplicaPool | None = None,
+        leases_here: bool = True,
     ) -> None:
         self.tasks = tasks
         self.sessions = sessions
@@ -99,6 +103,13 @@ class ControlContext:
         app without a proxy)."""
         self.refused_page_requests = 0
         """Control requests refused because a web page sent them (shown by /health)."""
+        self.pool = pool
+        """The site map's replicas (`control/replicas.py`): their leases, and every mutation seen."""
+        self.leases_here = leases_here
+        """Whether this process leases replicas itself; a worker's front leases them
+        (`control/leasing.py`)."""
+        self.front_interference: dict[str, dict[str, Any]] = {}
+        """A worker's: the interference its front gave for a session's next finish."""
 
     @property
     def settings(self) -> RunSettings:
@@ -165,6 +176,7 @@ def health(ctx: ControlContext) -> dict[str, Any]:
         "control_token": bool(ctx.token),
         "redact": ctx.settings.redact,
         "sites": {name: list(urls) for name, urls in ctx.site_map.urls.items()},
+        **({"pool": ctx.pool.status()} if ctx.pool is not None and ctx.leases_here else {}),
         **ctx.extra_health,
     }
 
@@ -187,6 +199,8 @@ class StartPlan:
     task: Task
     run: str | None
     resumed: NetworkTrace | None
+    journal: Path | None = None
+    """The journal a resumed session's events come from (its lease is kept beside it)."""
     started: datetime | None = None
     """When the resumed run began (its journal's time), for a session resumed from its journal."""
 
@@ -201,7 +215,7 @@ def plan_start(ctx: ControlContext, request: StartSession, *, caller: str | None
     if request.run is not None and (problem := run_name_problem(request.run)):
         raise ControlError(400, "bad_run_name", problem)
     task = find_task(ctx, request.task_id)
-    resumed = started = None
+    resumed = started = journal = None
     if request.resume_journal:
         try:  # read before the restart clears the session: a failure changes nothing
             journal = find_journal(ctx.settings.journal_dir, name, task.task_id)
@@ -219,12 +233,13 @@ def plan_start(ctx: ControlContext, request: StartSession, *, caller: str | None
             'start another session name, or send "restart": true to discard its events'
         )
         raise ControlError(409, "session_running", message)
-    return StartPlan(name=name, task=task, run=request.run, resumed=resumed, started=started)
+    return StartPlan(name=name, task=task, run=request.run, resumed=resumed, started=started, journal=journal)
 
 
-def begin_session(ctx: ControlContext, plan: StartPlan) -> dict[str, Any]:
-    """Start the planned session (restarting it if it ran) and answer what the agent needs."""
-    session = ctx.sessions.start(plan.name, plan.task, run=plan.run, started=plan.started)
+def begin_session(ctx: ControlContext, plan: StartPlan, lease: AttemptLease | None = None) -> dict[str, Any]:
+    """Start the planned session (restarting it if it ran) on its replicas (`lease`) and answer what the
+    agent needs: its start URLs rendered on them."""
+    session = ctx.sessions.start(plan.name, plan.task, run=plan.run, started=plan.started, lease=lease)
     run = f" (run {plan.run})" if plan.run else ""
     if plan.resumed is None:
         logger.info("session %s started: task %d%s: %s", plan.name, plan.task.task_id, run, plan.task.intent)
@@ -235,8 +250,11 @@ def begin_session(ctx: ControlContext, plan: StartPlan) -> dict[str, Any]:
     if plan.resumed is not None:
         for event in plan.resumed:  # also journals them again, so the new run's journal is complete
             session.append(event)
-    view = task_view(plan.task, ctx.site_map)
+    site_map = ctx.site_map.on_replicas(lease.indexes) if lease is not None else ctx.site_map
+    view = task_view(plan.task, site_map)
     reply = {"session": session.name, "state": session.state.value, **{k: view[k] for k in _START_FIELDS}}
+    if lease is not None:
+        reply["replicas"] = lease.replicas
     if plan.resumed is not None:
         reply["resumed_events"] = len(plan.resumed)
     return reply

@@ -50,9 +50,11 @@ _CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 def install_error_handlers(app: FastAPI) -> None:
     async def control_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, ControlError)
-        return error_response(
+        response = error_response(
             error.status, error.error, error.detail, method=request.method, path=request.url.path
         )
+        response.headers.update(error.headers)
+        return response
 
     async def invalid(request: Request, error: Exception) -> Response:
         assert isinstance(error, RequestValidationError)

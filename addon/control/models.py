@@ -64,6 +64,10 @@ class StartSession(BaseModel):
     reset_timeout: float = Field(
         RESET_TIMEOUT, gt=0, le=3600, description="seconds each site's reset may take"
     )
+    wait: float = Field(
+        0, ge=0, le=3600,
+        description="seconds to wait for a free replica of each of the task's sites (then 503, Retry-After)",
+    )  # fmt: skip
 
 
 class Started(_Open):
@@ -168,3 +172,15 @@ class RunFigures(_Open):
     interval: list[float]
     missing: int
     by_site: dict[str, dict[str, Any]]
+
+
+class Mutations(_Open):
+    """`GET /mutations`: what this proxy saw change the site map's replicas, oldest first."""
+
+    mutations: list[dict[str, Any]] = Field(
+        description="each {seq, site, index, session, method, url, time}: a POST, PUT, PATCH or DELETE "
+        "to a replica of the site map"
+    )
+    epoch: int | None = Field(
+        None, description="changes when the proxy's pool is made anew (sequence restarts)"
+    )

@@ -47,7 +47,8 @@ def sites_without_reset(site_map: SiteMap, sites: tuple[str, ...]) -> list[str]:
     ]
 
 
-async def _reset_one(client: httpx.AsyncClient, site: str, url: str, timeout: float) -> ResetOutcome:
+async def reset_endpoint(client: httpx.AsyncClient, site: str, url: str, timeout: float) -> ResetOutcome:
+    """POST one reset endpoint and read its answer (a replica's or a site's)."""
     started = time.perf_counter()
 
     def outcome(ok: bool, detail: str, status: int | None = None) -> ResetOutcome:
@@ -88,4 +89,6 @@ async def reset_sites(
         if env is not None and env.reset_url:
             targets.append((site_key(site), env.reset_url))
     async with httpx.AsyncClient(trust_env=False) as client:  # never through a proxy from the environment
-        return list(await asyncio.gather(*(_reset_one(client, site, url, timeout) for site, url in targets)))
+        return list(
+            await asyncio.gather(*(reset_endpoint(client, site, url, timeout) for site, url in targets))
+        )

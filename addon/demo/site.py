@@ -88,6 +88,11 @@ class DemoShopServer(ThreadingHTTPServer):
         with self.lock:
             return self.visitors.setdefault(sid, Visitor())
 
+    def reset(self) -> None:
+        """Back to the seeded state: every cart and wish list empty (`demo/reset.py` serves it)."""
+        with self.lock:
+            self.visitors.clear()
+
 
 class ShopHandler(BaseHTTPRequestHandler):
     server: DemoShopServer
@@ -350,9 +355,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Serve the Demo Shop used by `webarena-live demo`.")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one (default: 8000)")
+    parser.add_argument(
+        "--reset-port", type=int, metavar="PORT",
+        help="also serve POST /reset (the environment-control shape) on this port: every cart and wish list "
+        "emptied; 0 picks a free one",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     server = DemoShopServer((args.host, args.port))
     print(f"Demo Shop at {server.url}/  (Ctrl-C to stop)", flush=True)
+    if args.reset_port is not None:
+        from webarena_live.demo.reset import serve_reset
+
+        print(f"Reset endpoint at {serve_reset(server, args.host, args.reset_port).url}", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

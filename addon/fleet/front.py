@@ -29,6 +29,7 @@ from webarena_live.control.errors import JsonResponse, error_response
 from webarena_live.control.guard import page_request_problem, token_problem
 from webarena_live.evaluator import ATTEMPT_FILES, WebArenaLiveError, locate_attempt
 from webarena_live.fleet.carry import CarriedOutputs
+from webarena_live.fleet.front_leases import FrontLeases
 from webarena_live.fleet.workers import Worker, WorkerPool, Workers
 
 logger = logging.getLogger("webarena_live.fleet")
@@ -87,6 +88,8 @@ class Front:
         written to and the attempt's id (`locate_attempt` finds them after a later attempt moved them)."""
         self.report: Callable[[str | None], Awaitable[dict[str, Any]]] | None = None
         """`GET /report` of the carried outputs (else a worker answers it from the shared directory)."""
+        self.leases: FrontLeases | None = None
+        """The replica pool (`front_leases.py`), when a site map is loaded."""
 
     # --- the workers' side ----------------------------------------------------------------------
 
@@ -111,6 +114,8 @@ class Front:
         self.lost[name] = view
         self.resume_failures.pop(name, None)
         self.placement.forget(name)
+        if self.leases is not None:
+            self.leases.release(name, "lost")
         if worker is not None and port is not None:
             self.pool.forget_port(worker.index, port)
         logger.error("webarena-live: session %s is lost: %s", name, reason)
@@ -169,7 +174,7 @@ class Front:
         return f"{reply.status_code} {reply.text.strip()}", reply.status_code < 500
 
     async def _start_on(self, worker: Worker, body: dict[str, Any], port: int) -> httpx.Response:
-        headers = {PROXY_PORT_HEADER: str(port), **self._auth()}
+        headers = {PROXY_PORT_HEADER: str(port), **self.auth()}
         return await self.http.post(
             f"{worker.control_url}/sessions", json=body, headers=headers, timeout=RESUME_DEADLINE
         )
@@ -286,7 +291,7 @@ class Front:
         """Keep the view of a session its worker just finished, to list it after that worker restarts."""
         try:
             url = f"{worker.control_url}/sessions/{quote(name, safe='')}"
-            reply = await self.http.get(url, headers=self._auth(), timeout=ASK_DEADLINE)
+            reply = await self.http.get(url, headers=self.auth(), timeout=ASK_DEADLINE)
         except httpx.HTTPError:
             return
         if reply.status_code == 200:
@@ -301,7 +306,7 @@ class Front:
         try:
             url = f"{worker.control_url}/sessions/{quote(name, safe='')}"
             for _ in range(CARRY_ATTEMPTS):  # a later finish of the task there may move them aside
-                reply = await self.http.get(url, headers=self._auth(), timeout=ASK_DEADLINE)
+                reply = await self.http.get(url, headers=self.auth(), timeout=ASK_DEADLINE)
                 written = reply.json().get("outputs") if reply.status_code == 200 else None
                 if not written:
                     return
@@ -325,7 +330,8 @@ class Front:
             return {}
         return {file: str(found / file) for file in ATTEMPT_FILES if (found / file).exists()}
 
-    def _auth(self) -> dict[str, str]:
+    def auth(self) -> dict[str, str]:
+        """The front's own credentials for its calls to the workers."""
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     async def refusal(self, request: Request) -> Response | None:

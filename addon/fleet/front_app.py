@@ -74,7 +74,10 @@ def create_front_app(front: Front) -> FastAPI:
     async def get_health(request: Request) -> Response:
         if not front.ready:  # not logged: this is what a launcher polls while the workers start
             return JsonResponse({"error": "starting", "detail": "the workers are starting"}, status_code=503)
-        return JsonResponse(await front_views.health(front, request))
+        answer = await front_views.health(front, request)
+        if front.leases is not None:
+            answer["pool"] = front.leases.pool.status()
+        return JsonResponse(answer)
 
     @app.get("/sessions")
     async def get_sessions(request: Request) -> Response:
@@ -101,18 +104,30 @@ def create_front_app(front: Front) -> FastAPI:
         among = front.workers_near(near) if near is not None else None
         if owner is None and _resumes(body):  # after a restart: on a worker that holds its journal
             among = await front_views.journal_holders(front, request, name) or among
+        lease: dict[str, str] = {}
+        if front.leases is not None:  # the replicas first: a refusal then holds nothing
+            try:
+                lease, body = await front.leases.before_start(name, json.loads(body))
+            except ControlError as error:
+                no_lease = error_response(
+                    error.status, error.error, error.detail, method="POST", path="/sessions"
+                )
+                no_lease.headers.update(error.headers)
+                return no_lease
         for _ in range(PORT_TRIES):  # a port busy on the worker's machine is not picked again
             had_port = name in front.placement.held_ports()
             try:
                 seat = front.placement.place(name, among=among or None)
             except PlacementError as error:
+                _release_lease(front, name)
                 return error_response(503, "no_address", str(error), method="POST", path="/sessions")
             worker = front.pool[seat.worker]
-            headers = {PROXY_PORT_HEADER: str(seat.port), CLIENT_HEADER: _client_of(request)}
+            headers = {PROXY_PORT_HEADER: str(seat.port), CLIENT_HEADER: _client_of(request), **lease}
             upstream = await front.send(worker, request, body, headers)
             if isinstance(upstream, Response):
                 if not had_port:
                     front.placement.release(name)
+                _release_lease(front, name)
                 return upstream
             content = await upstream.aread()
             await upstream.aclose()
@@ -124,8 +139,10 @@ def create_front_app(front: Front) -> FastAPI:
             if upstream.status_code == 503 and not had_port and _error_of(content) == "no_address":
                 front.placement.mark_busy(seat.worker, seat.port)
                 continue
+            _release_lease(front, name)
             return refused
         else:
+            _release_lease(front, name)
             return refused
         reply = json.loads(content)
         front.starts[name] = {"task_id": reply["task_id"], "run": json.loads(body).get("run")}
@@ -145,6 +162,8 @@ def create_front_app(front: Front) -> FastAPI:
         body = await _bounded_body(request)
         if body is None:
             return error_response(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
+        if front.leases is not None:
+            await front.leases.hand_interference(front.http, front.up_workers(), worker, name, front.auth())
         upstream = await front.send(worker, request, body)
         if isinstance(upstream, Response):
             return upstream
@@ -154,6 +173,8 @@ def create_front_app(front: Front) -> FastAPI:
             return Response(content, upstream.status_code, headers=answer_headers(upstream))
         front.placement.release(name)  # the worker closed the session's address; its port is free
         front.starts.pop(name, None)
+        if front.leases is not None:
+            front.leases.release(name, "finished")
         if front.outputs is not None:  # written on the worker's node: carried here before the answer
             await front.carry_outputs(worker, name)
         await front.remember_finished(worker, name)
@@ -217,9 +238,16 @@ def create_front_app(front: Front) -> FastAPI:
         worker = _owner_of(front, name, request)
         if isinstance(worker, Response):
             return worker
+        if front.leases is not None and request.method == "POST" and path.endswith("/preview"):
+            await front.leases.hand_interference(front.http, front.up_workers(), worker, name, front.auth())
         return await front.forward(worker, request)
 
     return app
+
+
+def _release_lease(front: Front, name: str) -> None:
+    if front.leases is not None:
+        front.leases.release(name, "refused")
 
 
 def _owner_of(front: Front, name: str, request: Request) -> Worker | Response:

@@ -20,11 +20,20 @@ from dataclasses import dataclass, field, replace
 from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV, WEB_TOKEN_ENV, mitmweb_url
 from webarena_live.addresses.placement import Placement, PortRange
 from webarena_live.control.context import RESERVED_HOST
+from webarena_live.control.replicas import Isolation, ReplicaPool, default_isolation, isolation_problems
 from webarena_live.control.server import ControlServer
-from webarena_live.evaluator import WebArenaLiveError, __version__
+from webarena_live.evaluator import (
+    POOL_FILE,
+    SiteMap,
+    WebArenaLiveError,
+    __version__,
+    load_tasks,
+    prepare_output_dir,
+)
 from webarena_live.fleet import liveness
 from webarena_live.fleet.front import Front
 from webarena_live.fleet.front_app import create_front_app
+from webarena_live.fleet.front_leases import FrontLeases
 from webarena_live.fleet.router import SharedPort
 from webarena_live.fleet.workers import WorkerPool, Workers
 from webarena_live.launch import LaunchError
@@ -68,6 +77,14 @@ class FleetPlan:
     web_ports: tuple[int, ...] | None = None
     """Each worker's mitmweb port, with `--web`."""
     ray: RayPlan | None = None
+    tasks: str | None = None
+    """`--tasks` (a file or a dataset name): the front leases replicas by its tasks' sites."""
+    config: str | None = None
+    """`--config`: the site map whose replicas the front leases."""
+    isolation: Isolation | None = None
+    lease_timeout: float | None = None
+    output_dir: str | None = None
+    """`--output-dir`: where the front keeps the pool's counters for the run report."""
 
 
 def ray_problem() -> str | None:
@@ -92,6 +109,16 @@ async def run_fleet(plan: FleetPlan) -> int:
     )  # fmt: skip
     front = Front(placement)
     front.token = plan.token
+    try:
+        front.leases = front_leases(plan)
+        if front.leases is not None:  # the pool's notices in the merged event stream
+            front.leases.pool.on_change = lambda session, notice: front.announce(
+                "pool", {"session": session, **notice}
+            )
+    except WebArenaLiveError as error:
+        for line in str(error).splitlines():
+            print(f"webarena-live serve: {line}", file=sys.stderr)
+        return 2
     server = ControlServer(create_front_app(front), host=plan.control_host, port=plan.control_port)
     try:
         await server.start()
@@ -145,7 +172,12 @@ async def run_fleet(plan: FleetPlan) -> int:
         code = next((code for code in codes if code), 1)
         return _told(f"a worker did not start (exit code {code}; its output is above)", code)
     front.ready = True
-    headers = {"Authorization": f"Bearer {front.token}"} if front.token else {}
+    headers = front.auth()
+    watch = None
+    if front.leases is not None:
+        watch = asyncio.get_running_loop().create_task(
+            front.leases.watch(front.http, front.up_workers, headers)
+        )
     health = (await front.http.get(f"{pool[0].control_url}/health", headers=headers)).json()
     if plan.web_ports and 0 in plan.web_ports:  # each worker picked its mitmweb port on its machine
         replies = [await front.http.get(f"{w.control_url}/health", headers=headers) for w in pool]
@@ -158,9 +190,29 @@ async def run_fleet(plan: FleetPlan) -> int:
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
     watching.cancel()
+    if watch is not None:
+        watch.cancel()
     await _stop(shared, server, pool)
+    if front.leases is not None:
+        await front.leases.pool.close()
     await front.http.aclose()
     return 0
+
+
+def front_leases(plan: FleetPlan) -> FrontLeases | None:
+    """The front's replica pool, from the same tasks and site map as the workers'; None without a site
+    map. `WebArenaLiveError` (one line per problem) when they cannot be read or cannot be leased."""
+    if not plan.config:
+        return None
+    site_map = SiteMap.load(plan.config)
+    isolation = plan.isolation or default_isolation(site_map)
+    if problems := isolation_problems(site_map, isolation):
+        raise WebArenaLiveError("\n".join(problems))
+    tasks = load_tasks(plan.tasks) if plan.tasks else load_tasks()
+    pool = ReplicaPool(site_map, isolation, lease_timeout=plan.lease_timeout)
+    if plan.output_dir:
+        pool.counters_file = prepare_output_dir(plan.output_dir) / POOL_FILE
+    return FrontLeases(pool, tasks)
 
 
 def banner(

@@ -11,6 +11,7 @@ repeat the credentials, land in the session named on the CONNECT.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
@@ -25,13 +26,23 @@ from mitmproxy.utils import human
 from webarena_live.control.app import CALLER_HEADER, create_app
 from webarena_live.control.context import RESERVED_HOST, ControlContext
 from webarena_live.control.middleware import MAX_CONTROL_BODY
+from webarena_live.control.replicas import (
+    ReplicaPool,
+    default_isolation,
+    isolation_problems,
+    parse_isolation,
+    parse_lease_timeout,
+)
 from webarena_live.control.server import ControlServer
-from webarena_live.evaluator import SiteMap, load_tasks, prepare_output_dir
+from webarena_live.evaluator import POOL_FILE, SiteMap, WebArenaLiveError, load_tasks, prepare_output_dir
 from webarena_live.proxy.browser_traffic import BrowserServices, answer
 from webarena_live.proxy.capture import record_from_flow, tunnel_failure_event
 from webarena_live.proxy.credentials import PROXY_AUTHORIZATION, challenge, take_credentials
 from webarena_live.proxy.flow_notes import FlowNotes
 from webarena_live.proxy.header_login import HeaderLogin
+from webarena_live.proxy.leases import check as check_lease
+from webarena_live.proxy.leases import record as record_mutation
+from webarena_live.proxy.leases import watch_abandoned
 from webarena_live.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING
 from webarena_live.proxy.reserved_host import answer_too_large, serve_on_flow
 from webarena_live.proxy.session_addresses import SessionAddresses
@@ -102,6 +113,9 @@ class WebArenaLive:
         self._strangers: set[str] = set()
         """Pinned connections from clients the session does not let in (proxy/strangers.py)."""
         self._front: tuple[str, int] | None = None
+        self.confine = False
+        self._watcher: asyncio.Task[None] | None = None
+        """Ends the leases held past `--lease-timeout` (`proxy/leases.py`)."""
         self.started = False
         """The proxy runs (`running` was called): a reconfiguration from now on says what it loaded."""
 
@@ -131,9 +145,10 @@ class WebArenaLive:
         output_dir = checked(problems, prepare_output_dir, out) if out else None
         if tasks is not None and (site_map is not None or not config):  # an unreadable map: told once
             problems += site_map_problems(tasks, site_map or SiteMap(), config=options.webarena_config)
-        if problems or tasks is None:
-            raise exceptions.OptionsError("\n".join(problems))
         site_map = site_map or SiteMap()
+        pool = checked(problems, self._pool, site_map)
+        if problems or tasks is None or pool is None:
+            raise exceptions.OptionsError("\n".join(problems))
         journal_dir = Path(options.webarena_journal_dir or default_journal_dir(options.webarena_output_dir))
         settings = RunSettings(
             site_map=site_map,
@@ -165,12 +180,39 @@ class WebArenaLive:
             extra_health=self.extra_health,
             finish_guard=self.finish_guard,
             addresses=self.addresses,
+            pool=pool,
+            leases_here=not options.webarena_front,
         )
+        self.confine = options.webarena_confine
+        if output_dir is not None and not options.webarena_front:  # the front keeps a fleet's
+            pool.counters_file = output_dir / POOL_FILE
         self.app.state.control = self.context  # options changed while running: both ways in serve it
         self.body_cap = options.webarena_body_cap
         self.session_port = options.webarena_session_port
         if self.started:  # at start the line waits for `running`: options given after this one may fail
             self._tell_dataset()
+
+    def _pool(self, site_map: SiteMap) -> ReplicaPool:
+        """The replicas of `site_map` under `--isolation`, with `--lease-timeout`; the pool in use when
+        neither changed (a reconfiguration keeps its leases)."""
+        options = ctx.options
+        isolation, timeout = (
+            parse_isolation(options.webarena_isolation),
+            parse_lease_timeout(options.webarena_lease_timeout),
+        )
+        current = self.context.pool if self.context is not None else None
+        wanted = isolation or default_isolation(site_map)
+        if current is not None and current.site_map == site_map and current.isolation is wanted:
+            current.lease_timeout = timeout
+            return current
+        if not options.webarena_front and (problems := isolation_problems(site_map, wanted)):
+            raise WebArenaLiveError("\n".join(problems))
+        return ReplicaPool(site_map, wanted, lease_timeout=timeout, on_change=self._pool_notice)
+
+    def _pool_notice(self, session: str, notice: dict[str, Any]) -> None:
+        found = self.context.sessions.get(session) if self.context is not None else None
+        if found is not None:
+            self.context.sessions.notices.publish(found, "pool", notice)  # type: ignore[union-attr]
 
     def _tell_dataset(self) -> None:
         assert self.context is not None
@@ -184,6 +226,8 @@ class WebArenaLive:
         if self.context is not None and not self.started:
             self._tell_dataset()
         self.started = True
+        if self.context is not None and self._watcher is None:
+            self._watcher = asyncio.get_running_loop().create_task(watch_abandoned(self.context))
         options = ctx.options
         if self.context is None or not options.webarena_control_port or self.server is not None:
             return
@@ -200,6 +244,8 @@ class WebArenaLive:
         logger.info("webarena-live: control API on http://%s:%d/", server.host, server.port)
 
     async def done(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
         if self.server is not None:
             await self.server.stop()
             self.server = None
@@ -341,6 +387,10 @@ class WebArenaLive:
         flow.metadata[SESSION_KEY] = username
         if self.header_login.by_origin:  # called from here, not as an addon: no hook dispatch per flow
             self.header_login.requestheaders(flow)
+        if not is_control and self.context is not None and self.context.pool is not None:
+            session = self.context.sessions.get(username or DEFAULT_SESSION)
+            if session is not None:
+                check_lease(self.context, session, flow, confine=self.confine)
 
     def _route_control(self, flow: http.HTTPFlow, caller: str | None) -> None:
         """Answer a control request in `request`, or hand it to the control port when mitmproxy will
@@ -393,6 +443,7 @@ class WebArenaLive:
             return
         flow.metadata[CAPTURED_KEY] = True
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
+        record_mutation(self.context, name, flow)
         session = self.context.sessions.get_or_create(name)
         if self.browser_services.is_own(flow.request.host):  # forwarded (--forward-browser-traffic)
             session.attempt.note_browser_request(flow.request.method, flow.request.url)

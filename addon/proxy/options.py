@@ -120,6 +120,31 @@ OPTIONS = (
         "journal (off by default: some official tasks check cookies, and a redacted HAR cannot prove them)",
     ),
     AddonOption(
+        "webarena_isolation", str, "",
+        "Who may share a site's replica: none, readers or exclusive (default: readers when some site has "
+        "two or more replicas, else none).",
+        flag="isolation", metavar="none|readers|exclusive",
+        flag_help="who may share a replica of a site: 'exclusive' one session at a time; 'readers' read-only "
+        "tasks share a replica no mutating session holds; 'none' everyone (default: readers when some site "
+        "has two or more replicas, else none). Under readers and exclusive a replica that received a "
+        "mutation is reset through its reset_url before its next lease",
+    ),
+    AddonOption(
+        "webarena_confine", bool, False,
+        "Refuse (403) a session's requests to a replica it does not hold and to hosts that are no site of "
+        "the map (without it they are counted and listed in the session).",
+        flag="confine",
+        flag_help="refuse (403) a session's requests to a replica it does not hold and to hosts outside the "
+        "site map (without it they are counted and listed in the session)",
+    ),
+    AddonOption(
+        "webarena_lease_timeout", str, "",
+        "Seconds after which an unfinished session's lease of its replicas ends (abandoned); empty: never.",
+        flag="lease-timeout", metavar="SECONDS",
+        flag_help="seconds after which a session that has not finished gives its replicas back (abandoned); "
+        "default: never",
+    ),
+    AddonOption(
         "webarena_forward_browser_traffic", bool, False,
         "Forward the browser's own service requests (update and connectivity checks to hosts that are no "
         "site of the map) instead of answering them in the proxy; they never become events either way.",

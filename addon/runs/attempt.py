@@ -48,6 +48,7 @@ from webarena_live.evaluator import (
 )
 from webarena_live.runs.har_spool import SPOOL_SUBDIR, HarSpool
 from webarena_live.runs.journal import EntryFilter, Journal, entry_json_bytes, journal_filename
+from webarena_live.runs.leases import AttemptLease
 from webarena_live.runs.outputs import write_outputs
 from webarena_live.runs.redact import redact_har_entry
 
@@ -170,6 +171,8 @@ class Attempt:
                 redacted=self._entry_filter is not None,
             )
         self._prepare_timer: asyncio.TimerHandle | None = None
+        self.lease: AttemptLease | None = None
+        """The replicas it works on (`runs/leases.py`), when the site map has replicas to lease."""
 
     # --- while it runs ---------------------------------------------------------------------------
 
@@ -252,10 +255,11 @@ class Attempt:
 
     # --- the finish --------------------------------------------------------------------------------
 
-    def finish(self, response: Any) -> FinishOutcome:
+    def finish(self, response: Any, *, interference: dict[str, Any] | None = None) -> FinishOutcome:
         """Judge `response` (the agent's final answer) on the trace, write the outputs and freeze the
-        attempt, with the settings as they are now. Raises `FinishRefused` (nothing changed) or
-        `OutputsFailed` (still running)."""
+        attempt, with the settings as they are now. `interference` (the replica pool's word on other
+        sessions' mutations) goes into the answer and the attempt's record, never into the verdict.
+        Raises `FinishRefused` (nothing changed) or `OutputsFailed` (still running)."""
         self._check_finishable()
         task, settings = self._task(), self._settings()
         answer = FinalAnswer.read(response)  # read once for the verdict and agent_response.json
@@ -264,6 +268,8 @@ class Attempt:
             task, answer, self.trace, site_map=settings.site_map, data_checksum=settings.data_checksum
         )
         evaluated = time.perf_counter()
+        if interference is not None:
+            result = result.model_copy(update={"interference": interference})
         finished = time.time()
         outputs = self._write(settings, answer, result, finished) if settings.output_dir is not None else None
         self.stop()
@@ -314,13 +320,18 @@ class Attempt:
             found[EARLIER_ATTEMPT] = self._earlier
         return found
 
-    def record(self, finished: float) -> dict[str, Any]:
+    def record(self, finished: float, interference: dict[str, Any] | None = None) -> dict[str, Any]:
         """The attempt's own record, written beside its files (`ATTEMPT_FILE`)."""
         task_id = self.task.task_id if self.task is not None else None
-        return {
+        record: dict[str, Any] = {
             "attempt": self.id, "session": self.session, "task_id": task_id, "run": self.run,
             "started": _iso(self.started), "finished": _iso(finished),
         }  # fmt: skip
+        if self.lease is not None:
+            record["replicas"] = self.lease.replicas
+        if interference is not None:
+            record["interference"] = interference
+        return record
 
     def _write(
         self, settings: RunSettings, answer: FinalAnswer, result: TaskResult, finished: float
@@ -336,7 +347,7 @@ class Attempt:
             return write_outputs(
                 settings.output_dir,
                 task_id=self.task.task_id,
-                record=self.record(finished),
+                record=self.record(finished, result.interference),
                 run=self.run,
                 raw_response=answer,
                 trace=self.trace,
@@ -374,8 +385,12 @@ class Attempt:
             }
         if self.dropped_idle_events:
             view["dropped_idle_events"] = self.dropped_idle_events
+        if self.lease is not None:
+            view.update(self.lease.view())
         if self.result is not None:
             view["result"] = {"status": self.result.status.value, "score": self.result.score}
+            if self.result.interference is not None:
+                view["interference"] = self.result.interference
         if self.outputs:
             view["outputs"] = self.outputs
         return view

@@ -57,5 +57,5 @@ def write_outputs(
         if har_spool is None or not har_spool.commit(trace_path, expected_entries=len(trace)):
             har = trace_to_har(trace)
             write_text_atomically(trace_path, json.dumps(redact_har(har) if redact else har, indent=1))
-        write_json_atomically(target.path(RESULT_FILE), result.to_dict())
+        write_json_atomically(target.path(RESULT_FILE), result.to_file_dict())
     return target.written()

@@ -24,6 +24,7 @@ from typing import Any
 
 from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Revalidations, Task, TaskResult
 from webarena_live.runs.attempt import Attempt, FinishOutcome, RunSettings, SessionState
+from webarena_live.runs.leases import AttemptLease, write_lease
 
 DEFAULT_SESSION = "default"
 MAX_SESSION_NAME = 128
@@ -139,16 +140,28 @@ class Session:
     def result(self) -> TaskResult | None:
         return self.attempt.result
 
-    def start(self, task: Task, *, run: str | None = None, started: datetime | None = None) -> None:
+    def start(
+        self,
+        task: Task,
+        *,
+        run: str | None = None,
+        started: datetime | None = None,
+        lease: AttemptLease | None = None,
+    ) -> None:
         """Begin (or begin again) an attempt at `task`, forgetting every event so far.
 
         `run` names the run directory the outputs go to (`OUT/<run>/<task_id>/`); `started` is the
-        original start of a run resumed from its journal.
+        original start of a run resumed from its journal; `lease` the replicas it works on (kept beside
+        its journal, so a resumed session keeps them).
         """
         self.attempt.stop()
         self.attempt = Attempt(
             self.name, task, run=run, settings=self._store.current_settings, started=started
         )
+        if lease is not None:
+            self.attempt.lease = lease
+            if self.attempt.journal is not None:
+                write_lease(self.attempt.journal.path, lease)
         view = self.describe()
         self._store.notices.publish(self, RESET, view)
         self._store.notices.publish(self, STARTED, view)
@@ -167,10 +180,10 @@ class Session:
             self._store.notices.publish(self, EVENT)
         return True
 
-    def finish(self, response: Any) -> FinishOutcome:
+    def finish(self, response: Any, *, interference: dict[str, Any] | None = None) -> FinishOutcome:
         """Judge the current attempt with the agent's final answer (`Attempt.finish`), then say so."""
         attempt = self.attempt
-        outcome = attempt.finish(response)
+        outcome = attempt.finish(response, interference=interference)
         result = outcome.result
         logger.info(
             "session %s finished: task %s %s, score %g, %d events, %.1f s%s",
@@ -231,10 +244,16 @@ class SessionStore:
         return session
 
     def start(
-        self, name: str, task: Task, *, run: str | None = None, started: datetime | None = None
+        self,
+        name: str,
+        task: Task,
+        *,
+        run: str | None = None,
+        started: datetime | None = None,
+        lease: AttemptLease | None = None,
     ) -> Session:
         session = self.get_or_create(name)
-        session.start(task, run=run, started=started)
+        session.start(task, run=run, started=started, lease=lease)
         return session
 
     def __iter__(self) -> Iterator[Session]:

@@ -84,6 +84,102 @@ CASES = {
         ),
         ["'127.0.0.1:18000' is not an http(s) URL with a host (write http://127.0.0.1:18000)"],
     ),
+    "serve: a replica's URL without scheme": (
+        lambda w: _serve(
+            "--config",
+            _config(
+                w,
+                "c.json",
+                {
+                    "environments": {
+                        "__SHOPPING__": {
+                            "replicas": [
+                                {"urls": ["127.0.0.1:7771"], "reset_url": "http://127.0.0.1:8871/reset"}
+                            ]
+                        }
+                    }
+                },
+            ),
+        ),
+        ["environments.__SHOPPING__.replicas[0].urls[0]: '127.0.0.1:7771' is not an http(s) URL"],
+    ),
+    "serve: one URL in two replicas": (
+        lambda w: _serve(
+            "--config",
+            _config(
+                w,
+                "c.json",
+                {
+                    "environments": {
+                        "__SHOPPING__": {
+                            "replicas": [
+                                {
+                                    "urls": ["http://127.0.0.1:7771"],
+                                    "reset_url": "http://127.0.0.1:8871/reset",
+                                },
+                                {
+                                    "urls": ["http://127.0.0.1:7771/"],
+                                    "reset_url": "http://127.0.0.1:8872/reset",
+                                },
+                            ]
+                        }
+                    }
+                },
+            ),
+        ),
+        ["replicas[1]: 'http://127.0.0.1:7771/' is also a URL of environments.__SHOPPING__.replicas[0]"],
+    ),
+    "serve: one URL in two sites, with replicas": (
+        lambda w: _serve(
+            "--config",
+            _config(
+                w,
+                "c.json",
+                {
+                    "environments": {
+                        "__SHOPPING__": {
+                            "replicas": [{"urls": ["http://127.0.0.1:7771"], "reset_url": "http://r:1/reset"}]
+                        },
+                        "__WIKIPEDIA__": {"urls": ["http://127.0.0.1:7771"], "reset_url": "http://r:2/reset"},
+                    }
+                },
+            ),
+        ),
+        ["environments.__WIKIPEDIA__: 'http://127.0.0.1:7771' is also a URL of environments.__SHOPPING__"],
+    ),
+    "serve: a replica without a reset endpoint under readers": (
+        lambda w: _serve(
+            "--isolation",
+            "readers",
+            "--config",
+            _config(
+                w,
+                "c.json",
+                {
+                    "environments": {
+                        "__SHOPPING__": {
+                            "replicas": [
+                                {"urls": ["http://127.0.0.1:7771"]},
+                                {"urls": ["http://127.0.0.1:7772"]},
+                            ]
+                        }
+                    }
+                },
+            ),
+        ),
+        [
+            "--isolation readers: __SHOPPING__ replica 0 (http://127.0.0.1:7771) has no reset_url",
+            "--isolation readers: __SHOPPING__ replica 1 (http://127.0.0.1:7772) has no reset_url",
+        ],
+    ),
+    "serve: an isolation that does not exist": (
+        lambda w: _serve("--isolation", "strict"),
+        ["--isolation 'strict': choose none, readers or exclusive"],
+    ),
+    "serve: a lease timeout that is no number of seconds": (
+        lambda w: _serve("--lease-timeout", "soon"),
+        ["--lease-timeout 'soon': a number of seconds above 0"],
+    ),
     "serve: tasks whose site the map lacks": (
         lambda w: _serve(
             "--tasks", str(default_tasks_path()), "--config", _config(w, "c.json", {"environments": {}})

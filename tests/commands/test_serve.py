@@ -162,7 +162,9 @@ def test_mutate_run_with_credentials_up_front_matches_the_oracle(proxy, shop, or
         ("GET", f"{shop}/", 200), ("POST", f"{shop}/cart/add", 302), ("GET", f"{shop}/cart", 200)
     ]  # fmt: skip
     task_dir = proxy.out / str(MUTATE_TASK)
-    assert json.loads((task_dir / "eval_result.json").read_text()) == result
+    assert json.loads((task_dir / "eval_result.json").read_text()) == {
+        k: v for k, v in result.items() if k != "interference"
+    }
     # Live files (the network.har from the spool included) are shared like offline ones: 0644.
     assert {p.name: p.stat().st_mode & 0o777 for p in task_dir.iterdir()} == dict.fromkeys(
         ("attempt.json", "agent_response.json", "network.har", "eval_result.json"), 0o644

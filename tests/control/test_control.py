@@ -17,7 +17,7 @@ from tests.support.addon_helpers import (
     oracle_verdict,
     write_tasks,
 )
-from tests.support.control_in_process import Reply, handle_request
+from tests.support.control_in_process import Reply, call, handle_request
 from webarena_live.control.bodies import parse_final_response
 from webarena_live.control.context import ControlContext
 from webarena_live.evaluator import responses
@@ -37,13 +37,6 @@ def context(tmp_path) -> ControlContext:
     site_map = SiteMap.from_dict({"environments": {"__SHOPPING__": {"urls": [SHOP]}}})
     settings = RunSettings(site_map, output_dir=tmp_path / "out", journal_dir=tmp_path / "journal")
     return ControlContext(tasks=tasks, sessions=SessionStore(settings))
-
-
-def call(ctx: ControlContext, method: str, target: str, body: object = b"", **kwargs) -> tuple[int, object]:
-    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    reply = handle_request(ctx, method, target, raw, **kwargs)
-    assert reply.content_type == "application/json"
-    return reply.status, json.loads(reply.body)
 
 
 def visit(ctx: ControlContext, session: str, path: str) -> None:
@@ -125,7 +118,10 @@ def test_finish_evaluates_writes_outputs_and_matches_the_oracle(context, tmp_pat
     assert status == 200
     assert result["status"] == "success" and result["score"] == 1.0 and result["task_id"] == NAVIGATE_TASK
     task_dir = tmp_path / "out" / str(NAVIGATE_TASK)
-    assert json.loads((task_dir / "eval_result.json").read_text()) == result
+    assert json.loads((task_dir / "eval_result.json").read_text()) == {
+        k: v for k, v in result.items() if k != "interference"
+    }
+    assert result["interference"]["exposed"] is False  # the finish answers it; eval_result.json holds none
     # The seed's names are translated to the official ones for the reference tooling.
     written = json.loads((task_dir / "agent_response.json").read_text())
     assert written["task_type"].upper() == "NAVIGATE" and "action" not in written

@@ -8,7 +8,6 @@ state (sessions, traces, files on disk) is compared with a snapshot taken before
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from tests.support.addon_helpers import (
     make_flow,
     write_tasks,
 )
-from tests.support.control_in_process import handle_request
+from tests.support.control_in_process import call
 from webarena_live.control.app import openapi_document
 from webarena_live.control.context import ControlContext
 from webarena_live.control.middleware import MAX_CONTROL_BODY
@@ -57,15 +56,6 @@ def context(tmp_path: Path) -> ControlContext:
 def visit(ctx: ControlContext, session: str, path: str) -> None:
     event = event_from_flow(make_flow(url=f"{SHOP}{path}", headers=browser_headers(navigate=True)))
     ctx.sessions.get_or_create(session).append(event)
-
-
-def call(
-    ctx: ControlContext, method: str, target: str, body: Any = b"", **kwargs: Any
-) -> tuple[int, dict[str, Any]]:
-    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    reply = handle_request(ctx, method, target, raw, **kwargs)
-    assert reply.content_type == "application/json", reply
-    return reply.status, json.loads(reply.body)
 
 
 def snapshot(ctx: ControlContext, tmp_path: Path) -> Any:
@@ -300,6 +290,7 @@ def test_openapi_document_lists_every_route_and_is_served(context):
     paths = set(document["paths"])
     assert paths == {
         "/health",
+        "/mutations",
         "/openapi.json",
         "/tasks",
         "/tasks/{task_id}",

@@ -56,7 +56,7 @@ def test_finish_evaluates_writes_the_outputs_and_marks_the_session_finished(stor
     assert outcome.outputs is not None and outcome.outputs["eval_result.json"] == str(
         task_dir / "eval_result.json"
     )
-    assert json.loads((task_dir / "eval_result.json").read_text()) == outcome.result.to_dict()
+    assert json.loads((task_dir / "eval_result.json").read_text()) == outcome.result.to_file_dict()
     assert json.loads((task_dir / "agent_response.json").read_text())["task_type"] == "NAVIGATE"
     assert session.state is SessionState.FINISHED and session.result is outcome.result
     assert session.attempt.outputs == outcome.outputs

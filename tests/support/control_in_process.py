@@ -5,6 +5,7 @@ streaming, the 413 drain, keep-alive) is tested over real sockets in tests/contr
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import weakref
 from collections.abc import Mapping
@@ -69,6 +70,16 @@ def handle_request(
     thread.start()
     thread.join()
     return result[0]
+
+
+def call(
+    ctx: ControlContext, method: str, target: str, body: Any = b"", **kwargs: Any
+) -> tuple[int, dict[str, Any]]:
+    """One JSON request to the routes: its status and its parsed answer."""
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    reply = handle_request(ctx, method, target, raw, **kwargs)
+    assert reply.content_type == "application/json", reply
+    return reply.status, json.loads(reply.body)
 
 
 async def _serve(app: FastAPI, method: str, target: str, body: bytes, headers: dict[str, str]) -> Reply:

@@ -162,7 +162,7 @@ def run_dokuwiki(root: Path, port: int, *, timeout: float = 20) -> Iterator[Runn
     wiki = RunningWiki(f"http://127.0.0.1:{port}", process.pid, root)
     try:
         _wait_until_serving(wiki, process, timeout)
-        _render_every_page_once(wiki)
+        render_every_page_once(wiki)
         yield wiki
     finally:
         _stop(process)
@@ -187,7 +187,7 @@ def seeded_page_ids() -> list[str]:
     return sorted(":".join(path.relative_to(PAGES).with_suffix("").parts) for path in PAGES.rglob("*.txt"))
 
 
-def _render_every_page_once(wiki: RunningWiki) -> None:
+def render_every_page_once(wiki: RunningWiki) -> None:
     """View each seeded page once, one at a time, before any agent does. DokuWiki writes its
     caches in place (io_saveFile opens them with "wb"), and a view that reads a cache another
     request has just emptied shows the page without its text: seen in CI when two agents opened

@@ -150,6 +150,7 @@ async function refreshSessions() {
     if (view.session === state.selected) {
       row.classList.add("selected");
       showBrowserRequests(view.browser_requests);
+      showLease(view); // pool.js
     }
     cell(row, view.session);
     cell(row, view.state);

@@ -1,0 +1,503 @@
+"""Replica pools: which copy of each site a session works on, who may share it, and when it is reset.
+
+A site of the site map may have several replicas, each a complete deployment with its own URLs and
+reset endpoint (`evaluator/sites.py`). `POST /sessions` leases one replica per site of the task to the
+session; the lease ends with its finish, when it is abandoned (`--lease-timeout`) or when its worker or
+node is lost. Who may share a replica is the isolation policy:
+
+- `exclusive`: a replica serves one session at a time;
+- `readers`: sessions whose task only reads (retrieve, navigate) share a replica no mutating session
+  holds; a mutating task holds its replica alone;
+- `none`: everyone on any replica, the least busy first, as on a single copy.
+
+Every mutation through the proxy (POST, PUT, PATCH, DELETE: `record`) marks its replica changed. Under
+`readers` and `exclusive` a changed replica is reset through its endpoint once its last holder leaves,
+in the background, before anyone leases it again; one that saw only reads goes back at once; a reset
+that fails or times out takes its replica out of service (reported, retried with a growing pause, never
+leased dirty). Under `none` nothing is reset unasked, as before. Whatever the policy, a session's
+`interference` names the mutations other sessions made on its replicas while it held them: the verdict
+stays the reference's, and whoever reads it knows whether someone else's change could have decided it.
+See docs/architecture.md, Replicas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from webarena_live.control.bodies import ControlError
+from webarena_live.control.reset import RESET_TIMEOUT, ResetOutcome, reset_endpoint
+from webarena_live.evaluator import (
+    SiteMap,
+    Task,
+    WebArenaLiveError,
+    placeholder,
+    site_key,
+    write_json_atomically,
+)
+
+logger = logging.getLogger("webarena_live.replicas")
+
+MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+MUTATIONS_KEPT = 10_000
+"""Mutations remembered per replica (the oldest go first); a session's interference reads them."""
+RETRY_PAUSE = (2.0, 60.0)
+"""Seconds before a failed reset is tried again, doubling from the first to the second."""
+RETRY_AFTER = 5
+"""What a 503 tells an agent that found no free replica to wait before asking again (seconds)."""
+
+
+class Isolation(StrEnum):
+    NONE = "none"
+    READERS = "readers"
+    EXCLUSIVE = "exclusive"
+
+
+def default_isolation(site_map: SiteMap) -> Isolation:
+    """`readers` when some site has two or more replicas, else `none`: one copy per site behaves as before."""
+    return Isolation.READERS if site_map.replicated else Isolation.NONE
+
+
+def parse_isolation(text: str) -> Isolation | None:
+    """`--isolation`'s value; None when not given (the site map then decides)."""
+    if not text.strip():
+        return None
+    try:
+        return Isolation(text.strip().lower())
+    except ValueError:
+        raise WebArenaLiveError(f"--isolation {text!r}: choose none, readers or exclusive") from None
+
+
+def parse_lease_timeout(text: str) -> float | None:
+    """`--lease-timeout`'s seconds; None when not given (leases end with their session)."""
+    if not text.strip():
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise WebArenaLiveError(f"--lease-timeout {text!r}: a number of seconds above 0")
+    return seconds
+
+
+def isolation_problems(site_map: SiteMap, isolation: Isolation) -> list[str]:
+    """What makes `isolation` impossible on `site_map`: under `readers` and `exclusive` a changed replica
+    must be reset before its next lease, so every replica needs a reset endpoint."""
+    if isolation is Isolation.NONE:
+        return []
+    return [
+        f"--isolation {isolation}: {placeholder(name)} replica {index} ({replica.url}) has no reset_url "
+        "(a changed replica is reset before its next lease); add one, or use --isolation none"
+        for name, env in sorted(site_map.environments.items())
+        for index, replica in enumerate(env.replicas)
+        if not replica.reset_url
+    ]
+
+
+def is_mutating(task: Task) -> bool:
+    """Whether the task changes its sites: anything but a retrieve or navigate task."""
+    return task.task_type.value not in ("RETRIEVE", "NAVIGATE")
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A request that may have changed a replica, as the proxy saw it."""
+
+    session: str
+    method: str
+    url: str
+    time: float
+    seq: int = 0
+
+    def view(self) -> dict[str, Any]:
+        return {"session": self.session, "method": self.method, "url": self.url, "time": self.time}
+
+
+@dataclass
+class ReplicaState:
+    site: str
+    index: int
+    url: str
+    reset_url: str | None
+    holders: dict[str, bool] = field(default_factory=dict)
+    """The sessions leasing it now, and whether each one's task mutates."""
+    dirty: bool = False
+    """Received a mutation since its last reset (or since the start)."""
+    resetting: bool = False
+    out_of_service: str | None = None
+    """Why it is out of service (its last reset failed); None when it is not."""
+    mutations: deque[Mutation] = field(default_factory=lambda: deque(maxlen=MUTATIONS_KEPT))
+
+    @property
+    def leasable(self) -> bool:
+        return not (self.resetting or self.out_of_service)
+
+    def view(self) -> dict[str, Any]:
+        state = (
+            "out_of_service" if self.out_of_service else "resetting" if self.resetting
+            else "leased" if self.holders else "dirty" if self.dirty else "free"
+        )  # fmt: skip
+        view = {"index": self.index, "url": self.url, "state": state, "sessions": sorted(self.holders)}
+        if self.out_of_service:
+            view["reason"] = self.out_of_service
+        return view
+
+
+@dataclass
+class SiteCounters:
+    resets: int = 0
+    """Resets that succeeded."""
+    skipped: int = 0
+    """Releases that needed no reset: the replica saw only reads."""
+    failed: int = 0
+    seconds: float = 0.0
+    """Seconds spent in reset endpoints, all resets together."""
+
+
+@dataclass
+class Lease:
+    session: str
+    task_id: int
+    mutating: bool
+    replicas: dict[str, int]
+    """Site -> index of its replica."""
+    started: float = field(default_factory=time.time)
+    ended: str | None = None
+
+
+class ReplicaPool:
+    """Every site's replicas, their leases, and the mutations seen on them (docs/architecture.md,
+    Replicas). All of it runs on one event loop: no locks."""
+
+    def __init__(
+        self,
+        site_map: SiteMap,
+        isolation: Isolation | None = None,
+        *,
+        lease_timeout: float | None = None,
+        reset_timeout: float = RESET_TIMEOUT,
+        on_change: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.site_map = site_map
+        self.isolation = isolation if isolation is not None else default_isolation(site_map)
+        self.lease_timeout = lease_timeout
+        self.reset_timeout = reset_timeout
+        self.on_change = on_change
+        """Told `(session, notice)` when a lease starts or ends and when a replica's state changes."""
+        self.counters_file: Path | None = None
+        """Where the reset counters are kept for the run report (`OUT/.pool.json`), when set."""
+        self.replicas: dict[str, list[ReplicaState]] = {
+            name: [ReplicaState(name, i, r.url, r.reset_url) for i, r in enumerate(env.replicas)]
+            for name, env in site_map.environments.items()
+        }
+        self.counters = {name: SiteCounters() for name in self.replicas}
+        self.leases: dict[str, Lease] = {}
+        self.waiting = 0
+        self._changed = asyncio.Condition()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._seq = 0
+        self._log: deque[tuple[int, str, int, Mutation]] = deque(maxlen=MUTATIONS_KEPT)
+        """Every replica's mutations in order, for `mutations_after` (the fleet's front reads workers')."""
+
+    # --- leases ------------------------------------------------------------------------------------
+
+    async def lease(
+        self, session: str, task: Task, *, wait: float = 0.0, keep: dict[str, int] | None = None
+    ) -> Lease:
+        """One replica per site of `task` for `session` (its current lease is given up first). `keep`:
+        the lease a resumed session held, taken back as it was. With no fitting replica, waits up to
+        `wait` seconds, then raises a JSON 503 with `Retry-After`."""
+        self.release(session, "restarted")
+        sites = tuple(site_key(s) for s in task.sites if site_key(s) in self.replicas)
+        mutating = is_mutating(task)
+        if keep is not None:
+            return self._grant(session, task, mutating, {s: i for s, i in keep.items() if s in self.replicas})
+        deadline = time.monotonic() + wait
+        while True:
+            chosen = self._choose(sites, mutating)
+            if chosen is not None:
+                return self._grant(session, task, mutating, chosen)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ControlError(
+                    503,
+                    "no_replica",
+                    self._busy_detail(sites, mutating),
+                    headers={"Retry-After": str(RETRY_AFTER)},
+                )
+            self.waiting += 1
+            try:
+                async with self._changed:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._changed.wait(), left)
+            finally:
+                self.waiting -= 1
+
+    def _choose(self, sites: tuple[str, ...], mutating: bool) -> dict[str, int] | None:
+        chosen = {}
+        for site in sites:
+            fitting = [r for r in self.replicas[site] if self._fits(r, mutating)]
+            if not fitting:
+                return None
+            chosen[site] = self._best(fitting, mutating).index
+        return chosen
+
+    def _best(self, fitting: list[ReplicaState], mutating: bool) -> ReplicaState:
+        """The least busy of `fitting`; under `readers`, a read-only task joins other readers rather
+        than take the last free replica, which a mutating task may need."""
+        least_busy = min(fitting, key=lambda r: (len(r.holders), r.dirty, r.index))
+        if self.isolation is not Isolation.READERS or mutating:
+            return least_busy
+        free = [r for r in fitting if not r.holders]
+        shared = [r for r in fitting if r.holders]
+        if shared and len(free) <= 1:
+            return min(shared, key=lambda r: (len(r.holders), r.index))
+        return least_busy
+
+    def _fits(self, replica: ReplicaState, mutating: bool) -> bool:
+        if self.isolation is Isolation.NONE:
+            return not replica.out_of_service
+        if not replica.leasable or replica.dirty:  # a changed replica is reset before its next lease
+            return False
+        if self.isolation is Isolation.EXCLUSIVE or mutating:
+            return not replica.holders
+        return not any(replica.holders.values())  # readers share what no mutating session holds
+
+    def _grant(self, session: str, task: Task, mutating: bool, chosen: dict[str, int]) -> Lease:
+        lease = Lease(session, task.task_id, mutating, chosen)
+        self.leases[session] = lease
+        for replica in self._leased(lease):
+            replica.holders[session] = mutating
+        self._tell(session, "lease", {"replicas": self.replica_urls(lease), "isolation": str(self.isolation)})
+        return lease
+
+    def release(self, session: str, reason: str = "finished") -> Lease | None:
+        """End `session`'s lease (finished, abandoned, lost, restarted); its changed replicas are reset
+        in the background once nobody holds them."""
+        lease = self.leases.pop(session, None)
+        if lease is None:
+            return None
+        lease.ended = reason
+        for replica in self._leased(lease):
+            replica.holders.pop(session, None)
+            if replica.holders:
+                continue
+            if replica.dirty and self.isolation is not Isolation.NONE and not replica.resetting:
+                replica.resetting = True  # from now on: no lease until the reset is done
+                self._spawn(self._reset(replica, session))
+            elif not replica.dirty:
+                self.counters[replica.site].skipped += 1
+                self._keep_counters()
+        self._tell(session, "release", {"reason": reason})
+        self._wake()
+        return lease
+
+    def abandoned(self, now: float | None = None) -> list[str]:
+        """End the leases held past `--lease-timeout`; the sessions whose lease ended."""
+        if self.lease_timeout is None:
+            return []
+        now = time.time() if now is None else now
+        expired = [s for s, lease in self.leases.items() if now - lease.started > self.lease_timeout]
+        for session in expired:
+            self.release(session, "abandoned")
+        return expired
+
+    def replica_urls(self, lease: Lease) -> dict[str, str]:
+        """The lease as an agent reads it: placeholder -> its replica's URL."""
+        return {placeholder(site): self.replicas[site][index].url for site, index in lease.replicas.items()}
+
+    def _leased(self, lease: Lease) -> Iterator[ReplicaState]:
+        for site, index in lease.replicas.items():
+            yield self.replicas[site][index]
+
+    # --- mutations and interference ------------------------------------------------------------------
+
+    def record(self, url: str, session: str, method: str, when: float | None = None) -> Mutation | None:
+        """A request through the proxy; a mutating one marks its replica changed. None when it changed
+        nothing the map knows of."""
+        if method.upper() not in MUTATING_METHODS:
+            return None
+        found = self.site_map.replicas_of(url)
+        if not found:
+            return None
+        site, index = found[0]
+        self._seq += 1
+        mutation = Mutation(session, method.upper(), url, time.time() if when is None else when, self._seq)
+        replica = self.replicas[site][index]
+        replica.mutations.append(mutation)
+        self._log.append((self._seq, site, index, mutation))
+        if not replica.dirty:
+            replica.dirty = True
+            self._tell(session, "replica", {"site": placeholder(site), **replica.view()})
+        return mutation
+
+    def mutations_after(self, seq: int) -> list[dict[str, Any]]:
+        """The mutations recorded after `seq`, oldest first (what a fleet's front asks its workers)."""
+        return [
+            {"seq": s, "site": placeholder(site), "index": index, **mutation.view()}
+            for s, site, index, mutation in self._log
+            if s > seq
+        ]
+
+    def interference(self, session: str, *, since: float | None = None) -> dict[str, Any]:
+        """The mutations other sessions made on `session`'s replicas while it held them: `exposed`
+        true when there is at least one."""
+        lease = self.leases.get(session)
+        if lease is None:
+            return {"exposed": False, "mutations": [], "replicas": {}}
+        start = lease.started if since is None else since
+        others = sorted(
+            (m for replica in self._leased(lease) for m in replica.mutations
+             if m.session != session and m.time >= start),
+            key=lambda m: m.time,
+        )  # fmt: skip
+        return {
+            "exposed": bool(others),
+            "mutations": [m.view() for m in others],
+            "replicas": self.replica_urls(lease),
+        }
+
+    # --- resets ---------------------------------------------------------------------------------------
+
+    async def reset_leased(self, session: str, timeout: float) -> list[ResetOutcome]:
+        """`POST /sessions {"reset": true}`: reset the session's replicas now, before it starts."""
+        lease = self.leases.get(session)
+        if lease is None:
+            return []
+        replicas = [r for r in self._leased(lease) if r.reset_url]
+        async with httpx.AsyncClient(trust_env=False) as client:
+            outcomes = await asyncio.gather(*(self._reset_once(client, r, timeout) for r in replicas))
+        return list(outcomes)
+
+    async def _reset(self, replica: ReplicaState, after: str) -> None:
+        """Reset a changed replica nobody holds, retrying with a growing pause until it succeeds."""
+        self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
+        pause = RETRY_PAUSE[0]
+        try:
+            async with httpx.AsyncClient(trust_env=False) as client:
+                while True:
+                    outcome = await self._reset_once(client, replica, self.reset_timeout)
+                    if outcome.ok:
+                        return
+                    replica.out_of_service = outcome.detail
+                    logger.warning(
+                        "replica %d of %s (%s) is out of service: its reset failed: %s",
+                        replica.index, placeholder(replica.site), replica.url, outcome.detail,
+                    )  # fmt: skip
+                    self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, RETRY_PAUSE[1])
+        finally:
+            replica.resetting = False
+            self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
+            self._wake()
+
+    async def _reset_once(
+        self, client: httpx.AsyncClient, replica: ReplicaState, timeout: float
+    ) -> ResetOutcome:
+        assert replica.reset_url is not None
+        seq = self._seq
+        outcome = await reset_endpoint(client, replica.site, replica.reset_url, timeout)
+        counters = self.counters[replica.site]
+        counters.seconds += outcome.seconds
+        if outcome.ok:
+            counters.resets += 1
+            replica.out_of_service = None
+            # clean unless a mutation arrived while the reset ran (it may have landed after it)
+            replica.dirty = any(m.seq > seq for m in replica.mutations)
+        else:
+            counters.failed += 1
+        self._keep_counters()
+        return outcome
+
+    # --- views ----------------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """The pool as `/health` shows it: per site its replicas, how many are leased, free, resetting or
+        out of service, and the reset counters; the policy and how many starts wait."""
+        sites = {}
+        for name, replicas in sorted(self.replicas.items()):
+            views = [r.view() for r in replicas]
+            states = [v["state"] for v in views]
+            counters = self.counters[name]
+            sites[placeholder(name)] = {
+                "replicas": views,
+                "leased": states.count("leased"),
+                "free": states.count("free"),
+                "resetting": states.count("resetting"),
+                "out_of_service": states.count("out_of_service"),
+                "dirty": states.count("dirty"),
+                "resets": counters.resets,
+                "resets_skipped": counters.skipped,
+                "resets_failed": counters.failed,
+                "reset_seconds": round(counters.seconds, 3),
+            }
+        return {"isolation": str(self.isolation), "waiting": self.waiting, "leases": len(self.leases),
+                "sites": sites}  # fmt: skip
+
+    def counters_view(self) -> dict[str, Any]:
+        """Per site: resets done, skipped (released clean), failed, and seconds spent resetting."""
+        return {
+            placeholder(name): {"resets": c.resets, "resets_skipped": c.skipped, "resets_failed": c.failed,
+                                "reset_seconds": round(c.seconds, 3)}
+            for name, c in sorted(self.counters.items())
+        }  # fmt: skip
+
+    def _keep_counters(self) -> None:
+        """The counters where the run report reads them; a write that fails costs only the report."""
+        if self.counters_file is None:
+            return
+        try:
+            write_json_atomically(
+                self.counters_file, {"isolation": str(self.isolation), "sites": self.counters_view()}
+            )
+        except OSError as error:
+            logger.warning("cannot keep the pool's counters in %s: %s", self.counters_file, error)
+
+    def _busy_detail(self, sites: tuple[str, ...], mutating: bool) -> str:
+        kind = "a mutating task" if mutating else "a read-only task"
+        busy = [
+            f"{placeholder(site)}: "
+            + ", ".join(f"{r.index} {r.view()['state']}" for r in self.replicas[site])
+            for site in sites
+        ]
+        return f"no replica is free for {kind} under --isolation {self.isolation} ({'; '.join(busy)})"
+
+    def _tell(self, session: str, kind: str, data: dict[str, Any]) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change(session, {"kind": kind, **data})
+            except Exception:  # a watcher never breaks the pool
+                logger.exception("a pool watcher failed")
+
+    def _wake(self) -> None:
+        async def notify() -> None:
+            async with self._changed:
+                self._changed.notify_all()
+
+        self._spawn(notify())
+
+    def _spawn(self, coroutine: Any) -> None:
+        try:
+            task = asyncio.get_running_loop().create_task(coroutine)
+        except RuntimeError:  # no loop (a pure test): nothing waits, and a reset has nowhere to run
+            coroutine.close()
+            return
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,0 +1,131 @@
+"""The replica pool of `serve --workers N`: the leases live in the front, whatever worker or node
+captures a session's traffic (docs/architecture.md, Replicas).
+
+Before the front forwards `POST /sessions` it leases the task's replicas (waiting up to `wait`), resets
+them when asked, and tells the worker the lease (`LEASE_HEADER`). The workers see the traffic: each
+records the mutations through it, and the front gathers them (`GET /mutations`) before a finish or a
+preview, to hand the worker the session's interference (`PUT /sessions/{s}/interference`), and every
+few seconds, so a changed replica is known as changed when its lease ends. A finish, a lost worker or
+`--lease-timeout` ends a lease; changed replicas are reset from here, in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from webarena_live.control.bodies import ControlError
+from webarena_live.control.leasing import LEASE_HEADER, listed
+from webarena_live.control.replicas import ReplicaPool
+from webarena_live.evaluator import TaskSet, UnknownTaskError
+from webarena_live.fleet.workers import Worker
+
+logger = logging.getLogger("webarena_live.fleet")
+
+GATHER_SECONDS = 2.0
+"""How often the front gathers the workers' mutations between finishes."""
+ASK_TIMEOUT = 5.0
+"""Seconds a worker may take to tell its mutations; one that does not answer is told as such."""
+
+
+class FrontLeases:
+    """The front's pool and what it does around the session routes."""
+
+    def __init__(self, pool: ReplicaPool, tasks: TaskSet) -> None:
+        self.pool = pool
+        self.tasks = tasks
+        self.cursors: dict[int, tuple[Any, int]] = {}
+        """Per worker: its pool's epoch and the last mutation gathered from it."""
+        self.unanswered: set[int] = set()
+        """Workers that did not tell their mutations at the last gathering."""
+
+    # --- the start -------------------------------------------------------------------------------
+
+    async def before_start(self, name: str, document: dict[str, Any]) -> tuple[dict[str, str], bytes]:
+        """Lease the task's replicas for `name` (resetting them first when the body asks): the headers
+        and the body to forward. Raises `ControlError` (the pool's 503, a failed reset's 502, an
+        unknown task's 404) with nothing held."""
+        try:
+            task = self.tasks[int(document["task_id"])]
+        except (KeyError, ValueError, TypeError, UnknownTaskError):
+            return {}, json.dumps(document).encode()  # the worker answers the 400 or the 404
+        wait = document.get("wait", 0)
+        wait = float(wait) if isinstance(wait, int | float) and not isinstance(wait, bool) else 0.0
+        lease = await self.pool.lease(name, task, wait=min(max(wait, 0.0), 3600.0))
+        if document.get("reset") is True:
+            timeout = document.get("reset_timeout")
+            outcomes = await self.pool.reset_leased(
+                name, float(timeout) if isinstance(timeout, int | float) else self.pool.reset_timeout
+            )
+            if not all(outcome.ok for outcome in outcomes):
+                self.pool.release(name, "reset failed")
+                raise ControlError(502, "reset_failed", [outcome.model_dump() for outcome in outcomes])
+            document = {**document, "reset": False}  # done here, on the session's own replicas
+        return {LEASE_HEADER: json.dumps(lease.replicas)}, json.dumps(document).encode()
+
+    def release(self, name: str, reason: str) -> None:
+        self.pool.release(name, reason)
+
+    # --- the finish ------------------------------------------------------------------------------
+
+    async def hand_interference(
+        self, http: httpx.AsyncClient, workers: list[Worker], owner: Worker, name: str, auth: dict[str, str]
+    ) -> None:
+        """Gather every worker's mutations, then give the session's worker its interference."""
+        await self.gather(http, workers, auth)
+        interference = listed(self.pool.interference(name))
+        if self.unanswered:
+            interference["unanswered_workers"] = sorted(self.unanswered)
+        url = f"{owner.control_url}/sessions/{quote(name, safe='')}/interference"
+        with contextlib.suppress(httpx.HTTPError):  # the finish then reports this worker's own view
+            await http.put(url, json=interference, headers=auth, timeout=ASK_TIMEOUT)
+
+    async def gather(self, http: httpx.AsyncClient, workers: list[Worker], auth: dict[str, str]) -> None:
+        """Every up worker's mutations since the last gathering, into the front's pool."""
+        answers = await asyncio.gather(*(self._ask(http, worker, auth) for worker in workers))
+        self.unanswered = {
+            worker.index for worker, answer in zip(workers, answers, strict=True) if answer is None
+        }
+        for worker, answer in zip(workers, answers, strict=True):
+            if answer is None:
+                continue
+            epoch, mutations = answer
+            for mutation in mutations:
+                self.pool.record(mutation["url"], mutation["session"], mutation["method"], mutation["time"])
+            last = mutations[-1]["seq"] if mutations else self.cursors.get(worker.index, (epoch, 0))[1]
+            self.cursors[worker.index] = (epoch, last)
+
+    async def _ask(
+        self, http: httpx.AsyncClient, worker: Worker, auth: dict[str, str]
+    ) -> tuple[Any, list[dict[str, Any]]] | None:
+        epoch, after = self.cursors.get(worker.index, (None, 0))
+        try:
+            reply = await http.get(
+                f"{worker.control_url}/mutations", params={"after": after}, headers=auth, timeout=ASK_TIMEOUT
+            )
+            document = reply.json()
+        except (httpx.HTTPError, ValueError):
+            return None
+        if reply.status_code != 200:
+            return None
+        if document.get("epoch") != epoch and after:  # a restarted worker counts from the start again
+            self.cursors[worker.index] = (document.get("epoch"), 0)
+            return await self._ask(http, worker, auth)
+        return document.get("epoch"), list(document.get("mutations", []))
+
+    async def watch(self, http: httpx.AsyncClient, workers: Any, auth: dict[str, str]) -> None:
+        """Gather the workers' mutations every few seconds and end leases held past `--lease-timeout`."""
+        while True:
+            await asyncio.sleep(GATHER_SECONDS)
+            try:
+                await self.gather(http, list(workers()), auth)
+                for name in self.pool.abandoned():
+                    logger.warning("webarena-live: session %s held its replicas past --lease-timeout", name)
+            except Exception:  # the watch must outlive any one bad answer
+                logger.exception("webarena-live: gathering the workers' mutations failed")

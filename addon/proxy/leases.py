@@ -1,0 +1,98 @@
+"""Leases on the wire: each request held against its session's replicas, each mutation told to the pool.
+
+A session's lease names one replica per site of its task (`control/replicas.py` hands it out). A request
+to a replica the session does not hold, or to a host that is no site of the map (and no browser
+service), is counted and listed in the session; with `--confine` the proxy answers it itself with a 403
+page that says why, so an agent cannot wander into another session's copy or the open web. Every POST,
+PUT, PATCH or DELETE that reached a replica marks it changed (`ReplicaPool.record`), whoever sent it.
+See docs/architecture.md, Replicas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import logging
+
+from mitmproxy import http
+
+from webarena_live.control.context import RESERVED_HOST, ControlContext
+from webarena_live.control.replicas import MUTATING_METHODS
+from webarena_live.evaluator import placeholder
+from webarena_live.proxy.browser_traffic import is_service_host
+from webarena_live.runs.sessions import Session
+
+logger = logging.getLogger(__name__)
+
+REFUSED_KEY = "webarena_live.outside_lease"
+"""Set on a flow `--confine` answered with a 403: it never reached a site, so it changed nothing."""
+WATCH_SECONDS = 1.0
+"""How often abandoned leases (`--lease-timeout`) are looked for."""
+
+
+def outside_reason(context: ControlContext, session: Session, url: str, host: str) -> str | None:
+    """Why `url` is outside `session`'s lease, or None when it is inside (or the session holds none)."""
+    lease = session.attempt.lease
+    if lease is None or host == RESERVED_HOST:
+        return None
+    found = context.site_map.replicas_of(url)
+    if not found:
+        return None if is_service_host[host] else "no site of the site map"
+    if any(lease.holds(site, index) for site, index in found):
+        return None
+    site, index = found[0]
+    held = lease.indexes.get(site)
+    if held is None:
+        return f"{placeholder(site)} is not a site of the session's task"
+    return f"replica {index} of {placeholder(site)}; the session holds replica {held}"
+
+
+def refusal(url: str, why: str) -> http.Response:
+    """The 403 page `--confine` answers: what was refused and why."""
+    body = (
+        "<!doctype html><meta charset=utf-8><title>Outside this session's sites</title>"
+        "<h1>403: outside this session's sites</h1>"
+        f"<p>webarena-live refused <code>{html.escape(url)}</code>: {html.escape(why)}.</p>"
+        "<p>This proxy runs with <code>--confine</code>: a session reaches only the replicas it holds "
+        "(<code>POST /sessions</code> answers them as <code>replicas</code>).</p>"
+    )
+    return http.Response.make(403, body, {"Content-Type": "text/html; charset=utf-8"})
+
+
+def check(context: ControlContext, session: Session, flow: http.HTTPFlow, *, confine: bool) -> None:
+    """Hold a request against its session's lease: count it when outside, refuse it with `confine`."""
+    request = flow.request
+    why = outside_reason(context, session, request.url, request.host)
+    if why is None:
+        return
+    lease = session.attempt.lease
+    assert lease is not None
+    lease.note_outside(request.method, request.url, why)
+    if confine:
+        flow.metadata[REFUSED_KEY] = True
+        flow.response = refusal(request.url, why)
+
+
+def record(context: ControlContext, session: str, flow: http.HTTPFlow) -> None:
+    """A finished flow that may have changed a replica (any session's, any lease's)."""
+    pool = context.pool
+    request = flow.request
+    if pool is None or request.method not in MUTATING_METHODS or flow.metadata.get(REFUSED_KEY):
+        return
+    pool.record(request.url, session, request.method, request.timestamp_start)
+
+
+async def watch_abandoned(context: ControlContext) -> None:
+    """End the leases held past `--lease-timeout` (`ReplicaPool.abandoned`), and say so in the session."""
+    pool = context.pool
+    if pool is None or pool.lease_timeout is None:
+        return
+    while True:
+        await asyncio.sleep(WATCH_SECONDS)
+        for name in pool.abandoned():
+            session = context.sessions.get(name)
+            if session is not None and session.attempt.lease is not None:
+                session.attempt.lease.ended = "abandoned"
+                logger.warning(
+                    "webarena-live: session %s held its replicas past --lease-timeout: released", name
+                )

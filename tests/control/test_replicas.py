@@ -1,0 +1,227 @@
+"""The replica pool (`control/replicas.py`) on its own: leases under each isolation policy, resets only
+where something changed, failing reset endpoints, interference. Reset endpoints are real HTTP servers on
+127.0.0.1 in the environment-control shape (`tests/support/reset_endpoint.py`)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from tests.support.addon_helpers import browser_headers, make_flow
+from tests.support.control_in_process import call
+from tests.support.reset_endpoint import ResetEndpoint, reset_endpoints
+from webarena_live.control.bodies import ControlError
+from webarena_live.control.context import ControlContext
+from webarena_live.control.replicas import Isolation, ReplicaPool, default_isolation, isolation_problems
+from webarena_live.evaluator import SiteMap, load_tasks
+from webarena_live.proxy.capture import event_from_flow
+from webarena_live.runs.attempt import RunSettings
+from webarena_live.runs.sessions import SessionStore
+
+TASKS = load_tasks("demo")
+READ, READ_TOO, MUTATE, MUTATE_TOO = TASKS[1001], TASKS[1002], TASKS[1004], TASKS[1005]
+URLS = ("http://shop-a.test:7771", "http://shop-b.test:7772")
+
+
+def site_map(endpoints: list[ResetEndpoint], urls: tuple[str, ...] = URLS) -> SiteMap:
+    replicas = [{"urls": [url], "reset_url": e.url} for url, e in zip(urls, endpoints, strict=True)]
+    return SiteMap.from_config({"environments": {"__SHOPPING__": {"replicas": replicas}}}, source="test")
+
+
+def run(scenario: Callable[[list[ResetEndpoint]], Awaitable[None]], count: int = 2, **options: Any) -> None:
+    with reset_endpoints(count, **options) as endpoints:
+        asyncio.run(scenario(endpoints))
+
+
+async def settled(pool: ReplicaPool, timeout: float = 10) -> None:
+    """Until no reset runs (the pool resets in the background)."""
+    deadline = time.monotonic() + timeout
+    while any(r.resetting for rs in pool.replicas.values() for r in rs):
+        assert time.monotonic() < deadline, pool.status()
+        await asyncio.sleep(0.02)
+
+
+def states(pool: ReplicaPool) -> list[str]:
+    return [r["state"] for r in pool.status()["sites"]["__SHOPPING__"]["replicas"]]
+
+
+def test_the_default_policy_is_readers_only_with_two_replicas_somewhere() -> None:
+    with reset_endpoints(2) as endpoints:
+        assert default_isolation(site_map(endpoints)) is Isolation.READERS
+        assert default_isolation(site_map(endpoints[:1], URLS[:1])) is Isolation.NONE
+    plain = SiteMap.from_config({"environments": {"__SHOPPING__": {"urls": [URLS[0]]}}}, source="t")
+    assert isolation_problems(plain, Isolation.NONE) == []
+    (problem,) = isolation_problems(plain, Isolation.READERS)
+    assert "__SHOPPING__ replica 0" in problem and "reset_url" in problem
+
+
+def test_exclusive_one_session_a_replica_and_a_503_with_retry_after_when_none_is_free() -> None:
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints), Isolation.EXCLUSIVE)
+        first = await pool.lease("a", READ)
+        second = await pool.lease("b", READ_TOO)
+        assert {first.replicas["shopping"], second.replicas["shopping"]} == {0, 1}
+        with pytest.raises(ControlError) as refused:
+            await pool.lease("c", READ)
+        assert refused.value.status == 503 and refused.value.headers["Retry-After"].isdigit()
+        assert "c" not in pool.leases
+        waiting = asyncio.create_task(pool.lease("c", READ, wait=5))
+        await asyncio.sleep(0.1)
+        assert pool.status()["waiting"] == 1
+        pool.release("a")  # read only: back at once, no reset
+        third = await waiting
+        assert third.replicas == first.replicas and endpoints[0].calls == endpoints[1].calls == 0
+        assert pool.status()["sites"]["__SHOPPING__"]["resets_skipped"] == 1
+
+    run(scenario)
+
+
+def test_readers_share_and_a_mutating_task_holds_its_replica_alone() -> None:
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints), Isolation.READERS)
+        readers = [await pool.lease(f"r{i}", READ) for i in range(3)]
+        writer = await pool.lease("w", MUTATE)
+        taken = {lease.replicas["shopping"] for lease in readers}
+        assert writer.replicas["shopping"] not in taken and len(taken) == 1  # readers together, writer alone
+        with pytest.raises(ControlError):  # a second writer: one replica has readers, the other a writer
+            await pool.lease("w2", MUTATE_TOO)
+        assert (await pool.lease("r3", READ_TOO)).replicas == readers[0].replicas
+
+    run(scenario)
+
+
+def test_none_puts_everyone_anywhere_the_least_busy_first_and_resets_nothing_unasked() -> None:
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints), Isolation.NONE)
+        leases = [await pool.lease(f"s{i}", MUTATE) for i in range(4)]
+        assert sorted(lease.replicas["shopping"] for lease in leases) == [0, 0, 1, 1]
+        pool.record(f"{URLS[0]}/checkout/cart/add/", "s0", "POST")
+        for lease in leases:
+            pool.release(lease.session)
+        await settled(pool)
+        assert endpoints[0].calls == 0 and states(pool) == ["dirty", "free"]
+
+    run(scenario)
+
+
+def test_only_a_changed_replica_is_reset_once_and_leased_only_after() -> None:
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints), Isolation.EXCLUSIVE)
+        a, b = await pool.lease("a", MUTATE), await pool.lease("b", READ)
+        changed = URLS[a.replicas["shopping"]]
+        assert pool.record(f"{changed}/checkout/cart/add/?x=1", "a", "POST") is not None
+        assert pool.record(f"{changed}/", "a", "GET") is None  # a read changes nothing
+        pool.release("a")
+        pool.release("b")
+        assert "resetting" in states(pool)
+        waiting = await pool.lease("c", READ, wait=5)  # only the clean replica, until the reset is done
+        assert waiting.replicas == b.replicas
+        await settled(pool)
+        counts = pool.status()["sites"]["__SHOPPING__"]
+        assert [e.done for e in endpoints][a.replicas["shopping"]] == 1 and sum(
+            e.calls for e in endpoints
+        ) == 1
+        assert (counts["resets"], counts["resets_skipped"]) == (1, 1) and counts["reset_seconds"] >= 0.2
+        assert states(pool)[a.replicas["shopping"]] == "free"
+
+    run(scenario, delay=0.2)
+
+
+@pytest.mark.parametrize("fault", ["error", "refuse", "hang"])
+def test_a_failing_reset_takes_its_replica_out_and_the_run_goes_on_on_the_others(fault: str) -> None:
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints), Isolation.EXCLUSIVE, reset_timeout=0.5)
+        lease = await pool.lease("a", MUTATE)
+        broken = lease.replicas["shopping"]
+        endpoints[broken].mode = fault
+        pool.record(f"{URLS[broken]}/checkout/cart/add/", "a", "POST")
+        pool.release("a")
+        deadline = time.monotonic() + 5
+        while states(pool)[broken] != "out_of_service":
+            assert time.monotonic() < deadline, pool.status()
+            await asyncio.sleep(0.02)
+        replica = pool.status()["sites"]["__SHOPPING__"]["replicas"][broken]
+        assert replica["reason"] and pool.status()["sites"]["__SHOPPING__"]["out_of_service"] == 1
+        for name in ("b", "c"):  # never the broken one
+            got = await pool.lease(name, READ, wait=1) if name == "b" else None
+            if got is not None:
+                assert got.replicas["shopping"] != broken
+        with pytest.raises(ControlError):
+            await pool.lease("c", READ)
+        endpoints[broken].mode = "ok"  # mended: the retry brings it back, clean
+        pool.release("b")
+        back = await pool.lease("d", MUTATE, wait=10)
+        assert states(pool).count("leased") == 1 and back.session == "d"
+        await pool.close()
+
+    run(scenario)
+
+
+def test_interference_names_other_sessions_mutations_on_the_replicas_held() -> None:
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints), Isolation.NONE)
+        reader = await pool.lease("reader", READ)
+        here = URLS[reader.replicas["shopping"]]
+        assert pool.interference("reader")["exposed"] is False
+        pool.record(f"{here}/wishlist/add", "reader", "POST")  # its own change is no interference
+        pool.record(f"{URLS[1 - reader.replicas['shopping']]}/cart", "other", "POST")  # another copy
+        assert pool.interference("reader")["exposed"] is False
+        pool.record(f"{here}/checkout/cart/add/", "writer", "PUT")
+        seen = pool.interference("reader")
+        assert seen["exposed"] is True and [(m["session"], m["method"]) for m in seen["mutations"]] == [
+            ("writer", "PUT")
+        ]
+        assert seen["replicas"] == {"__SHOPPING__": here}
+
+    run(scenario)
+
+
+def test_an_abandoned_lease_ends_and_its_changed_replica_is_reset() -> None:
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints), Isolation.EXCLUSIVE, lease_timeout=0.2)
+        lease = await pool.lease("gone", MUTATE)
+        pool.record(f"{URLS[lease.replicas['shopping']]}/x", "gone", "DELETE")
+        assert pool.abandoned() == []
+        await asyncio.sleep(0.3)
+        assert pool.abandoned() == ["gone"] and "gone" not in pool.leases
+        await settled(pool)
+        assert endpoints[lease.replicas["shopping"]].done == 1
+
+    run(scenario)
+
+
+def test_a_resumed_session_keeps_its_lease_and_its_start_urls_name_its_replica(tmp_path) -> None:
+    """A restart (a new store and pool, the same journal directory): `resume_journal` gives the session
+    the replica it held, from the lease kept beside its journal."""
+
+    def control(endpoints: list[ResetEndpoint]) -> ControlContext:
+        mapped = site_map(endpoints)
+        store = SessionStore(
+            RunSettings(mapped, output_dir=tmp_path / "out", journal_dir=tmp_path / "journal")
+        )
+        return ControlContext(tasks=TASKS, sessions=store, pool=ReplicaPool(mapped, Isolation.EXCLUSIVE))
+
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        first = control(endpoints)
+        assert call(first, "POST", "/sessions", {"task_id": 1001, "session": "other"})[0] == 200
+        status, started = call(first, "POST", "/sessions", {"task_id": 1001, "session": "s"})
+        held = started["replicas"]["__SHOPPING__"]
+        assert status == 200 and held == URLS[1] and started["start_urls"] == [URLS[1]]
+        first.sessions.get_or_create("s").append(
+            event_from_flow(
+                make_flow(url=f"{held}/aurora-desk-lamp.html", headers=browser_headers(navigate=True))
+            )
+        )
+        again = control(endpoints)  # the proxy restarted: nobody holds anything
+        body = {"task_id": 1001, "session": "s", "resume_journal": True}
+        status, resumed = call(again, "POST", "/sessions", body)
+        assert status == 200 and resumed["resumed_events"] == 1
+        assert resumed["replicas"] == {"__SHOPPING__": held} and again.pool is not None
+        assert again.pool.leases["s"].replicas == {"shopping": 1}
+        assert call(again, "GET", "/sessions/s")[1]["replicas"] == {"__SHOPPING__": held}
+
+    run(scenario)

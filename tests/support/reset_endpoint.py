@@ -1,0 +1,75 @@
+"""A reset endpoint in the environment-control server's shape, on 127.0.0.1, that a test steers:
+it succeeds, answers 500, reports `{"success": false}`, or hangs; it counts the resets it was asked for
+and runs a callback (restoring a site's seeded data) on each one that succeeds."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class ResetEndpoint(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, on_reset: Callable[[], None] | None = None, *, delay: float = 0.0) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.on_reset = on_reset
+        self.delay = delay
+        """Seconds each successful reset takes (standing for a container restart)."""
+        self.mode = "ok"
+        """`ok`, `error` (500), `refuse` (`{"success": false}`) or `hang` (no answer for a minute)."""
+        self.calls = 0
+        self.done = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/reset"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ResetEndpoint
+
+    def do_POST(self) -> None:
+        server = self.server
+        server.calls += 1
+        if server.mode == "hang":
+            time.sleep(60)
+            return
+        if server.mode == "error":
+            return self._answer(500, {"detail": "the container did not come back"})
+        if server.mode == "refuse":
+            return self._answer(200, {"success": False, "message": "restore failed"})
+        time.sleep(server.delay)
+        if server.on_reset is not None:
+            server.on_reset()
+        server.done += 1
+        self._answer(200, {"success": True, "message": "reset"})
+
+    def _answer(self, status: int, document: dict[str, Any]) -> None:
+        body = json.dumps(document).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def reset_endpoints(count: int, **options: Any) -> Iterator[list[ResetEndpoint]]:
+    endpoints = [ResetEndpoint(**options) for _ in range(count)]
+    for endpoint in endpoints:
+        threading.Thread(target=endpoint.serve_forever, daemon=True).start()
+    try:
+        yield endpoints
+    finally:
+        for endpoint in endpoints:
+            endpoint.shutdown()
+            endpoint.server_close()
