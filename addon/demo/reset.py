@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -19,11 +20,18 @@ from webarena_live.demo.site import DemoShopServer
 
 
 class ResetServer(ThreadingHTTPServer):
+    """`POST /reset` on its own port: `on_reset()` brings the site back; `GET /reset` tells how many."""
+
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], shop: DemoShopServer) -> None:
-        super().__init__(address, ResetHandler)
-        self.shop = shop
+    def __init__(
+        self,
+        address: tuple[str, int],
+        on_reset: Callable[[], None],
+        handler: type[ResetHandler] | None = None,
+    ) -> None:
+        super().__init__(address, handler or ResetHandler)
+        self.on_reset = on_reset
         self.resets = 0
 
     @property
@@ -37,15 +45,15 @@ class ResetHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         if self.path.split("?")[0] != "/reset":
-            return self._answer(404, {"success": False, "message": f"no route {self.path}"})
-        self.server.shop.reset()
+            return self.answer(404, {"success": False, "message": f"no route {self.path}"})
+        self.server.on_reset()
         self.server.resets += 1
-        self._answer(200, {"success": True, "message": "the shop is back to its seeded state"})
+        self.answer(200, {"success": True, "message": "the site is back to its seeded state"})
 
     def do_GET(self) -> None:
-        self._answer(200, {"success": True, "resets": self.server.resets})
+        self.answer(200, {"success": True, "resets": self.server.resets})
 
-    def _answer(self, status: int, document: dict[str, Any]) -> None:
+    def answer(self, status: int, document: dict[str, Any]) -> None:
         body = json.dumps(document).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -59,6 +67,6 @@ class ResetHandler(BaseHTTPRequestHandler):
 
 def serve_reset(shop: DemoShopServer, host: str = "127.0.0.1", port: int = 0) -> ResetServer:
     """The reset endpoint of `shop` in a background thread (`port=0`: a free one)."""
-    server = ResetServer((host, port), shop)
+    server = ResetServer((host, port), shop.reset)
     threading.Thread(target=server.serve_forever, name="demo-shop-reset", daemon=True).start()
     return server

@@ -4,21 +4,18 @@ and runs a callback (restoring a site's seeded data) on each one that succeeds."
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from webarena_live.demo.reset import ResetHandler, ResetServer
 
-class ResetEndpoint(ThreadingHTTPServer):
-    daemon_threads = True
 
+class ResetEndpoint(ResetServer):
     def __init__(self, on_reset: Callable[[], None] | None = None, *, delay: float = 0.0) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.on_reset = on_reset
+        super().__init__(("127.0.0.1", 0), on_reset or (lambda: None), _Handler)
         self.delay = delay
         """Seconds each successful reset takes (standing for a container restart)."""
         self.mode = "ok"
@@ -26,12 +23,8 @@ class ResetEndpoint(ThreadingHTTPServer):
         self.calls = 0
         self.done = 0
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/reset"
 
-
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(ResetHandler):
     server: ResetEndpoint
 
     def do_POST(self) -> None:
@@ -41,25 +34,13 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(60)
             return
         if server.mode == "error":
-            return self._answer(500, {"detail": "the container did not come back"})
+            return self.answer(500, {"detail": "the container did not come back"})
         if server.mode == "refuse":
-            return self._answer(200, {"success": False, "message": "restore failed"})
+            return self.answer(200, {"success": False, "message": "restore failed"})
         time.sleep(server.delay)
-        if server.on_reset is not None:
-            server.on_reset()
+        server.on_reset()
         server.done += 1
-        self._answer(200, {"success": True, "message": "reset"})
-
-    def _answer(self, status: int, document: dict[str, Any]) -> None:
-        body = json.dumps(document).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.answer(200, {"success": True, "message": "reset"})
 
 
 @contextmanager
