@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from webarena_live.addresses.placement import PlacementError, PortRange
-from webarena_live.control.replicas import parse_isolation, parse_lease_timeout
+from webarena_live.control.isolation import parse_isolation, parse_lease_timeout
 from webarena_live.evaluator import WebArenaLiveError
 from webarena_live.fleet.service import FleetPlan, RayPlan, ray_problem, run_fleet
 from webarena_live.launch import free_ports

@@ -28,19 +28,18 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from webarena_live.control.bodies import ControlError
+from webarena_live.control.isolation import Isolation, default_isolation, is_mutating
+from webarena_live.control.replica_state import MUTATIONS_KEPT, Lease, Mutation, ReplicaState, SiteCounters
 from webarena_live.control.reset import RESET_TIMEOUT, ResetOutcome, reset_endpoint
 from webarena_live.evaluator import (
     SiteMap,
     Task,
-    WebArenaLiveError,
     placeholder,
     site_key,
     write_json_atomically,
@@ -49,131 +48,10 @@ from webarena_live.evaluator import (
 logger = logging.getLogger("webarena_live.replicas")
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-MUTATIONS_KEPT = 10_000
-"""Mutations remembered per replica (the oldest go first); a session's interference reads them."""
 RETRY_PAUSE = (2.0, 60.0)
 """Seconds before a failed reset is tried again, doubling from the first to the second."""
 RETRY_AFTER = 5
 """What a 503 tells an agent that found no free replica to wait before asking again (seconds)."""
-
-
-class Isolation(StrEnum):
-    NONE = "none"
-    READERS = "readers"
-    EXCLUSIVE = "exclusive"
-
-
-def default_isolation(site_map: SiteMap) -> Isolation:
-    """`readers` when some site has two or more replicas, else `none`: one copy per site behaves as before."""
-    return Isolation.READERS if site_map.replicated else Isolation.NONE
-
-
-def parse_isolation(text: str) -> Isolation | None:
-    """`--isolation`'s value; None when not given (the site map then decides)."""
-    if not text.strip():
-        return None
-    try:
-        return Isolation(text.strip().lower())
-    except ValueError:
-        raise WebArenaLiveError(f"--isolation {text!r}: choose none, readers or exclusive") from None
-
-
-def parse_lease_timeout(text: str) -> float | None:
-    """`--lease-timeout`'s seconds; None when not given (leases end with their session)."""
-    if not text.strip():
-        return None
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds < float("inf"):
-        raise WebArenaLiveError(f"--lease-timeout {text!r}: a number of seconds above 0")
-    return seconds
-
-
-def isolation_problems(site_map: SiteMap, isolation: Isolation) -> list[str]:
-    """What makes `isolation` impossible on `site_map`: under `readers` and `exclusive` a changed replica
-    must be reset before its next lease, so every replica needs a reset endpoint."""
-    if isolation is Isolation.NONE:
-        return []
-    return [
-        f"--isolation {isolation}: {placeholder(name)} replica {index} ({replica.url}) has no reset_url "
-        "(a changed replica is reset before its next lease); add one, or use --isolation none"
-        for name, env in sorted(site_map.environments.items())
-        for index, replica in enumerate(env.replicas)
-        if not replica.reset_url
-    ]
-
-
-def is_mutating(task: Task) -> bool:
-    """Whether the task changes its sites: anything but a retrieve or navigate task."""
-    return task.task_type.value not in ("RETRIEVE", "NAVIGATE")
-
-
-@dataclass(frozen=True)
-class Mutation:
-    """A request that may have changed a replica, as the proxy saw it."""
-
-    session: str
-    method: str
-    url: str
-    time: float
-    seq: int = 0
-
-    def view(self) -> dict[str, Any]:
-        return {"session": self.session, "method": self.method, "url": self.url, "time": self.time}
-
-
-@dataclass
-class ReplicaState:
-    site: str
-    index: int
-    url: str
-    reset_url: str | None
-    holders: dict[str, bool] = field(default_factory=dict)
-    """The sessions leasing it now, and whether each one's task mutates."""
-    dirty: bool = False
-    """Received a mutation since its last reset (or since the start)."""
-    resetting: bool = False
-    out_of_service: str | None = None
-    """Why it is out of service (its last reset failed); None when it is not."""
-    mutations: deque[Mutation] = field(default_factory=lambda: deque(maxlen=MUTATIONS_KEPT))
-
-    @property
-    def leasable(self) -> bool:
-        return not (self.resetting or self.out_of_service)
-
-    def view(self) -> dict[str, Any]:
-        state = (
-            "out_of_service" if self.out_of_service else "resetting" if self.resetting
-            else "leased" if self.holders else "dirty" if self.dirty else "free"
-        )  # fmt: skip
-        view = {"index": self.index, "url": self.url, "state": state, "sessions": sorted(self.holders)}
-        if self.out_of_service:
-            view["reason"] = self.out_of_service
-        return view
-
-
-@dataclass
-class SiteCounters:
-    resets: int = 0
-    """Resets that succeeded."""
-    skipped: int = 0
-    """Releases that needed no reset: the replica saw only reads."""
-    failed: int = 0
-    seconds: float = 0.0
-    """Seconds spent in reset endpoints, all resets together."""
-
-
-@dataclass
-class Lease:
-    session: str
-    task_id: int
-    mutating: bool
-    replicas: dict[str, int]
-    """Site -> index of its replica."""
-    started: float = field(default_factory=time.time)
-    ended: str | None = None
 
 
 class ReplicaPool:

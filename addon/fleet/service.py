@@ -20,7 +20,8 @@ from dataclasses import dataclass, field, replace
 from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV, WEB_TOKEN_ENV, mitmweb_url
 from webarena_live.addresses.placement import Placement, PortRange
 from webarena_live.control.context import RESERVED_HOST
-from webarena_live.control.replicas import Isolation, ReplicaPool, default_isolation, isolation_problems
+from webarena_live.control.isolation import Isolation, default_isolation, isolation_problems
+from webarena_live.control.replicas import ReplicaPool
 from webarena_live.control.server import ControlServer
 from webarena_live.evaluator import (
     POOL_FILE,

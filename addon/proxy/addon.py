@@ -17,34 +17,25 @@ from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from mitmproxy import connection, ctx, exceptions, http
 from mitmproxy.proxy import server_hooks
-from mitmproxy.utils import human
 
-from webarena_live.control.app import CALLER_HEADER, create_app
+from webarena_live.control.app import create_app
 from webarena_live.control.context import RESERVED_HOST, ControlContext
-from webarena_live.control.middleware import MAX_CONTROL_BODY
-from webarena_live.control.replicas import (
-    ReplicaPool,
-    default_isolation,
-    isolation_problems,
-    parse_isolation,
-    parse_lease_timeout,
-)
+from webarena_live.control.replicas import ReplicaPool
 from webarena_live.control.server import ControlServer
-from webarena_live.evaluator import POOL_FILE, SiteMap, WebArenaLiveError, load_tasks, prepare_output_dir
+from webarena_live.evaluator import POOL_FILE, SiteMap, load_tasks, prepare_output_dir
 from webarena_live.proxy.browser_traffic import BrowserServices, answer
 from webarena_live.proxy.capture import record_from_flow, tunnel_failure_event
 from webarena_live.proxy.credentials import PROXY_AUTHORIZATION, challenge, take_credentials
 from webarena_live.proxy.flow_notes import FlowNotes
 from webarena_live.proxy.header_login import HeaderLogin
 from webarena_live.proxy.leases import check as check_lease
+from webarena_live.proxy.leases import pool_for, watch_abandoned
 from webarena_live.proxy.leases import record as record_mutation
-from webarena_live.proxy.leases import watch_abandoned
 from webarena_live.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING
-from webarena_live.proxy.reserved_host import answer_too_large, serve_on_flow
+from webarena_live.proxy.reserved_host import route_control, serve_on_flow
 from webarena_live.proxy.session_addresses import SessionAddresses
 from webarena_live.proxy.startup import (
     checked,
@@ -68,22 +59,6 @@ CHALLENGED_KEY = "webarena_live.challenged"
 """CONNECTs this addon answered with a 407 itself: their failure is no upstream fault."""
 BROWSER_KEY = "webarena_live.browser_service"
 """Requests and CONNECTs of the browser's own services, answered here (`proxy/browser_traffic.py`)."""
-
-
-def _declared_length(request: http.Request) -> int:
-    """The request's Content-Length, 0 when absent or not a number."""
-    value = request.headers.get("content-length", "")
-    return int(value) if value.strip().isdigit() else 0
-
-
-def _may_be_streamed(request: http.Request, stream_large_bodies: str | None) -> bool:
-    """Whether mitmproxy may stream this request's body: over the limit, or of unknown length."""
-    limit = human.parse_size(stream_large_bodies) if stream_large_bodies else None
-    if limit is None:
-        return False
-    if "content-length" not in request.headers:
-        return "chunked" in request.headers.get("transfer-encoding", "").lower()
-    return _declared_length(request) > limit
 
 
 class WebArenaLive:
@@ -193,21 +168,8 @@ class WebArenaLive:
             self._tell_dataset()
 
     def _pool(self, site_map: SiteMap) -> ReplicaPool:
-        """The replicas of `site_map` under `--isolation`, with `--lease-timeout`; the pool in use when
-        neither changed (a reconfiguration keeps its leases)."""
-        options = ctx.options
-        isolation, timeout = (
-            parse_isolation(options.webarena_isolation),
-            parse_lease_timeout(options.webarena_lease_timeout),
-        )
         current = self.context.pool if self.context is not None else None
-        wanted = isolation or default_isolation(site_map)
-        if current is not None and current.site_map == site_map and current.isolation is wanted:
-            current.lease_timeout = timeout
-            return current
-        if not options.webarena_front and (problems := isolation_problems(site_map, wanted)):
-            raise WebArenaLiveError("\n".join(problems))
-        return ReplicaPool(site_map, wanted, lease_timeout=timeout, on_change=self._pool_notice)
+        return pool_for(site_map, ctx.options, current, on_change=self._pool_notice)
 
     def _pool_notice(self, session: str, notice: dict[str, Any]) -> None:
         found = self.context.sessions.get(session) if self.context is not None else None
@@ -393,26 +355,10 @@ class WebArenaLive:
                 check_lease(self.context, session, flow, confine=self.confine)
 
     def _route_control(self, flow: http.HTTPFlow, caller: str | None) -> None:
-        """Answer a control request in `request`, or hand it to the control port when mitmproxy will
-        stream its body: mitmproxy (stream_large_bodies) cannot answer a streamed request itself,
-        and would send it upstream. The control port reads it under the same 10 MiB cap."""
-        request = flow.request
-        request.headers.pop(CALLER_HEADER, None)  # only this addon names the caller
-        if self._front is not None:  # a worker: the front owns the control API
-            if caller:
-                request.headers[CALLER_HEADER] = quote(caller)
-            request.scheme, request.stream = "http", False
-            request.host, request.port = self._front
-            return
-        if self.server is not None and _may_be_streamed(request, ctx.options.stream_large_bodies):
-            if caller:
-                request.headers[CALLER_HEADER] = quote(caller)
-            request.scheme, request.port = "http", self.server.port
-            request.host = "127.0.0.1" if self.server.host in ("", "0.0.0.0", "::") else self.server.host
-            return
-        request.stream = False
-        if _declared_length(request) > MAX_CONTROL_BODY:
-            answer_too_large(flow)  # before mitmproxy reads the body into memory
+        server = (self.server.host, self.server.port) if self.server is not None else None
+        # mitmproxy's streambodies addon declares the option; a host without it streams nothing
+        streaming = getattr(ctx.options, "stream_large_bodies", None)
+        route_control(flow, caller, front=self._front, server=server, streaming=streaming)
 
     # --- control API through the proxy ---------------------------------------------------------
 

@@ -13,12 +13,20 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from mitmproxy import http
 
 from webarena_live.control.context import RESERVED_HOST, ControlContext
-from webarena_live.control.replicas import MUTATING_METHODS
-from webarena_live.evaluator import placeholder
+from webarena_live.control.isolation import (
+    default_isolation,
+    isolation_problems,
+    parse_isolation,
+    parse_lease_timeout,
+)
+from webarena_live.control.replicas import MUTATING_METHODS, ReplicaPool
+from webarena_live.evaluator import SiteMap, WebArenaLiveError, placeholder
 from webarena_live.proxy.browser_traffic import is_service_host
 from webarena_live.runs.sessions import Session
 
@@ -80,6 +88,27 @@ def record(context: ControlContext, session: str, flow: http.HTTPFlow) -> None:
     if pool is None or request.method not in MUTATING_METHODS or flow.metadata.get(REFUSED_KEY):
         return
     pool.record(request.url, session, request.method, request.timestamp_start)
+
+
+def pool_for(
+    site_map: SiteMap,
+    options: Any,
+    current: ReplicaPool | None,
+    *,
+    on_change: Callable[[str, dict[str, Any]], None],
+) -> ReplicaPool:
+    """The replicas of `site_map` under `--isolation`, with `--lease-timeout` (`options`: mitmproxy's);
+    the pool in use when neither changed (a reconfiguration keeps its leases). A worker's pool only
+    records mutations (its front leases), so it needs no reset endpoints."""
+    isolation = parse_isolation(options.webarena_isolation)
+    timeout = parse_lease_timeout(options.webarena_lease_timeout)
+    wanted = isolation or default_isolation(site_map)
+    if current is not None and current.site_map == site_map and current.isolation is wanted:
+        current.lease_timeout = timeout
+        return current
+    if not options.webarena_front and (problems := isolation_problems(site_map, wanted)):
+        raise WebArenaLiveError("\n".join(problems))
+    return ReplicaPool(site_map, wanted, lease_timeout=timeout, on_change=on_change)
 
 
 async def watch_abandoned(context: ControlContext) -> None:

@@ -13,6 +13,7 @@ from urllib.parse import quote, unquote
 
 from mitmproxy import http
 from mitmproxy.addons import asgiapp
+from mitmproxy.utils import human
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from webarena_live.control.app import CALLER_HEADER
@@ -43,3 +44,51 @@ def answer_too_large(flow: http.HTTPFlow) -> None:
     reply = error_response(413, "too_large", detail, method=flow.request.method, path=flow.request.path)
     headers = [*reply.raw_headers, (b"cache-control", b"no-store"), *COMMON_HEADERS]
     flow.response = http.Response.make(413, bytes(reply.body), headers)
+
+
+def _declared_length(request: http.Request) -> int:
+    """The request's Content-Length, 0 when absent or not a number."""
+    value = request.headers.get("content-length", "")
+    return int(value) if value.strip().isdigit() else 0
+
+
+def _may_be_streamed(request: http.Request, stream_large_bodies: str | None) -> bool:
+    """Whether mitmproxy may stream this request's body: over the limit, or of unknown length."""
+    limit = human.parse_size(stream_large_bodies) if stream_large_bodies else None
+    if limit is None:
+        return False
+    if "content-length" not in request.headers:
+        return "chunked" in request.headers.get("transfer-encoding", "").lower()
+    return _declared_length(request) > limit
+
+
+def route_control(
+    flow: http.HTTPFlow,
+    caller: str | None,
+    *,
+    front: tuple[str, int] | None,
+    server: tuple[str, int] | None,
+    streaming: str | None,
+) -> None:
+    """Answer a control request in `request` (`serve_on_flow`), or send it on: to the front of a fleet
+    (`front`, a worker's), or to the control port (`server`) when mitmproxy will stream its body
+    (`streaming`: stream_large_bodies), which it cannot answer itself and would send upstream. The
+    control port reads it under the same 10 MiB cap."""
+    request = flow.request
+    request.headers.pop(CALLER_HEADER, None)  # only this addon names the caller
+    if front is not None:  # a worker: the front owns the control API
+        if caller:
+            request.headers[CALLER_HEADER] = quote(caller)
+        request.scheme, request.stream = "http", False
+        request.host, request.port = front
+        return
+    if server is not None and _may_be_streamed(request, streaming):
+        if caller:
+            request.headers[CALLER_HEADER] = quote(caller)
+        host, port = server
+        request.scheme, request.port = "http", port
+        request.host = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+        return
+    request.stream = False
+    if _declared_length(request) > MAX_CONTROL_BODY:
+        answer_too_large(flow)  # before mitmproxy reads the body into memory

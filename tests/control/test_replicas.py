@@ -16,7 +16,8 @@ from tests.support.control_in_process import call
 from tests.support.reset_endpoint import ResetEndpoint, reset_endpoints
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.context import ControlContext
-from webarena_live.control.replicas import Isolation, ReplicaPool, default_isolation, isolation_problems
+from webarena_live.control.isolation import Isolation, default_isolation, isolation_problems
+from webarena_live.control.replicas import ReplicaPool
 from webarena_live.evaluator import SiteMap, load_tasks
 from webarena_live.proxy.capture import event_from_flow
 from webarena_live.runs.attempt import RunSettings

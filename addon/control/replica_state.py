@@ -1,0 +1,78 @@
+"""The bookkeeping of the replica pool (`control/replicas.py`): one replica's state, one lease, one
+mutation seen through the proxy, and a site's reset counters."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+MUTATIONS_KEPT = 10_000
+"""Mutations remembered per replica (the oldest go first); a session's interference reads them."""
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A request that may have changed a replica, as the proxy saw it."""
+
+    session: str
+    method: str
+    url: str
+    time: float
+    seq: int = 0
+
+    def view(self) -> dict[str, Any]:
+        return {"session": self.session, "method": self.method, "url": self.url, "time": self.time}
+
+
+@dataclass
+class ReplicaState:
+    site: str
+    index: int
+    url: str
+    reset_url: str | None
+    holders: dict[str, bool] = field(default_factory=dict)
+    """The sessions leasing it now, and whether each one's task mutates."""
+    dirty: bool = False
+    """Received a mutation since its last reset (or since the start)."""
+    resetting: bool = False
+    out_of_service: str | None = None
+    """Why it is out of service (its last reset failed); None when it is not."""
+    mutations: deque[Mutation] = field(default_factory=lambda: deque(maxlen=MUTATIONS_KEPT))
+
+    @property
+    def leasable(self) -> bool:
+        return not (self.resetting or self.out_of_service)
+
+    def view(self) -> dict[str, Any]:
+        state = (
+            "out_of_service" if self.out_of_service else "resetting" if self.resetting
+            else "leased" if self.holders else "dirty" if self.dirty else "free"
+        )  # fmt: skip
+        view = {"index": self.index, "url": self.url, "state": state, "sessions": sorted(self.holders)}
+        if self.out_of_service:
+            view["reason"] = self.out_of_service
+        return view
+
+
+@dataclass
+class SiteCounters:
+    resets: int = 0
+    """Resets that succeeded."""
+    skipped: int = 0
+    """Releases that needed no reset: the replica saw only reads."""
+    failed: int = 0
+    seconds: float = 0.0
+    """Seconds spent in reset endpoints, all resets together."""
+
+
+@dataclass
+class Lease:
+    session: str
+    task_id: int
+    mutating: bool
+    replicas: dict[str, int]
+    """Site -> index of its replica."""
+    started: float = field(default_factory=time.time)
+    ended: str | None = None
