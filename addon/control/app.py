@@ -38,12 +38,12 @@ from webarena_live.control.leasing import (
     lease_for,
     lease_router,
     release,
+    reset_first,
     reset_leased,
 )
 from webarena_live.control.middleware import BodyCap, CommonHeaders, Guard, RawPath
 from webarena_live.control.models import SessionName
 from webarena_live.control.pac import PAC_MEDIA_TYPE, proxy_auto_config
-from webarena_live.control.reset import ResetOutcome, reset_sites, sites_without_reset
 from webarena_live.control.run_view import plotly_script, run_figures
 from webarena_live.control.streams import Streams, global_stream, session_stream
 from webarena_live.evaluator import __version__, trace_to_har
@@ -333,20 +333,6 @@ def create_app(control: ControlContext | None) -> FastAPI:
     app.include_router(lease_router(_documented(models.Mutations, 400, *_GUARDED)))
     app.mount("/dashboard", dashboard_files())
     return app
-
-
-async def reset_first(ctx: ControlContext, sites: tuple[str, ...], timeout: float) -> list[ResetOutcome]:
-    """Reset the task's sites before the session starts; refuses (nothing started) unless all succeed."""
-    missing = sites_without_reset(ctx.site_map, sites)
-    if missing:
-        detail = (
-            f"no reset_url in the site map for {', '.join(missing)}; add one per site, or start without reset"
-        )
-        raise ControlError(409, "reset_unavailable", detail)
-    outcomes = await reset_sites(ctx.site_map, sites, timeout=timeout)
-    if not all(outcome.ok for outcome in outcomes):
-        raise ControlError(502, "reset_failed", [outcome.model_dump() for outcome in outcomes])
-    return outcomes
 
 
 def finish(ctx: ControlContext, session: Session, body: bytes) -> Response:

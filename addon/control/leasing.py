@@ -21,7 +21,7 @@ from webarena_live.control.context import ControlContext, StartPlan, find_sessio
 from webarena_live.control.errors import JsonResponse
 from webarena_live.control.models import SessionName
 from webarena_live.control.replicas import ReplicaPool
-from webarena_live.control.reset import ResetOutcome
+from webarena_live.control.reset import ResetOutcome, reset_sites, sites_without_reset
 from webarena_live.evaluator import placeholder, site_key
 from webarena_live.runs.leases import AttemptLease, read_lease
 from webarena_live.runs.sessions import Session
@@ -75,6 +75,20 @@ async def reset_leased(ctx: ControlContext, name: str, timeout: float) -> list[R
     outcomes = await ctx.pool.reset_leased(name, timeout)
     if not all(outcome.ok for outcome in outcomes):
         ctx.pool.release(name, "reset failed")
+        raise ControlError(502, "reset_failed", [outcome.model_dump() for outcome in outcomes])
+    return outcomes
+
+
+async def reset_first(ctx: ControlContext, sites: tuple[str, ...], timeout: float) -> list[ResetOutcome]:
+    """Reset the task's sites before the session starts; refuses (nothing started) unless all succeed."""
+    missing = sites_without_reset(ctx.site_map, sites)
+    if missing:
+        detail = (
+            f"no reset_url in the site map for {', '.join(missing)}; add one per site, or start without reset"
+        )
+        raise ControlError(409, "reset_unavailable", detail)
+    outcomes = await reset_sites(ctx.site_map, sites, timeout=timeout)
+    if not all(outcome.ok for outcome in outcomes):
         raise ControlError(502, "reset_failed", [outcome.model_dump() for outcome in outcomes])
     return outcomes
 
