@@ -23,7 +23,7 @@ from mitmproxy import connection, ctx, exceptions, http
 from mitmproxy.proxy import server_hooks
 from mitmproxy.utils import human
 
-from webarena_live.control.app import CALLER_HEADER, create_app
+from webarena_live.control.app import CALLER_HEADER, CLIENT_HEADER, FLEET_HEADER, create_app
 from webarena_live.control.context import RESERVED_HOST, ControlContext
 from webarena_live.control.middleware import MAX_CONTROL_BODY
 from webarena_live.control.replicas import (
@@ -397,10 +397,16 @@ class WebArenaLive:
         stream its body: mitmproxy (stream_large_bodies) cannot answer a streamed request itself,
         and would send it upstream. The control port reads it under the same 10 MiB cap."""
         request = flow.request
-        request.headers.pop(CALLER_HEADER, None)  # only this addon names the caller
+        for ours in (CALLER_HEADER, CLIENT_HEADER, FLEET_HEADER):  # only this addon sets them
+            request.headers.pop(ours, None)
         if self._front is not None:  # a worker: the front owns the control API
             if caller:
                 request.headers[CALLER_HEADER] = quote(caller)
+            # The front's door for its workers (on another machine: `serve --ray`) lets in the
+            # fleet's token, and takes the agent's address from here (its session's address admits it).
+            request.headers[CLIENT_HEADER] = flow.client_conn.peername[0] if flow.client_conn.peername else ""
+            if ctx.options.webarena_control_token:
+                request.headers[FLEET_HEADER] = ctx.options.webarena_control_token
             request.scheme, request.stream = "http", False
             request.host, request.port = self._front
             return
