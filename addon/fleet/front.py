@@ -174,6 +174,12 @@ class Front:
             logger.warning("webarena-live: session %s resumed on worker %d with %d events",
                            name, worker.index, resumed)  # fmt: skip
             return None, False
+        if reply.status_code == 409 and _error_of(reply) == "session_running":
+            # A new `serve` knows only the sessions resumed on it: a try the front counted as failed
+            # (the worker died as it answered, or the request waited in the kept socket's backlog for
+            # its successor) or the round before a second death resumed it already.
+            logger.warning("webarena-live: session %s runs on worker %d already", name, worker.index)
+            return None, False
         return f"{reply.status_code} {reply.text.strip()}", reply.status_code < 500
 
     async def _start_on(self, worker: Worker, body: dict[str, Any], port: int) -> httpx.Response:
@@ -373,3 +379,12 @@ async def _nothing(index: int) -> None:
 
 def answer_headers(upstream: httpx.Response) -> dict[str, str]:
     return {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_BY_HOP}
+
+
+def _error_of(reply: httpx.Response) -> str | None:
+    """The `error` of a JSON refusal, or None."""
+    try:
+        found = reply.json()
+    except ValueError:
+        return None
+    return found.get("error") if isinstance(found, dict) else None

@@ -37,10 +37,15 @@ from tests.support.ray_machines import (
     NETWORK,
     NODE,
     RAY_PORT,
+    Agent,
     Control,
+    children,
+    chromium_episode,
     hold_ports,
+    parent,
     read_sysctl,
     session_from,
+    signal_all,
     write_sysctl,
 )
 from tests.support.serve_process import NAVIGATED, NAVIGATION
@@ -232,3 +237,145 @@ def test_workers_on_another_machine_reach_the_front(
 
     assert spaces.run("node", strangers) == {"door": 403, "error": "not_a_worker", "public": "refused"}
     assert control.finish("door-a", NAVIGATED)["status"] == "failure"  # not the product page
+
+
+def _url(shop: str, agent: Agent, step: int, success: bool) -> str:
+    return f"{shop}{PRODUCT}" if step == 4 and success else f"{shop}/?by={agent.session}&step={step}"
+
+
+def _kill_during_resume(control: Control, log: Path, index: int, pid: int) -> dict[str, float]:
+    """SIGKILL worker `index`'s `serve`, then its successor as soon as the front logs the first
+    session resumed on it (the next resume in flight); again, up to three rounds, until the front
+    logs a resume cut short. Seconds until the worker was back."""
+    actor = parent(pid)
+    resumed = re.compile(rf"session f\d resumed on worker {index} with".encode())
+    for round_ in range(1, 4):
+        mark, restarts = len(log.read_bytes()), control.health()["workers"][index]["restarts"]
+        serving = [
+            child for child in children(actor) if b"serve" in Path(f"/proc/{child}/cmdline").read_bytes()
+        ]
+        signal_all(serving, signal.SIGKILL)
+        began = time.monotonic()
+        while not resumed.search(log.read_bytes()[mark:]):
+            assert time.monotonic() - began < 60, log.read_text()[-3000:]
+            time.sleep(0.005)
+        signal_all([child for child in children(actor) if child not in serving], signal.SIGKILL)
+
+        def back_up(wanted: int = restarts + 2) -> bool:
+            worker = control.health()["workers"][index]
+            return bool(worker["state"] == "up" and worker["restarts"] >= wanted)
+
+        back = control.until(back_up, 90)
+        if f"could not be resumed on worker {index}".encode() in log.read_bytes()[mark:]:
+            return {"killed in a resume, round": round_, "back after the second kill": back}
+    raise AssertionError("no SIGKILL landed during a resume in three rounds")
+
+
+def test_sixteen_sessions_through_four_faults(
+    fleet: dict[str, Any], spaces: Namespaces, shop: str, cluster: dict[str, RayNode]
+) -> None:
+    """16 sessions (8 on each machine; one a Chromium agent) through: the node's worker SIGSTOPped past
+    the fleet's failure detection, then SIGCONT; the front's worker's `serve` SIGKILLed, and again
+    while its sessions are being resumed; the node's link down, then up; the node's raylet SIGKILLed.
+    Every session ends finished with its planned verdict and every request its agent sent in its HAR,
+    or `lost` with the reason (the three still running on the node whose raylet died); none is left
+    running; `/health` never took more than 10 s, no other route more than its 30 s."""
+    control: Control = fleet["control"]
+    log: Path = fleet["log"]
+    workers = control.health()["workers"]
+    wf = next(w for w in workers if w["host"] == FRONT)
+    wn = next(w for w in workers if w["host"] == NODE)
+    agents: dict[str, list[Agent]] = {"front": [], "node": []}
+    for role, near, count in (("front", FRONT, 8), ("node", NODE, 7)):
+        for i in range(count):
+            name = f"{role[0]}{i}"
+            body = {"task_id": 1003, "session": name, "run": name, "near": near}
+            reply = control.request("POST", "/sessions", json=body)
+            assert (
+                reply.status_code == 200
+                and reply.json()["worker"] == (wf if role == "front" else wn)["index"]
+            )
+            agents[role].append(Agent(name, reply.json()["proxy"]))
+    success = {agent.session: i % 2 == 0 for role in agents for i, agent in enumerate(agents[role])}
+    pools = {role: spaces.pool(role, 4) for role in agents}
+
+    def steps(role: str, step: int, chosen: list[Agent] | None = None) -> None:
+        chosen = agents[role] if chosen is None else chosen
+        codes = pools[role].map(lambda a: a.step(_url(shop, a, step, success[a.session])), chosen)
+        assert list(codes) == [200] * len(chosen)
+
+    body = {"task_id": 1001, "session": "chromium", "run": "chromium", "near": NODE}
+    started = control.request("POST", "/sessions", json=body).json()
+    browsed = spaces.run("node", chromium_episode, started["proxy"], started["start_urls"][0], 1001)
+    steps("front", 1)
+    steps("node", 1)
+    timings: dict[str, float] = {}
+
+    # 1. The node's worker (its actor and its `serve`) stopped past the fleet's failure detection.
+    stopped = [parent(wn["pid"]), wn["pid"]]
+    signal_all(stopped, signal.SIGSTOP)
+    began = time.monotonic()
+    waiting = pools["node"].submit(agents["node"][0].step, _url(shop, agents["node"][0], 2, True))
+    timings["stop known"] = control.until(lambda: control.state_of(wn["index"]) == "unresponsive", 20)
+    refused = control.request("GET", "/sessions/n1/trace")
+    assert (refused.status_code, refused.json()["error"]) == (503, "worker_unresponsive"), refused.text
+    assert refused.json()["worker"] == wn["index"]
+    steps("front", 2)  # the other machine's sessions go on
+    time.sleep(2)
+    signal_all(stopped, signal.SIGCONT)
+    timings["stopped for"] = time.monotonic() - began
+    timings["answers again"] = control.until(lambda: control.state_of(wn["index"]) == "up", 20)
+    assert waiting.result() == 200  # it waited in the kernel's queue, and was captured
+    steps("node", 2, agents["node"][1:])
+    health = control.health()
+    assert health["workers"][wn["index"]]["restarts"] == 0 and health["lost_sessions"] == 0
+
+    # 2. The front's worker's `serve` SIGKILLed, and its successor SIGKILLed while resuming sessions.
+    timings.update(_kill_during_resume(control, log, wf["index"], wf["pid"]))
+    steps("front", 3)
+
+    # 3. The node's link down past the fleet's failure detection, then up (short of Ray's own).
+    spaces.link("node", up=False)
+    began = time.monotonic()
+    timings["cut known"] = control.until(lambda: control.state_of(wn["index"]) == "unresponsive", 20)
+    refused = control.request("GET", "/sessions/n2/trace")
+    assert refused.status_code in (503, 504) and refused.json()["worker"] == wn["index"], refused.text
+    steps("node", 3)  # its agents and their worker share the machine
+    steps("front", 4)
+    verdicts = {a.session: control.finish(a.session, NAVIGATED)["status"] for a in agents["front"]}
+    time.sleep(max(0.0, 2 - (time.monotonic() - began - timings["cut known"])))
+    spaces.link("node", up=True)
+    timings["cut for"] = time.monotonic() - began
+    timings["back after cut"] = control.until(lambda: control.state_of(wn["index"]) == "up", 30)
+    assert control.health()["lost_sessions"] == 0
+
+    # 4. Four of the node's sessions and the Chromium agent's finish; then the node's raylet is killed.
+    finishing, running = agents["node"][:4], agents["node"][4:]
+    steps("node", 4, finishing)
+    verdicts.update({a.session: control.finish(a.session, NAVIGATED)["status"] for a in finishing})
+    verdicts["chromium"] = control.finish("chromium", browsed["answer"])["status"]
+    (raylet,) = cluster["node"].pids("raylet")
+    os.kill(raylet, signal.SIGKILL)
+    timings["node loss known"] = control.until(
+        lambda: all(control.sessions()[a.session]["state"] == "lost" for a in running), 60
+    )
+    for pool in pools.values():
+        pool.shutdown()
+
+    listed = control.sessions()
+    for agent in running:
+        assert NODE in listed[agent.session]["reason"] or "node" in listed[agent.session]["reason"]
+        gone = control.request("GET", f"/sessions/{agent.session}/trace")
+        assert (gone.status_code, gone.json()["error"]) == (410, "session_lost")
+    planned = {name: "success" if ok else "failure" for name, ok in success.items()}
+    assert verdicts == {**{n: planned[n] for n in verdicts if n != "chromium"}, "chromium": "success"}
+    for agent in [*agents["front"], *finishing]:
+        assert listed[agent.session]["state"] == "finished"
+        har = json.loads((fleet["out"] / agent.session / "1003" / "network.har").read_text())
+        assert [e["request"]["url"] for e in har["log"]["entries"]] == agent.sent, agent.session
+    har = json.loads((fleet["out"] / "chromium" / "1001" / "network.har").read_text())
+    assert set(browsed["requests"]) <= {e["request"]["url"] for e in har["log"]["entries"]}
+    assert not [name for name, view in listed.items() if view["state"] not in ("finished", "lost")]
+    health_calls = [seconds for what, seconds, _ in control.calls if what == "GET /health"]
+    assert max(health_calls) <= 10 and max(seconds for _, seconds, _ in control.calls) <= 35
+    print({what: round(seconds, 1) for what, seconds in timings.items()})

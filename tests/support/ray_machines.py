@@ -161,3 +161,30 @@ def write_sysctl(name: str, value: str) -> None:
 
 def read_sysctl(name: str) -> str:
     return Path("/proc/sys", *name.split(".")).read_text().strip()
+
+
+def parent(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[1])
+
+
+def chromium_episode(proxy: str, start_url: str, task_id: int) -> dict[str, Any]:
+    """The demo's scripted agent for `task_id` in a Chromium of its own through `proxy` (in the calling
+    thread's namespace): its answer and every request it saw finished."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.site.harness import CHROMIUM, CHROMIUM_ARGS
+    from webarena_live.demo.agent import ATTEMPTS
+
+    finished: list[str] = []
+    with sync_playwright() as playwright:
+        args = [*CHROMIUM_ARGS, f"--proxy-server={proxy}", "--proxy-bypass-list=<-loopback>"]
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+        try:
+            page = browser.new_page()
+            page.on("requestfinished", lambda request: finished.append(request.url))
+            page.set_default_timeout(20_000)
+            answer = next(a for a in ATTEMPTS if a.task_id == task_id).act(page, start_url)
+        finally:
+            browser.close()
+    return {"answer": answer, "requests": finished}
