@@ -19,8 +19,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +53,8 @@ from tests.support.ray_machines import (
 from tests.support.serve_process import NAVIGATED, NAVIGATION
 from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV
 from webarena_live.demo import site as demo_site
+from webarena_live.fleet.ray_actor import STATE_DIR
+from webarena_live.fleet.ray_pool import journals_name
 from webarena_live.launch import free_ports, serve_command
 
 pytestmark = [
@@ -134,12 +138,18 @@ def fleet(
         spaces.run("front", write_sysctl, RANGE, usual)
         for sock in held:
             sock.close()
+    fleet_id = control.health()["workers"][0]["actor"].split("-")[2]
     yield {"control": control, "log": log_path, "out": tmp / "out", "process": served}
     served.send_signal(signal.SIGINT)
     try:
         served.wait(timeout=60)
     except subprocess.TimeoutExpired:
         os.killpg(served.pid, signal.SIGKILL)
+    # Both machines share this one's temp directory: what the node that died left there, and the
+    # journals every stop keeps, go with the test.
+    state = Path(tempfile.gettempdir()) / STATE_DIR
+    shutil.rmtree(state / fleet_id, ignore_errors=True)
+    shutil.rmtree(state / "journals" / journals_name((tmp / "out").resolve()), ignore_errors=True)
     print(log_path.read_text(errors="replace")[-6000:])
     slow = [call for call in control.calls if call[1] > 5]
     print("control calls over 5 s:", slow)
@@ -189,6 +199,7 @@ def test_workers_on_another_machine_reach_the_front(
     door = re.search(rf"workers' door http://{re.escape(FRONT)}:(\d+)/", text)
     assert door is not None, text[-3000:]
     assert f"control API   http://127.0.0.1:{control.url.rsplit(':', 1)[1]}/" in text
+    assert control.health()["control_token"] is False  # the workers' token is theirs: the dashboard asks none
     first = control.request("POST", "/sessions", json={"task_id": 1003, "session": "door-a", "near": NODE})
     assert first.status_code == 200, first.text
     opened = first.json()
@@ -237,6 +248,8 @@ def test_workers_on_another_machine_reach_the_front(
 
     assert spaces.run("node", strangers) == {"door": 403, "error": "not_a_worker", "public": "refused"}
     assert control.finish("door-a", NAVIGATED)["status"] == "failure"  # not the product page
+    outside = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True, timeout=30).stdout
+    assert "10.234." not in outside  # the machines' addresses exist only inside their namespaces
 
 
 def _url(shop: str, agent: Agent, step: int, success: bool) -> str:
