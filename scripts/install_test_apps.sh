@@ -22,6 +22,9 @@ command -v kiwix-serve >/dev/null 2>&1 || packages+=(kiwix-tools)
 # (tests/e2e/test_redmine_e2e.py; its instance lives in a temporary directory).
 [ -f /usr/share/redmine/config.ru ] || packages+=(redmine redmine-sqlite)
 command -v puma >/dev/null 2>&1 || packages+=(puma)
+# `ip netns` and veth pairs: the machines the fleet's tests make of network namespaces
+# (tests/fleet/test_namespaces.py, tests/fleet/test_ray_machines.py).
+command -v ip >/dev/null 2>&1 || packages+=(iproute2)
 [ ${#packages[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then

@@ -57,6 +57,10 @@ CLIENT_HEADER = "X-WebArena-Live-Client"
 """Set by the workers' front on `POST /sessions`: the address of the client that asked, which the
 session's address lets in (proxy/strangers.py)."""
 
+FLEET_HEADER = "X-WebArena-Live-Fleet"
+"""Set by a worker of `serve --ray` on the control requests it passes to the front: the fleet's token,
+which the front's door for its workers asks for (fleet/workers_door.py)."""
+
 CALLER_HEADER = "X-WebArena-Live-Caller"
 """Set by the addon on control requests through the proxy: the caller's session (percent-encoded),
 from the proxy credentials. It only picks the session `POST /sessions` starts when its body names

@@ -72,6 +72,9 @@ class Front:
         """Every worker answered once (until then `/health` answers 503)."""
         self.token: str | None = None
         """The control token, for the front's own calls (resuming sessions on a restarted worker)."""
+        self.worker_token: str | None = None
+        """The workers' token when it is not the operator's (`--ray` with no control token: the
+        workers listen on their nodes' addresses, so the front makes one and adds it to what it sends)."""
         self.lost: dict[str, dict[str, Any]] = {}
         """The sessions that cannot go on (their node left, or no resume succeeded), as listed."""
         self.finished: dict[str, dict[str, Any]] = {}
@@ -171,6 +174,12 @@ class Front:
             logger.warning("webarena-live: session %s resumed on worker %d with %d events",
                            name, worker.index, resumed)  # fmt: skip
             return None, False
+        if reply.status_code == 409 and _error_of(reply) == "session_running":
+            # A new `serve` knows only the sessions resumed on it: a try the front counted as failed
+            # (the worker died as it answered, or the request waited in the kept socket's backlog for
+            # its successor) or the round before a second death resumed it already.
+            logger.warning("webarena-live: session %s runs on worker %d already", name, worker.index)
+            return None, False
         return f"{reply.status_code} {reply.text.strip()}", reply.status_code < 500
 
     async def _start_on(self, worker: Worker, body: dict[str, Any], port: int) -> httpx.Response:
@@ -226,6 +235,7 @@ class Front:
         raw_path = request.scope.get("raw_path") or request.url.path.encode()
         query = request.url.query
         url = f"{worker.control_url}{raw_path.decode('latin-1')}" + (f"?{query}" if query else "")
+        headers = {**self.passed_auth(), **(headers or {})}
         ours = _HOP_BY_HOP | {name.lower() for name in headers or {}} | _FRONT_HEADERS  # never the client's
         sent = [(k, v) for k, v in request.headers.raw if k.decode("latin-1").lower() not in ours]
         sent += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
@@ -332,7 +342,13 @@ class Front:
 
     def auth(self) -> dict[str, str]:
         """The front's own credentials for its calls to the workers."""
-        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        token = self.token or self.worker_token
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def passed_auth(self) -> dict[str, str]:
+        """What a client's request forwarded to a worker gets added: the workers' own token when the
+        operator set none (with one, the client's own goes through and the worker checks it)."""
+        return self.auth() if self.token is None else {}
 
     async def refusal(self, request: Request) -> Response | None:
         """The refusal of `request`'s credentials (page guard, token) on a route the front answers
@@ -348,7 +364,9 @@ class Front:
     async def _get(
         self, worker: Worker, request: Request, path: str, deadline: float
     ) -> httpx.Response | None:
-        headers = [(k, v) for k, v in request.headers.raw if k.decode("latin-1").lower() not in _HOP_BY_HOP]
+        ours = _HOP_BY_HOP | {name.lower() for name in self.passed_auth()}
+        headers = [(k, v) for k, v in request.headers.raw if k.decode("latin-1").lower() not in ours]
+        headers += [(k.encode(), v.encode()) for k, v in self.passed_auth().items()]
         try:
             return await self.http.get(f"{worker.control_url}{path}", headers=headers, timeout=deadline)
         except httpx.HTTPError:
@@ -361,3 +379,12 @@ async def _nothing(index: int) -> None:
 
 def answer_headers(upstream: httpx.Response) -> dict[str, str]:
     return {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_BY_HOP}
+
+
+def _error_of(reply: httpx.Response) -> str | None:
+    """The `error` of a JSON refusal, or None."""
+    try:
+        found = reply.json()
+    except ValueError:
+        return None
+    return found.get("error") if isinstance(found, dict) else None

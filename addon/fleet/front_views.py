@@ -50,6 +50,7 @@ async def health(front: Front, request: Request) -> dict[str, Any]:
     answer = {**first, "sessions": sum(w["sessions"] for w in workers), "workers": workers}
     answer["refused_strangers"] = sum(w["refused_strangers"] for w in workers)
     answer["lost_sessions"] = len(front.lost)
+    answer["control_token"] = bool(front.token)  # this port's, not the workers' (a Ray fleet's own token)
     answer.update(front.listening)
     for own in ("memory", "web_port"):  # a worker's own; each worker answers them on its port
         answer.pop(own, None)

@@ -78,22 +78,20 @@ def _no_sigterm_warning(record: logging.LogRecord) -> bool:
     return not record.getMessage().startswith("SIGTERM handler is not set")
 
 
-def front_address(control_host: str, control_port: int) -> str:
-    """HOST:PORT where workers on other nodes reach this process's control API."""
-    host = control_host
-    try:
-        unspecified = not host or ipaddress.ip_address(socket.gethostbyname(host)).is_unspecified
-    except (OSError, ValueError):
-        raise ConnectionError(f"--control-host {host!r} is not an address this machine resolves") from None
-    if unspecified:  # 0.0.0.0: this node's own address
-        host = ray.util.get_node_ip_address()
-    return f"[{host}]:{control_port}" if ":" in host else f"{host}:{control_port}"
+def node_address() -> str:
+    """This process's Ray node's address (where workers on other nodes reach it)."""
+    address: str = ray.util.get_node_ip_address()
+    return address
 
 
-def ray_workers(plan: FleetPlan, front: Front, control_port: int, env: dict[str, str]) -> RayWorkerPool:
-    """The workers on the cluster (connected already), and the front told where their files come from."""
+def host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def ray_workers(plan: FleetPlan, front: Front, front_at: str, env: dict[str, str]) -> RayWorkerPool:
+    """The workers on the cluster (connected already), and the front told where their files come from;
+    `front_at` is the HOST:PORT where they reach the front (`fleet/workers_door.py`)."""
     assert plan.ray is not None
-    front_at = front_address(plan.control_host or "127.0.0.1", control_port)
     output_dir = Path(plan.ray.output_dir).resolve() if plan.ray.output_dir else None
     setup = WorkerSetup(
         fleet=uuid.uuid4().hex[:12],

@@ -16,6 +16,9 @@ import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import cast
+
+from fastapi import FastAPI
 
 from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV, WEB_TOKEN_ENV, mitmweb_url
 from webarena_live.addresses.placement import Placement, PortRange
@@ -37,6 +40,7 @@ from webarena_live.fleet.front_app import create_front_app
 from webarena_live.fleet.front_leases import FrontLeases
 from webarena_live.fleet.router import SharedPort
 from webarena_live.fleet.workers import WorkerPool, Workers
+from webarena_live.fleet.workers_door import WorkersDoor
 from webarena_live.launch import LaunchError
 
 logger = logging.getLogger("webarena_live.fleet")
@@ -120,7 +124,9 @@ async def run_fleet(plan: FleetPlan) -> int:
         for line in str(error).splitlines():
             print(f"webarena-live serve: {line}", file=sys.stderr)
         return 2
-    server = ControlServer(create_front_app(front), host=plan.control_host, port=plan.control_port)
+    app = create_front_app(front)
+    server = ControlServer(app, host=plan.control_host, port=plan.control_port)
+    servers = [server]
     try:
         await server.start()
     except OSError as error:
@@ -140,11 +146,19 @@ async def run_fleet(plan: FleetPlan) -> int:
     if plan.ray is not None:
         from webarena_live.fleet import ray_pool
 
+        # The workers listen on their nodes' addresses, so their control APIs need a token even when
+        # this one (on loopback) has none: the front makes it, and lets them in at a door of their own.
+        front.worker_token = env[CONTROL_TOKEN_ENV] = plan.token or secrets.token_urlsafe(24)
         try:
             await asyncio.to_thread(ray_pool.connect, plan.ray.address)
-            pool = ray_pool.ray_workers(plan, front, server.port, env)
-        except (ConnectionError, WebArenaLiveError) as error:
-            await server.stop()
+            door = ControlServer(cast(FastAPI, WorkersDoor(app, front.worker_token)),
+                                 host=ray_pool.node_address(), port=0)  # fmt: skip
+            await door.start()
+            servers.append(door)
+            pool = ray_pool.ray_workers(plan, front, ray_pool.host_port(door.host, door.port), env)
+        except (ConnectionError, WebArenaLiveError, OSError) as error:
+            for each in servers:
+                await each.stop()
             return _told(str(error), 1)
         placement.is_free = lambda port: True  # a port is the worker's node's: its bind is the check
     else:
@@ -163,10 +177,10 @@ async def run_fleet(plan: FleetPlan) -> int:
             await shared[1].start(plan.listen_host, plan.session_port or 0)
         await pool.start()
     except OSError as error:
-        await _stop(shared, server, pool)
+        await _stop(shared, servers, pool)
         return _told(f"cannot open a proxy port: {error}", 1)
     except LaunchError as error:
-        await _stop(shared, server, pool)
+        await _stop(shared, servers, pool)
         if plan.ray is not None:
             return _told(str(error), 1)
         codes = [w.process.process.returncode for w in pool if w.process and w.process.process]
@@ -183,7 +197,7 @@ async def run_fleet(plan: FleetPlan) -> int:
     if plan.web_ports and 0 in plan.web_ports:  # each worker picked its mitmweb port on its machine
         replies = [await front.http.get(f"{w.control_url}/health", headers=headers) for w in pool]
         plan = replace(plan, web_ports=tuple(int(reply.json().get("web_port") or 0) for reply in replies))
-    print(banner(plan, front, server, health, web_token), flush=True)
+    print(banner(plan, front, servers, health, web_token), flush=True)
     watching = asyncio.create_task(liveness.watch(front))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -193,7 +207,7 @@ async def run_fleet(plan: FleetPlan) -> int:
     watching.cancel()
     if watch is not None:
         watch.cancel()
-    await _stop(shared, server, pool)
+    await _stop(shared, servers, pool)
     if front.leases is not None:
         await front.leases.pool.close()
     await front.http.aclose()
@@ -217,10 +231,14 @@ def front_leases(plan: FleetPlan) -> FrontLeases | None:
 
 
 def banner(
-    plan: FleetPlan, front: Front, server: ControlServer, health: dict[str, object], web_token: str | None
+    plan: FleetPlan,
+    front: Front,
+    servers: list[ControlServer],
+    health: dict[str, object],
+    web_token: str | None,
 ) -> str:
     """What the front prints once every worker answers: its ports, its workers, where files go."""
-    host = plan.listen_host
+    host, server = plan.listen_host, servers[0]
     lines = [
         f"webarena-live {__version__}: {health.get('tasks')} tasks from {health.get('tasks_source')}, "
         f"{len(front.pool.workers)} workers",
@@ -244,6 +262,11 @@ def banner(
         carried = f"{outputs}  (carried from each worker's node)" if outputs else "none (--output-dir DIR)"
         lines.append(f"  outputs       {carried}")
         lines.append("  journal       in each worker's node's temp directory")
+        for door in servers[1:]:
+            door_url = f"http://{door.host}:{door.port}/"
+            lines.append(
+                f"  workers' door {door_url}  (control requests from the workers, with the fleet's token)"
+            )
         return "\n".join(lines)
     if health.get("output_dir"):
         lines.append(f"  outputs       {health['output_dir']}")
@@ -256,8 +279,9 @@ def _told(problem: str, code: int) -> int:
     return code
 
 
-async def _stop(shared: list[SharedPort], server: ControlServer, pool: Workers) -> None:
+async def _stop(shared: list[SharedPort], servers: list[ControlServer], pool: Workers) -> None:
     for port in shared:
         await port.stop()
     await pool.stop()
-    await server.stop()
+    for server in servers:
+        await server.stop()

@@ -358,7 +358,8 @@ class WebArenaLive:
         server = (self.server.host, self.server.port) if self.server is not None else None
         # mitmproxy's streambodies addon declares the option; a host without it streams nothing
         streaming = getattr(ctx.options, "stream_large_bodies", None)
-        route_control(flow, caller, front=self._front, server=server, streaming=streaming)
+        token = ctx.options.webarena_control_token or None
+        route_control(flow, caller, front=self._front, server=server, streaming=streaming, fleet_token=token)
 
     # --- control API through the proxy ---------------------------------------------------------
 

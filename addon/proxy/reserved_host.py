@@ -16,7 +16,7 @@ from mitmproxy.addons import asgiapp
 from mitmproxy.utils import human
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from webarena_live.control.app import CALLER_HEADER
+from webarena_live.control.app import CALLER_HEADER, CLIENT_HEADER, FLEET_HEADER
 from webarena_live.control.errors import error_response
 from webarena_live.control.middleware import COMMON_HEADERS, MAX_CONTROL_BODY
 
@@ -69,16 +69,23 @@ def route_control(
     front: tuple[str, int] | None,
     server: tuple[str, int] | None,
     streaming: str | None,
+    fleet_token: str | None = None,
 ) -> None:
     """Answer a control request in `request` (`serve_on_flow`), or send it on: to the front of a fleet
-    (`front`, a worker's), or to the control port (`server`) when mitmproxy will stream its body
-    (`streaming`: stream_large_bodies), which it cannot answer itself and would send upstream. The
-    control port reads it under the same 10 MiB cap."""
+    (`front`, a worker's, with the fleet's token), or to the control port (`server`) when mitmproxy will
+    stream its body (`streaming`: stream_large_bodies), which it cannot answer itself and would send
+    upstream. The control port reads it under the same 10 MiB cap."""
     request = flow.request
-    request.headers.pop(CALLER_HEADER, None)  # only this addon names the caller
+    for ours in (CALLER_HEADER, CLIENT_HEADER, FLEET_HEADER):  # only this addon sets them
+        request.headers.pop(ours, None)
     if front is not None:  # a worker: the front owns the control API
         if caller:
             request.headers[CALLER_HEADER] = quote(caller)
+        # The front's door for its workers (on another machine: `serve --ray`) lets in the fleet's
+        # token, and takes the agent's address from here (its session's address admits it).
+        request.headers[CLIENT_HEADER] = flow.client_conn.peername[0] if flow.client_conn.peername else ""
+        if fleet_token:
+            request.headers[FLEET_HEADER] = fleet_token
         request.scheme, request.stream = "http", False
         request.host, request.port = front
         return

@@ -411,12 +411,3 @@ def test_without_ray_the_flag_names_the_extra_and_nothing_imports_ray(tmp_path: 
     )
     assert imported.returncode == 0, imported.stderr
     assert imported.stdout.strip() == "[]"
-
-
-def test_the_control_host_may_be_a_name_and_a_bad_one_is_one_line() -> None:
-    from webarena_live.fleet.ray_pool import front_address
-
-    assert front_address("localhost", 8081) == "localhost:8081"
-    assert front_address("127.0.0.1", 8081) == "127.0.0.1:8081"
-    with pytest.raises(ConnectionError, match="is not an address this machine resolves"):
-        front_address("no-such-host.invalid", 8081)
