@@ -185,6 +185,11 @@ class Client:
     def finish(self, name: str, response: Any) -> TaskResult:
         return TaskResult.model_validate(self._do(_Calls.session(name, "finish", body=response)))
 
+    def finish_document(self, name: str, response: Any) -> dict[str, Any]:
+        """The finish's answer as the API sent it, every field kept (`TaskResult` keeps the verdict's
+        own; this keeps what the server adds beside them, such as `interference`)."""
+        return self._do(_Calls.session(name, "finish", body=response))
+
     def har(self, name: str) -> dict[str, Any]:
         return self._do(_Calls.session(name, "har"))
 
@@ -245,6 +250,9 @@ class AsyncClient:
 
     async def finish(self, name: str, response: Any) -> TaskResult:
         return TaskResult.model_validate(await self._do(_Calls.session(name, "finish", body=response)))
+
+    async def finish_document(self, name: str, response: Any) -> dict[str, Any]:
+        return await self._do(_Calls.session(name, "finish", body=response))
 
     async def har(self, name: str) -> dict[str, Any]:
         return await self._do(_Calls.session(name, "har"))
