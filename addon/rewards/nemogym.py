@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
 from webarena_live.rewards.reward import Reward
 from webarena_live.rewards.scoring import ascore
 
@@ -75,11 +78,8 @@ async def verify_body(body: dict[str, Any], *, control: str | None = None, token
     return {**body, **verify_fields(reward)}
 
 
-def create_app(control: str | None = None, token: str | None = None) -> Any:
+def create_app(control: str | None = None, token: str | None = None) -> FastAPI:
     """The resources server's routes on FastAPI, for NeMo-Gym to call without NeMo-Gym installed here."""
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
-
     app = FastAPI(title="webarena-live NeMo-Gym resources server")
 
     @app.get("/")

@@ -11,30 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
 
 from tests.support.rewards import PLANS, reference_verdicts, run_http_agent, serve_shop
-from tests.support.serve_process import NAVIGATED, Served, browse, run_chromium_agent, shop, start_session
+from tests.support.serve_process import NAVIGATED, Served, browse, run_chromium_agent, start_session
 from webarena_live.demo import site as demo_site
 from webarena_live.launch import free_ports
 from webarena_live.rewards import Reward, RewardUnavailable, ascore, score
 from webarena_live.rewards.reward import judged
 
-__all__ = ["shop"]  # a fixture
-
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, shop: str) -> Iterator[tuple[Served, Path]]:
-    tmp = tmp_path_factory.mktemp("rewards")
-    served, out = serve_shop(tmp, shop)
-    yield served, out
-    print(served.stop()[-3000:])
 
 
 def test_rewards_are_the_verdicts_and_the_reference_agrees(
@@ -112,7 +101,7 @@ def test_run_time_failures_are_masked_never_zero(served: tuple[Served, Path], sh
 
 
 def test_a_site_that_went_down_mid_episode_masks_the_reward(
-    tmp_path: Path, shop: str, tmp_path_factory: pytest.TempPathFactory
+    tmp_path: Path, shop: str
 ) -> None:
     """The shop answers the first page, then stops: the failing verdict is the outage's, not the agent's."""
     doomed = demo_site.serve("127.0.0.1", 0)
