@@ -80,7 +80,7 @@ async def webarena_reward(
     state = state if state is not None else {}
     answer = state.get(ANSWER_KEY) if state.get(ANSWER_KEY) is not None else completion_text(completion)
     reward = await ascore(rollout_session(state, info), answer, control=control, token=token)
-    state[REWARD_KEY] = reward.model_dump()
+    state[REWARD_KEY] = {**reward.model_dump(), "status": reward.status}
     if reward.masked or reward.value is None:
         mark_masked(state, reward)
         return 0.0
