@@ -67,7 +67,9 @@ print(json.dumps({"import": imported - started, "first": done - imported, "warm"
 def session(control: httpx.Client, shop: str, name: str, events: int, *, success: bool) -> None:
     """`events` navigations through the session's own address, the product page last (or just before)."""
     started = control.post("/sessions", json={"task_id": 1003, "session": name, "run": name}).json()
-    paths = [f"/?n={i}" for i in range(events - 2)] + ([f"/?n={events}", PRODUCT] if success else [PRODUCT, "/"])
+    paths = [f"/?n={i}" for i in range(events - 2)] + (
+        [f"/?n={events}", PRODUCT] if success else [PRODUCT, "/"]
+    )
     with requests.Session() as browser:
         browser.proxies = {"http": started["proxy"]}
         for path in paths:
@@ -87,23 +89,46 @@ def adapters(control_url: str, http: httpx.Client, work: Path) -> dict[str, Call
         return time.perf_counter() - started
 
     loop = asyncio.new_event_loop()
-    gym_body = {"responses_create_params": {"input": []}, "response": {"output": [{"type": "message", "role": "assistant",
-                "content": [{"type": "output_text", "text": json.dumps(NAVIGATED)}]}]}}  # fmt: skip
+    gym_body = {
+        "responses_create_params": {"input": []},
+        "response": {
+            "output": [
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": json.dumps(NAVIGATED)}],
+                }
+            ]
+        },
+    }
     kinds: dict[str, Callable[[str], float]] = {
-        "finish": lambda s: timed(lambda: http.post(f"/sessions/{s}/finish", json=NAVIGATED).raise_for_status()),
+        "finish": lambda s: timed(
+            lambda: http.post(f"/sessions/{s}/finish", json=NAVIGATED).raise_for_status()
+        ),
         "score": lambda s: timed(lambda: score(s, NAVIGATED, control=control_url)),
         "ascore": lambda s: timed(lambda: loop.run_until_complete(ascore(s, NAVIGATED, control=control_url))),
-        "verl": lambda s: timed(lambda: compute_score(data_source="webarena", solution_str=json.dumps(NAVIGATED),
-                                                      ground_truth=None, extra_info={"webarena_session": s},
-                                                      control=control_url)),  # fmt: skip
-        "nemo-gym": lambda s: timed(lambda: loop.run_until_complete(
-            verify_body({**gym_body, "webarena_session": s}, control=control_url))),  # fmt: skip
+        "verl": lambda s: timed(
+            lambda: compute_score(
+                data_source="webarena",
+                solution_str=json.dumps(NAVIGATED),
+                ground_truth=None,
+                extra_info={"webarena_session": s},
+                control=control_url,
+            )
+        ),
+        "nemo-gym": lambda s: timed(
+            lambda: loop.run_until_complete(
+                verify_body({**gym_body, "webarena_session": s}, control=control_url)
+            )
+        ),
         "harbor": lambda s: timed(lambda: _harbor(verify, s, control_url, work)),
     }
     if importlib.util.find_spec("openenv") is not None:
         kinds["openenv"] = lambda s: timed(lambda: loop.run_until_complete(_openenv_step(s, control_url)))
     if importlib.util.find_spec("verifiers") is not None:
-        kinds["verifiers"] = lambda s: timed(lambda: loop.run_until_complete(_verifiers_rollout(s, control_url)))
+        kinds["verifiers"] = lambda s: timed(
+            lambda: loop.run_until_complete(_verifiers_rollout(s, control_url))
+        )
     return kinds
 
 
@@ -133,7 +158,9 @@ async def _verifiers_rollout(name: str, control_url: str) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--events", type=int, default=1000, help="events per session (default 1000)")
     parser.add_argument("--rounds", type=int, default=3, help="sessions per adapter and verdict (default 3)")
     args = parser.parse_args()
@@ -141,8 +168,15 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-rewards-"))
     shop = demo_site.serve("127.0.0.1", 0)
     (work / "config.json").write_text(json.dumps({"environments": {"__SHOPPING__": {"urls": [shop.url]}}}))
-    served = ServeProcess("--config", str(work / "config.json"), "--output-dir", str(work / "out"), "--quiet",
-                          cwd=work, env={"XDG_STATE_HOME": str(work / "state")}).start()  # fmt: skip
+    served = ServeProcess(
+        "--config",
+        str(work / "config.json"),
+        "--output-dir",
+        str(work / "out"),
+        "--quiet",
+        cwd=work,
+        env={"XDG_STATE_HOME": str(work / "state")},
+    ).start()
     times: dict[tuple[str, bool], list[float]] = {}
     try:
         with httpx.Client(base_url=served.control_url, timeout=120) as http:
@@ -170,14 +204,22 @@ def main() -> int:
                 names = [f"fresh-{index}-{n}" for n in (1, 2)]
                 for name in names:
                     session(http, shop.url, name, args.events, success=True)
-                done = subprocess.run([sys.executable, "-c", FRESH, served.control_url, *names, json.dumps(NAVIGATED)],
-                                      capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
+                done = subprocess.run(
+                    [sys.executable, "-c", FRESH, served.control_url, *names, json.dumps(NAVIGATED)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    timeout=120,
+                )
                 fresh.append(json.loads(done.stdout))
             first = bench.median([f["first"] for f in fresh]) * 1000
             warm = bench.median([f["warm"] for f in fresh]) * 1000
             imported = bench.median([f["import"] for f in fresh]) * 1000
-            print(f"\nfresh process ({args.events} events): import {imported:.1f} ms, first reward {first:.2f} ms, "
-                  f"warm reward {warm:.2f} ms, first/warm {first / warm:.2f}x (target <= 2x)")  # fmt: skip
+            print(
+                f"\nfresh process ({args.events} events): import {imported:.1f} ms, "
+                f"first reward {first:.2f} ms, "
+                f"warm reward {warm:.2f} ms, first/warm {first / warm:.2f}x (target <= 2x)"
+            )
     finally:
         served.stop()
         shop.shutdown()

@@ -233,11 +233,14 @@ def _add_reward_commands(commands: Any) -> None:
     )
     verify.add_argument("--session", required=True, metavar="S", help="the session to judge")
     verify.add_argument(
-        "--answer", metavar="FILE", help="the agent's final response (JSON, or text); without it the "
-        "session must be finished already",
+        "--answer",
+        metavar="FILE",
+        help="the agent's final response (JSON, or text); without it the session must be finished already",
     )
     verify.add_argument(
-        "--control", metavar="URL", help="the control API (default: $WEBARENA_LIVE_CONTROL, else "
+        "--control",
+        metavar="URL",
+        help="the control API (default: $WEBARENA_LIVE_CONTROL, else "
         "http://127.0.0.1:8081); the token is read from $WEBARENA_LIVE_CONTROL_TOKEN",
     )
     verify.add_argument(
@@ -254,7 +257,9 @@ def _add_reward_commands(commands: Any) -> None:
         "tests/test.sh) for each task of the dataset.",
     )
     harbor.add_argument(
-        "--tasks", metavar="PATH", help="a dataset file, 'webarena-verified' or 'webarena-verified-hard' "
+        "--tasks",
+        metavar="PATH",
+        help="a dataset file, 'webarena-verified' or 'webarena-verified-hard' "
         "(default: the embedded demo tasks)",
     )
     harbor.add_argument("--out", metavar="DIR", required=True, help="where to write the task folders")
@@ -263,7 +268,9 @@ def _add_reward_commands(commands: Any) -> None:
         "--image", default="python:3.12-slim", help="the environment's base image (default: python:3.12-slim)"
     )
     harbor.add_argument(
-        "--control", default="http://host.docker.internal:8081", metavar="URL",
+        "--control",
+        default="http://host.docker.internal:8081",
+        metavar="URL",
         help="the control API as seen from the task's container, unless $WEBARENA_LIVE_CONTROL is set "
         "on the Harbor host (default: http://host.docker.internal:8081)",
     )

@@ -27,8 +27,9 @@ def run_export(args: argparse.Namespace) -> int:
     from webarena_live.rewards.harbor import export
 
     try:
-        written = export(args.tasks, Path(args.out), task_ids=args.task_ids, image=args.image,
-                         control=args.control)  # fmt: skip
+        written = export(
+            args.tasks, Path(args.out), task_ids=args.task_ids, image=args.image, control=args.control
+        )
     except (WebArenaLiveError, OSError) as error:
         print(f"webarena-live export harbor: {error}", file=sys.stderr)
         return 2

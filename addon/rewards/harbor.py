@@ -77,7 +77,9 @@ def verify(
     return 0, f"session {session}: {reward.status}, reward {reward.value:g} (written to {out})"
 
 
-def export(tasks: str | None, out: Path, *, task_ids: list[int] | None, image: str, control: str) -> list[Path]:
+def export(
+    tasks: str | None, out: Path, *, task_ids: list[int] | None, image: str, control: str
+) -> list[Path]:
     """A Harbor task folder per task of the dataset `tasks` (or those of `task_ids`), in `out`."""
     dataset = load_tasks(tasks)
     chosen = task_ids if task_ids is not None else list(dataset)
@@ -160,7 +162,8 @@ def _task_toml(task: Task, control: str) -> str:
 def _dockerfile(image: str) -> str:
     return (
         f"FROM {image}\n"
-        "RUN apt-get update && apt-get install -y --no-install-recommends curl && rm -rf /var/lib/apt/lists/*\n"
+        "RUN apt-get update && apt-get install -y --no-install-recommends curl \\\n"
+        "    && rm -rf /var/lib/apt/lists/*\n"
         f"RUN pip install --no-cache-dir 'webarena-live=={__version__}'\n"
         "COPY start_session.sh /opt/webarena-live/start_session.sh\n"
         "RUN mkdir -p /logs/agent\n"

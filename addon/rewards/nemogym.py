@@ -40,7 +40,11 @@ def response_text(response: dict[str, Any]) -> str:
     """The text of the last assistant message of an OpenAI Responses-API response."""
     texts = []
     for item in response.get("output") or []:
-        if isinstance(item, dict) and item.get("type") == "message" and item.get("role", "assistant") == "assistant":
+        if (
+            isinstance(item, dict)
+            and item.get("type") == "message"
+            and item.get("role", "assistant") == "assistant"
+        ):
             texts = [
                 part.get("text", "")
                 for part in item.get("content") or []
@@ -66,14 +70,20 @@ def verify_fields(reward: Reward) -> dict[str, Any]:
     }
 
 
-async def verify_body(body: dict[str, Any], *, control: str | None = None, token: str | None = None) -> dict[str, Any]:
+async def verify_body(
+    body: dict[str, Any], *, control: str | None = None, token: str | None = None
+) -> dict[str, Any]:
     """NeMo-Gym's verify answer for a request body: the request echoed, the reward fields added. A
     masked sample comes with `mask_sample: true`, the field NeMo-Gym excludes it by (its `reward` is
     the verdict's score when there is one, else 0.0: the field is required)."""
     session = body.get(SESSION_FIELD)
     if not session:
         raise ValueError(f"the verify request has no {SESSION_FIELD!r}: each row must name its session")
-    answer = body[ANSWER_FIELD] if body.get(ANSWER_FIELD) is not None else response_text(body.get("response") or {})
+    answer = (
+        body[ANSWER_FIELD]
+        if body.get(ANSWER_FIELD) is not None
+        else response_text(body.get("response") or {})
+    )
     reward = await ascore(str(session), answer, control=control, token=token)
     return {**body, **verify_fields(reward)}
 

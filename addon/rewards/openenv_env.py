@@ -76,41 +76,60 @@ class WebArenaEnvironment(Environment[WebArenaAction, WebArenaObservation, WebAr
 
     # reset ---------------------------------------------------------------------------------------
     def reset(
-        self, seed: int | None = None, episode_id: str | None = None, task_id: int | None = None,
-        session: str | None = None, reset_sites: bool = False, **kwargs: Any,
-    ) -> WebArenaObservation:  # fmt: skip
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        task_id: int | None = None,
+        session: str | None = None,
+        reset_sites: bool = False,
+        **kwargs: Any,
+    ) -> WebArenaObservation:
         name, body = self._plan(episode_id, task_id, session, reset_sites, kwargs)
         started = _started(shared_client(self.control, self.token), name, body)
         return self._begin(episode_id, name, started)
 
     async def reset_async(
-        self, seed: int | None = None, episode_id: str | None = None, task_id: int | None = None,
-        session: str | None = None, reset_sites: bool = False, **kwargs: Any,
-    ) -> WebArenaObservation:  # fmt: skip
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        task_id: int | None = None,
+        session: str | None = None,
+        reset_sites: bool = False,
+        **kwargs: Any,
+    ) -> WebArenaObservation:
         name, body = self._plan(episode_id, task_id, session, reset_sites, kwargs)
         started = await _astarted(shared_async_client(self.control, self.token), name, body)
         return self._begin(episode_id, name, started)
 
     def _plan(
-        self, episode_id: str | None, task_id: int | None, session: str | None, reset_sites: bool,
+        self,
+        episode_id: str | None,
+        task_id: int | None,
+        session: str | None,
+        reset_sites: bool,
         extra: dict[str, Any],
-    ) -> tuple[str, dict[str, Any]]:  # fmt: skip
+    ) -> tuple[str, dict[str, Any]]:
         if task_id is None:
             raise ValueError("reset needs task_id: the WebArena-Verified task of this episode")
         name = session or episode_id or f"openenv-{uuid.uuid4().hex[:12]}"
-        options = {key: extra[key] for key in ("run", "restart", "wait") if key in extra}
+        options: dict[str, Any] = {key: extra[key] for key in ("run", "restart", "wait") if key in extra}
         return name, {"task_id": int(task_id), "session": name, "reset": reset_sites, **options}
 
     def _begin(self, episode_id: str | None, name: str, started: dict[str, Any]) -> WebArenaObservation:
         self._state = WebArenaState(episode_id=episode_id or name, session=name, task_id=started["task_id"])
         return WebArenaObservation(
-            session=name, task_id=started["task_id"], intent=started.get("intent", ""),
-            start_urls=started.get("start_urls") or [], proxy=started.get("proxy"),
+            session=name,
+            task_id=started["task_id"],
+            intent=started.get("intent", ""),
+            start_urls=started.get("start_urls") or [],
+            proxy=started.get("proxy"),
             replicas=started.get("replicas"),
-        )  # fmt: skip
+        )
 
     # step ----------------------------------------------------------------------------------------
-    def step(self, action: WebArenaAction, timeout_s: float | None = None, **kwargs: Any) -> WebArenaObservation:
+    def step(
+        self, action: WebArenaAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> WebArenaObservation:
         self._check_running()
         return self._ended(score(self._state.session, action.answer, control=self.control, token=self.token))
 
@@ -131,10 +150,16 @@ class WebArenaEnvironment(Environment[WebArenaAction, WebArenaObservation, WebAr
         self._state.step_count += 1
         self._state.finished = True
         return WebArenaObservation(
-            done=True, reward=None if reward.masked else reward.value, session=reward.session,
-            task_id=self._state.task_id, status=reward.status, masked=reward.masked, kind=reward.kind,
-            reason=reward.reason, result=reward.result,
-        )  # fmt: skip
+            done=True,
+            reward=None if reward.masked else reward.value,
+            session=reward.session,
+            task_id=self._state.task_id,
+            status=reward.status,
+            masked=reward.masked,
+            kind=reward.kind,
+            reason=reward.reason,
+            result=reward.result,
+        )
 
     # state ---------------------------------------------------------------------------------------
     @property
@@ -167,9 +192,12 @@ def create_webarena_app(
 ) -> Any:
     """openenv-core's server app: one `WebArenaEnvironment` per WebSocket connection."""
     return create_app(
-        lambda: WebArenaEnvironment(control, token), WebArenaAction, WebArenaObservation,
-        env_name="webarena-live", max_concurrent_envs=max_concurrent_envs,
-    )  # fmt: skip
+        lambda: WebArenaEnvironment(control, token),
+        WebArenaAction,
+        WebArenaObservation,
+        env_name="webarena-live",
+        max_concurrent_envs=max_concurrent_envs,
+    )
 
 
 class WebArenaEnvClient(EnvClient[WebArenaAction, WebArenaObservation, WebArenaState]):
@@ -182,7 +210,9 @@ class WebArenaEnvClient(EnvClient[WebArenaAction, WebArenaObservation, WebArenaS
         observation = WebArenaObservation(
             **payload.get("observation", {}), reward=payload.get("reward"), done=payload.get("done", False)
         )
-        return StepResult(observation=observation, reward=payload.get("reward"), done=payload.get("done", False))
+        return StepResult(
+            observation=observation, reward=payload.get("reward"), done=payload.get("done", False)
+        )
 
     def _parse_state(self, payload: dict[str, Any]) -> WebArenaState:
         return WebArenaState(**payload)

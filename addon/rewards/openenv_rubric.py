@@ -48,9 +48,14 @@ def action_answer(action: Any, observation: Any) -> Any:
 
 class _Reading:
     def __init__(
-        self, *, control: str | None, token: str | None, session_of: Reader | None, answer_of: Reader | None,
+        self,
+        *,
+        control: str | None,
+        token: str | None,
+        session_of: Reader | None,
+        answer_of: Reader | None,
         intermediate: float,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.control, self.token, self.intermediate = control, token, intermediate
         self.session_of = session_of or observed_session
         self.answer_of = answer_of or action_answer
@@ -67,16 +72,26 @@ class _Reading:
         return reward.require()
 
 
-class WebArenaRubric(Rubric):  # type: ignore[misc]
+class WebArenaRubric(Rubric):
     """The verdict's score on the final step, awaited (`_apply_rubric_async`)."""
 
     def __init__(
-        self, control: str | None = None, token: str | None = None, *, session_of: Reader | None = None,
-        answer_of: Reader | None = None, intermediate: float = 0.0,
-    ) -> None:  # fmt: skip
+        self,
+        control: str | None = None,
+        token: str | None = None,
+        *,
+        session_of: Reader | None = None,
+        answer_of: Reader | None = None,
+        intermediate: float = 0.0,
+    ) -> None:
         super().__init__()
-        self.reading = _Reading(control=control, token=token, session_of=session_of, answer_of=answer_of,
-                                intermediate=intermediate)  # fmt: skip
+        self.reading = _Reading(
+            control=control,
+            token=token,
+            session_of=session_of,
+            answer_of=answer_of,
+            intermediate=intermediate,
+        )
 
     @property
     def last_reward(self) -> Reward | None:
@@ -86,21 +101,35 @@ class WebArenaRubric(Rubric):  # type: ignore[misc]
         r = self.reading
         if not getattr(observation, "done", False):
             return r.intermediate
-        reward = await ascore(r._session(action, observation), r.answer_of(action, observation),
-                              control=r.control, token=r.token)  # fmt: skip
+        reward = await ascore(
+            r._session(action, observation),
+            r.answer_of(action, observation),
+            control=r.control,
+            token=r.token,
+        )
         return r._value(reward)
 
 
-class WebArenaSyncRubric(Rubric):  # type: ignore[misc]
+class WebArenaSyncRubric(Rubric):
     """`WebArenaRubric` for a synchronous `step` (`_apply_rubric`)."""
 
     def __init__(
-        self, control: str | None = None, token: str | None = None, *, session_of: Reader | None = None,
-        answer_of: Reader | None = None, intermediate: float = 0.0,
-    ) -> None:  # fmt: skip
+        self,
+        control: str | None = None,
+        token: str | None = None,
+        *,
+        session_of: Reader | None = None,
+        answer_of: Reader | None = None,
+        intermediate: float = 0.0,
+    ) -> None:
         super().__init__()
-        self.reading = _Reading(control=control, token=token, session_of=session_of, answer_of=answer_of,
-                                intermediate=intermediate)  # fmt: skip
+        self.reading = _Reading(
+            control=control,
+            token=token,
+            session_of=session_of,
+            answer_of=answer_of,
+            intermediate=intermediate,
+        )
 
     @property
     def last_reward(self) -> Reward | None:
@@ -110,8 +139,12 @@ class WebArenaSyncRubric(Rubric):  # type: ignore[misc]
         r = self.reading
         if not getattr(observation, "done", False):
             return r.intermediate
-        reward = score(r._session(action, observation), r.answer_of(action, observation),
-                       control=r.control, token=r.token)  # fmt: skip
+        reward = score(
+            r._session(action, observation),
+            r.answer_of(action, observation),
+            control=r.control,
+            token=r.token,
+        )
         return r._value(reward)
 
 

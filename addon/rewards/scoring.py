@@ -53,7 +53,9 @@ READ_RESULT = None
 
 _clients: dict[tuple[str, str | None], Client] = {}
 _clients_lock = threading.Lock()
-_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str | None], AsyncClient]]
+_async_clients: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, str | None], AsyncClient]
+]
 _async_clients = weakref.WeakKeyDictionary()
 _origins: dict[str, frozenset[str]] = {}
 

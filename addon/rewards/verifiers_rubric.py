@@ -65,7 +65,9 @@ def mark_masked(state: Any, reward: Reward) -> None:
     """The masked reward where verifiers keeps infrastructure failures: the rollout's error."""
     if state.get("error") is not None:
         return
-    error = vf.InfraError(f"webarena-live: no reward for session {reward.session!r}: {reward.kind}: {reward.reason}")
+    error = vf.InfraError(
+        f"webarena-live: no reward for session {reward.session!r}: {reward.kind}: {reward.reason}"
+    )
     if hasattr(state, "_set_error"):
         state._set_error(error)
     else:
@@ -73,9 +75,14 @@ def mark_masked(state: Any, reward: Reward) -> None:
 
 
 async def webarena_reward(
-    completion: Any = None, state: Any = None, info: Any = None, *, control: str | None = None,
-    token: str | None = None, **kwargs: Any,
-) -> float:  # fmt: skip
+    completion: Any = None,
+    state: Any = None,
+    info: Any = None,
+    *,
+    control: str | None = None,
+    token: str | None = None,
+    **kwargs: Any,
+) -> float:
     """The rollout's reward: the verdict's score of its session; a masked one marks the rollout."""
     state = state if state is not None else {}
     answer = state.get(ANSWER_KEY) if state.get(ANSWER_KEY) is not None else completion_text(completion)
@@ -93,7 +100,7 @@ def webarena_masked(state: Any = None, **kwargs: Any) -> float:
     return 1.0 if held.get("masked") else 0.0
 
 
-class WebArenaRubric(vf.Rubric):  # type: ignore[misc,name-defined]
+class WebArenaRubric(vf.Rubric):
     """`webarena_reward` (weight 1) and the `webarena_masked` metric, bound to a control API."""
 
     def __init__(self, control: str | None = None, token: str | None = None, **kwargs: Any) -> None:

@@ -42,13 +42,26 @@ def compute_score(
     if not session:
         raise ValueError(f"extra_info has no {SESSION_KEY!r}: each row must name its webarena-live session")
     control = kwargs.get("control") or info.get(CONTROL_KEY)
-    reward = score(str(session), solution_str if solution_str is not None else "", control=control,
-                   token=kwargs.get("token"), patience=float(kwargs.get("patience", 60.0)))  # fmt: skip
+    reward = score(
+        str(session),
+        solution_str if solution_str is not None else "",
+        control=control,
+        token=kwargs.get("token"),
+        patience=float(kwargs.get("patience", 60.0)),
+    )
     if reward.masked:
         if kwargs.get("masked_score") is None:
             raise RewardUnavailable(reward)
-        return {"score": float(kwargs["masked_score"]), "webarena_masked": 1.0,
-                "webarena_success": 0.0, "webarena_reason": f"{reward.kind}: {reward.reason}"}  # fmt: skip
+        return {
+            "score": float(kwargs["masked_score"]),
+            "webarena_masked": 1.0,
+            "webarena_success": 0.0,
+            "webarena_reason": f"{reward.kind}: {reward.reason}",
+        }
     assert reward.value is not None
-    return {"score": reward.value, "webarena_masked": 0.0,
-            "webarena_success": 1.0 if reward.status == "success" else 0.0, "webarena_reason": ""}  # fmt: skip
+    return {
+        "score": reward.value,
+        "webarena_masked": 0.0,
+        "webarena_success": 1.0 if reward.status == "success" else 0.0,
+        "webarena_reason": "",
+    }

@@ -43,8 +43,14 @@ class BrowserEnv(Environment[BrowserAction, BrowserObservation, State]):
         self._browser: Any = None
         self._page: Any = None
 
-    def reset(self, seed: int | None = None, episode_id: str | None = None, task_id: int = 1003,
-              session: str = "", **kwargs: Any) -> BrowserObservation:  # fmt: skip
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        task_id: int = 1003,
+        session: str = "",
+        **kwargs: Any,
+    ) -> BrowserObservation:
         self._reset_rubric()
         self.close()
         with Client(control_url(None)) as api:
@@ -57,7 +63,9 @@ class BrowserEnv(Environment[BrowserAction, BrowserObservation, State]):
         self._page = self._browser.new_page()
         return BrowserObservation(session=session, start_urls=started.start_urls)
 
-    def step(self, action: BrowserAction, timeout_s: float | None = None, **kwargs: Any) -> BrowserObservation:
+    def step(
+        self, action: BrowserAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> BrowserObservation:
         self._state.step_count += 1
         if action.goto is not None:
             self._page.goto(action.goto)

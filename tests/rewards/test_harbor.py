@@ -28,8 +28,12 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def export(out: Path) -> list[Path]:
-    done = subprocess.run([sys.executable, "-m", "webarena_live.commands.cli", "export", "harbor", "--out", str(out)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "webarena_live.commands.cli", "export", "harbor", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return sorted(out.iterdir())
 
@@ -52,21 +56,33 @@ def test_harbor_loads_every_exported_task(tmp_path: Path) -> None:
         task = Task(folder)
         assert task.name == f"webarena-live/task-{folder.name.split('-')[-1]}"
         assert task.config.environment.healthcheck is not None
-        assert set(task.config.environment.env) == {"WEBARENA_LIVE_CONTROL", "WEBARENA_LIVE_CONTROL_TOKEN",
-                                                    "WEBARENA_LIVE_SESSION"}  # fmt: skip
+        assert set(task.config.environment.env) == {
+            "WEBARENA_LIVE_CONTROL",
+            "WEBARENA_LIVE_CONTROL_TOKEN",
+            "WEBARENA_LIVE_SESSION",
+        }
         # the verifier shares the agent's container (it reads the agent's answer file there)
         assert [f.rule for f in lint_task(folder, selected_rules=DEFAULT_RULES)] == ["shared-verifier"]
 
 
 def test_the_task_scripts_run_for_real(served: tuple[Served, Path], shop: str, tmp_path: Path) -> None:
     folder = next(f for f in export(tmp_path / "tasks") if f.name == "webarena-live-1003")
-    env = {**os.environ, "WEBARENA_LIVE_CONTROL": served[0].control, "WEBARENA_LIVE_SESSION": "harbor-1003",
-           "WEBARENA_LIVE_SESSION_FILE": str(tmp_path / "session.json"),
-           "WEBARENA_LIVE_ANSWER": str(tmp_path / "agent" / "answer.json"),
-           "WEBARENA_LIVE_VERIFIER_DIR": str(tmp_path / "trial" / "verifier"),
-           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}  # fmt: skip
-    started = subprocess.run(["bash", str(folder / "environment" / "start_session.sh")], env=env, timeout=60,
-                             capture_output=True, text=True)  # fmt: skip
+    env = {
+        **os.environ,
+        "WEBARENA_LIVE_CONTROL": served[0].control,
+        "WEBARENA_LIVE_SESSION": "harbor-1003",
+        "WEBARENA_LIVE_SESSION_FILE": str(tmp_path / "session.json"),
+        "WEBARENA_LIVE_ANSWER": str(tmp_path / "agent" / "answer.json"),
+        "WEBARENA_LIVE_VERIFIER_DIR": str(tmp_path / "trial" / "verifier"),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    started = subprocess.run(
+        ["bash", str(folder / "environment" / "start_session.sh")],
+        env=env,
+        timeout=60,
+        capture_output=True,
+        text=True,
+    )
     assert started.returncode == 0, started.stderr
     session = json.loads((tmp_path / "session.json").read_text())
     assert session["session"] == "harbor-1003" and session["task_id"] == 1003
@@ -75,14 +91,20 @@ def test_the_task_scripts_run_for_real(served: tuple[Served, Path], shop: str, t
         browse(session["proxy"], shop, path)
     (tmp_path / "agent").mkdir()
     (tmp_path / "agent" / "answer.json").write_text(json.dumps(PLANS["navigate-right"].answer))
-    verified = subprocess.run(["bash", str(folder / "tests" / "test.sh")], env=env, timeout=120,
-                              capture_output=True, text=True)  # fmt: skip
+    verified = subprocess.run(
+        ["bash", str(folder / "tests" / "test.sh")], env=env, timeout=120, capture_output=True, text=True
+    )
     assert verified.returncode == 0, verified.stderr
     rewards = harbor_rewards(tmp_path / "trial" / "verifier")
     assert rewards["reward"] == 1.0 and rewards["success"] == 1.0 and rewards["NetworkEventEvaluator"] == 1.0
 
     # a session that cannot be judged: test.sh fails with the reason and no reward file is left
-    failed = subprocess.run(["bash", str(folder / "tests" / "test.sh")], timeout=120, capture_output=True, text=True,
-                            env={**env, "WEBARENA_LIVE_SESSION": "harbor-nobody"})  # fmt: skip
+    failed = subprocess.run(
+        ["bash", str(folder / "tests" / "test.sh")],
+        timeout=120,
+        capture_output=True,
+        text=True,
+        env={**env, "WEBARENA_LIVE_SESSION": "harbor-nobody"},
+    )
     assert failed.returncode == 1 and "unknown_session" in failed.stderr
     assert not list((tmp_path / "trial" / "verifier").glob("reward.*"))

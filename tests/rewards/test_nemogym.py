@@ -79,11 +79,15 @@ def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
         yield patch
 
 
-def test_verify_in_nemo_gyms_own_server(served: tuple[Served, Path], shop: str, resources_server: str) -> None:
+def test_verify_in_nemo_gyms_own_server(
+    served: tuple[Served, Path], shop: str, resources_server: str
+) -> None:
     for label, plan in PLANS.items():
         run_http_agent(served[0].control, shop, f"ng-{label}", plan)
         text = plan.answer if isinstance(plan.answer, str) else json.dumps(plan.answer)
-        body = WebArenaVerifyRequest.model_validate(verify_request(f"ng-{label}", text)).model_dump(mode="json")
+        body = WebArenaVerifyRequest.model_validate(verify_request(f"ng-{label}", text)).model_dump(
+            mode="json"
+        )
         reply = requests.post(f"{resources_server}/verify", json=body, timeout=60)
         assert reply.status_code == 200, reply.text
         answer = WebArenaVerifyResponse.model_validate(reply.json())
@@ -92,6 +96,8 @@ def test_verify_in_nemo_gyms_own_server(served: tuple[Served, Path], shop: str, 
 
 def test_a_masked_sample_in_nemo_gyms_shape(resources_server: str) -> None:
     body = WebArenaVerifyRequest.model_validate(verify_request("ng-nobody", "{}")).model_dump(mode="json")
-    answer = WebArenaVerifyResponse.model_validate(requests.post(f"{resources_server}/verify", json=body, timeout=60).json())
+    answer = WebArenaVerifyResponse.model_validate(
+        requests.post(f"{resources_server}/verify", json=body, timeout=60).json()
+    )
     assert answer.mask_sample and answer.failure_kind == "webarena_live:unknown_session"
     assert "ng-nobody" in (answer.failure_reason or "")

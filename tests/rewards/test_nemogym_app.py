@@ -28,19 +28,33 @@ def verify_request(session: str, text: str) -> dict[str, Any]:
     return {
         "responses_create_params": {"input": [{"role": "user", "content": "the task's intent"}]},
         "response": {
-            "id": "resp_1", "created_at": 0, "model": "policy", "object": "response", "parallel_tool_calls": False,
-            "tool_choice": "auto", "tools": [],
-            "output": [{"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
-                        "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+            "id": "resp_1",
+            "created_at": 0,
+            "model": "policy",
+            "object": "response",
+            "parallel_tool_calls": False,
+            "tool_choice": "auto",
+            "tools": [],
+            "output": [
+                {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }
+            ],
         },
         "webarena_session": session,
-    }  # fmt: skip
+    }
 
 
 @pytest.fixture(scope="module")
 def resources_server(served: tuple[Served, Path]) -> Iterator[str]:
     (port,) = free_ports(1)
-    server = uvicorn.Server(uvicorn.Config(create_app(served[0].control), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(served[0].control), host="127.0.0.1", port=port, log_level="warning")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
@@ -50,7 +64,9 @@ def resources_server(served: tuple[Served, Path]) -> Iterator[str]:
     thread.join(10)
 
 
-def test_verify_answers_the_verdicts_reward(served: tuple[Served, Path], shop: str, resources_server: str) -> None:
+def test_verify_answers_the_verdicts_reward(
+    served: tuple[Served, Path], shop: str, resources_server: str
+) -> None:
     for label, plan in PLANS.items():
         run_http_agent(served[0].control, shop, f"gym-{label}", plan)
         text = plan.answer if isinstance(plan.answer, str) else json.dumps(plan.answer)
@@ -59,7 +75,11 @@ def test_verify_answers_the_verdicts_reward(served: tuple[Served, Path], shop: s
         assert reply.status_code == 200, reply.text
         answer = reply.json()
         assert {k: answer[k] for k in body} == body  # the request echoed
-        assert (answer["reward"], answer["mask_sample"], answer["failure_kind"]) == (plan.score, False, None), label
+        assert (answer["reward"], answer["mask_sample"], answer["failure_kind"]) == (
+            plan.score,
+            False,
+            None,
+        ), label
 
 
 def test_a_masked_sample_says_so(resources_server: str) -> None:

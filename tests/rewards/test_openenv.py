@@ -40,8 +40,19 @@ def openenv_server(app: str, control: str, *factory: str) -> Iterator[str]:
     """`uvicorn APP` (openenv-core's app) on a free port until it answers /health: its base URL."""
     (port,) = free_ports(1)
     env = {**os.environ, "WEBARENA_LIVE_CONTROL": control, "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "uvicorn", *factory, app, "--host", "127.0.0.1", "--port", str(port),
-               "--log-level", "warning"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        *factory,
+        app,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
     process = subprocess.Popen(command, cwd=REPO, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -63,7 +74,9 @@ def openenv_server(app: str, control: str, *factory: str) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def environment_server(fleet: Served) -> Iterator[str]:
-    yield from openenv_server("webarena_live.rewards.openenv_env:create_webarena_app", fleet.control, "--factory")
+    yield from openenv_server(
+        "webarena_live.rewards.openenv_env:create_webarena_app", fleet.control, "--factory"
+    )
 
 
 async def episode(url: str, shop: str, index: int) -> tuple[str, float | None, dict[str, object]]:
@@ -85,14 +98,19 @@ async def episode(url: str, shop: str, index: int) -> tuple[str, float | None, d
         return label, ended.reward, {"status": ended.observation.status, "expected": plan.score}
 
 
-def test_thirty_two_concurrent_episodes_over_two_workers(environment_server: str, fleet: Served, shop: str) -> None:
+def test_thirty_two_concurrent_episodes_over_two_workers(
+    environment_server: str, fleet: Served, shop: str
+) -> None:
     async def all_episodes() -> list[tuple[str, float | None, dict[str, object]]]:
         return await asyncio.gather(*(episode(environment_server, shop, i) for i in range(32)))
 
     outcomes = asyncio.run(all_episodes())
     for index, (label, reward, seen) in enumerate(outcomes):
         assert reward == seen["expected"], (index, label, reward, seen)
-    sessions = {view["session"]: view for view in httpx.get(f"{fleet.control}/sessions", timeout=10).json()["sessions"]}
+    sessions = {
+        view["session"]: view
+        for view in httpx.get(f"{fleet.control}/sessions", timeout=10).json()["sessions"]
+    }
     assert {sessions[f"oe-{i}"]["worker"] for i in range(32)} == {0, 1}
     for index in range(32):  # none crossed: each trace holds its own first page only
         urls = trace_urls(fleet.control, f"oe-{index}")
@@ -111,11 +129,17 @@ def test_a_chromium_agent_through_an_episode(environment_server: str, shop: str)
 
             def act() -> object:
                 with sync_playwright() as playwright:
-                    args = [*CHROMIUM_ARGS, f"--proxy-server={observation.proxy}", "--proxy-bypass-list=<-loopback>"]
+                    args = [
+                        *CHROMIUM_ARGS,
+                        f"--proxy-server={observation.proxy}",
+                        "--proxy-bypass-list=<-loopback>",
+                    ]
                     browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
                     try:
                         page = browser.new_page()
-                        return next(a for a in ATTEMPTS if a.task_id == 1004).act(page, observation.start_urls[0])
+                        return next(a for a in ATTEMPTS if a.task_id == 1004).act(
+                            page, observation.start_urls[0]
+                        )
                     finally:
                         browser.close()
 

@@ -46,7 +46,10 @@ def test_rewards_are_the_verdicts_and_the_reference_agrees(
     assert rewards["chromium"].value == 1.0 and rewards["chromium"].status == "success"
     # prose is judged as the reference judges it: a failure of the answer's format, not an outage
     assertions = rewards["not-json"].result["evaluators_results"][0]["assertions"]  # type: ignore[index]
-    assert rewards["not-json"].status == "failure" and assertions[0]["assertion_name"] == "agent_response_invalid_format"
+    assert (
+        rewards["not-json"].status == "failure"
+        and assertions[0]["assertion_name"] == "agent_response_invalid_format"
+    )
 
     for label, reward in rewards.items():
         run_dir = out / ("score-" + label)
@@ -97,12 +100,13 @@ def test_run_time_failures_are_masked_never_zero(served: tuple[Served, Path], sh
     (port,) = free_ports(1)
     away = score("anything", NAVIGATED, control=f"http://127.0.0.1:{port}")
     assert (away.masked, away.kind, away.value) == (True, "control_unreachable", None)
-    assert asyncio.run(ascore("anything", NAVIGATED, control=f"http://127.0.0.1:{port}")).kind == "control_unreachable"
+    assert (
+        asyncio.run(ascore("anything", NAVIGATED, control=f"http://127.0.0.1:{port}")).kind
+        == "control_unreachable"
+    )
 
 
-def test_a_site_that_went_down_mid_episode_masks_the_reward(
-    tmp_path: Path, shop: str
-) -> None:
+def test_a_site_that_went_down_mid_episode_masks_the_reward(tmp_path: Path, shop: str) -> None:
     """The shop answers the first page, then stops: the failing verdict is the outage's, not the agent's."""
     doomed = demo_site.serve("127.0.0.1", 0)
     server, _ = serve_shop(tmp_path, doomed.url)
@@ -111,9 +115,12 @@ def test_a_site_that_went_down_mid_episode_masks_the_reward(
         browse(started["proxy"], doomed.url, "/")
         doomed.shutdown()
         doomed.server_close()  # nothing listens there any more
-        requests.get(f"{doomed.url}/enamel-camp-mug.html", proxies={"http": started["proxy"]},
-                     headers={"Accept": "text/html", "Sec-Fetch-Dest": "document", "Sec-Fetch-Mode": "navigate"},
-                     timeout=10)  # fmt: skip
+        requests.get(
+            f"{doomed.url}/enamel-camp-mug.html",
+            proxies={"http": started["proxy"]},
+            headers={"Accept": "text/html", "Sec-Fetch-Dest": "document", "Sec-Fetch-Mode": "navigate"},
+            timeout=10,
+        )
         reward = score("outage", NAVIGATED, control=server.control)
         assert (reward.masked, reward.kind, reward.status) == (True, "site_unreachable", "failure"), reward
         assert "/enamel-camp-mug.html" in (reward.reason or "")
@@ -127,8 +134,13 @@ def test_a_site_that_went_down_mid_episode_masks_the_reward(
 def test_an_exposed_verdict_is_masked_and_keeps_its_score() -> None:
     """`interference` as the finish reports it: exposed masks the sample, not exposed (or absent) does not."""
     result = {"task_id": 1003, "status": "success", "score": 1.0, "evaluators_results": []}
-    exposed = {**result, "interference": {"exposed": True, "mutations": [
-        {"session": "s2", "method": "POST", "url": "http://shop/checkout/cart/add/"}]}}  # fmt: skip
+    exposed = {
+        **result,
+        "interference": {
+            "exposed": True,
+            "mutations": [{"session": "s2", "method": "POST", "url": "http://shop/checkout/cart/add/"}],
+        },
+    }
     reward = judged("s1", exposed)
     assert (reward.masked, reward.kind, reward.value) == (True, "exposed", 1.0)
     assert "POST http://shop/checkout/cart/add/ by s2" in (reward.reason or "")

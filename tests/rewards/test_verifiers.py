@@ -26,8 +26,14 @@ pytestmark = pytest.mark.timeout(300)
 def rollout(index: int, session: str, reply: str, *, in_state: bool = False) -> State:
     """A finished rollout's state as a verifiers environment leaves it: its input row and completion."""
     info = {} if in_state else {"webarena_session": session}
-    state = State(input={"prompt": [{"role": "user", "content": "the task's intent"}], "example_id": index,
-                         "answer": "", "info": info})  # fmt: skip
+    state = State(
+        input={
+            "prompt": [{"role": "user", "content": "the task's intent"}],
+            "example_id": index,
+            "answer": "",
+            "info": info,
+        }
+    )
     state["completion"] = [{"role": "assistant", "content": reply}]
     state["trajectory"] = []
     if in_state:

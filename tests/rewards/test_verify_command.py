@@ -23,9 +23,12 @@ pytestmark = pytest.mark.timeout(300)
 
 def webarena_live(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "webarena_live.commands.cli", *args], capture_output=True, text=True,
-        timeout=120, env=env,
-    )  # fmt: skip
+        [sys.executable, "-m", "webarena_live.commands.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def test_verify_writes_the_verdict_as_harbors_reward_files(
@@ -38,8 +41,17 @@ def test_verify_writes_the_verdict_as_harbors_reward_files(
         answer = tmp_path / f"{label}.json"
         answer.write_text(plan.answer if isinstance(plan.answer, str) else json.dumps(plan.answer))
         out = tmp_path / label
-        done = webarena_live("verify", "--session", f"verify-{label}", "--answer", str(answer),
-                             "--control", control, "--out", str(out))  # fmt: skip
+        done = webarena_live(
+            "verify",
+            "--session",
+            f"verify-{label}",
+            "--answer",
+            str(answer),
+            "--control",
+            control,
+            "--out",
+            str(out),
+        )
         assert done.returncode == 0, done.stderr
         result = json.loads((out / "eval_result.json").read_text())
         numbers = json.loads((out / "reward.json").read_text())
@@ -53,19 +65,32 @@ def test_verify_writes_the_verdict_as_harbors_reward_files(
         ]
     # again without an answer: the finished session's verdict is read
     again = tmp_path / "again"
-    done = webarena_live("verify", "--session", "verify-navigate-right", "--control", control, "--out", str(again))
+    done = webarena_live(
+        "verify", "--session", "verify-navigate-right", "--control", control, "--out", str(again)
+    )
     assert done.returncode == 0 and float((again / "reward.txt").read_text()) == 1.0
 
 
-def test_verify_without_a_judgeable_session_writes_no_reward(served: tuple[Served, Path], tmp_path: Path) -> None:
+def test_verify_without_a_judgeable_session_writes_no_reward(
+    served: tuple[Served, Path], tmp_path: Path
+) -> None:
     control = served[0].control
     out = tmp_path / "verifier"
     out.mkdir()
     (out / "reward.txt").write_text("1\n")  # an earlier trial's, which must not count for this one
     answer = tmp_path / "answer.json"
     answer.write_text(json.dumps(PLANS["navigate-right"].answer))
-    done = webarena_live("verify", "--session", "never-started", "--answer", str(answer), "--control", control,
-                         "--out", str(out))  # fmt: skip
+    done = webarena_live(
+        "verify",
+        "--session",
+        "never-started",
+        "--answer",
+        str(answer),
+        "--control",
+        control,
+        "--out",
+        str(out),
+    )
     assert done.returncode == 1 and not list(out.iterdir())
     assert done.stderr.strip().count("\n") == 0 and "unknown_session" in done.stderr, done.stderr
     start_session(control, "verify-running", 1003)
@@ -80,7 +105,9 @@ def test_export_harbor_writes_a_task_folder_per_task(tmp_path: Path) -> None:
     assert folders == [f"webarena-live-{i}" for i in range(1001, 1008)]
     folder = tmp_path / "webarena-live-1004"
     config = tomllib.loads((folder / "task.toml").read_text())
-    assert config["task"]["name"] == "webarena-live/task-1004" and config["metadata"]["webarena_task_id"] == 1004
+    assert (
+        config["task"]["name"] == "webarena-live/task-1004" and config["metadata"]["webarena_task_id"] == 1004
+    )
     assert "Trailblazer Hiking Backpack" in (folder / "instruction.md").read_text()
     assert "webarena-live verify" in (folder / "tests" / "test.sh").read_text()
     assert (folder / "tests" / "test.sh").stat().st_mode & 0o111

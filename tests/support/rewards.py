@@ -45,7 +45,9 @@ def serve_shop(tmp: Path, shop: str, *extra: str) -> tuple[Served, Path]:
     return served, tmp / "out"
 
 
-def run_http_agent(control: str, shop: str, session: str, plan: Plan, *, run: str | None = None) -> dict[str, Any]:
+def run_http_agent(
+    control: str, shop: str, session: str, plan: Plan, *, run: str | None = None
+) -> dict[str, Any]:
     """Start `session` on the plan's task (outputs in run `run`, default the session's name) and browse
     its pages through the session's own address: `POST /sessions`' answer."""
     started = start_session(control, session, plan.task_id, run=run or session)
@@ -64,13 +66,29 @@ def reference_verdicts(
         stale.unlink()
     dataset = oracle_dataset(official_dataset, DEMO_TASKS, work / "oracle-dataset.json")
     config = work / "oracle-config.json"
-    config.write_text(json.dumps({"environments": {"__SHOPPING__": {"urls": [shop]}}, "test_data_file": str(dataset)}))
+    config.write_text(
+        json.dumps({"environments": {"__SHOPPING__": {"urls": [shop]}}, "test_data_file": str(dataset)})
+    )
     task_ids = sorted(int(p.name) for p in judged.iterdir() if p.is_dir() and p.name.isdigit())
     done = subprocess.run(
-        [str(oracle_python), "-m", "webarena_verified", "eval-tasks", "--output-dir", str(judged),
-         "--config", str(config), "--task-ids", ",".join(map(str, task_ids))],
-        cwd=work, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        [
+            str(oracle_python),
+            "-m",
+            "webarena_verified",
+            "eval-tasks",
+            "--output-dir",
+            str(judged),
+            "--config",
+            str(config),
+            "--task-ids",
+            ",".join(map(str, task_ids)),
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     verdicts = {}
     for task_id in task_ids:
