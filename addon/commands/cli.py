@@ -249,12 +249,14 @@ def _add_reward_commands(commands: Any) -> None:
     export = commands.add_parser(
         "export", help="export tasks for a training framework", description="Export tasks for a framework."
     )
-    formats = export.add_subparsers(dest="format", required=True, metavar="FORMAT")
+    formats = export.add_subparsers(
+        dest="format", required=True, metavar="FORMAT", help="what to export for: harbor"
+    )
     harbor = formats.add_parser(
         "harbor",
         help="a Harbor task folder per task",
         description="Write DIR/webarena-live-<task_id>/ (instruction.md, task.toml, environment/, "
-        "tests/test.sh) for each task of the dataset.",
+        "<task>/tests/test.sh) for each task of the dataset.",
     )
     harbor.add_argument(
         "--tasks",

@@ -20,5 +20,6 @@ __all__ = ["Reward", "RewardUnavailable", "ascore", "score"]
 def missing_extra(module: str, extra: str, package: str) -> ImportError:
     """The one line an adapter raises when its framework is not installed."""
     return ImportError(
-        f"webarena_live.rewards.{module} needs {package}: pip install 'webarena-live[{extra}]'"
+        f"webarena_live.rewards.{module} needs {package} (Python 3.12 or newer): "
+        f"pip install 'webarena-live[{extra}]'"
     )

@@ -10,7 +10,7 @@ instead of scoring it 0.
 
 `export` is `webarena-live export harbor`'s work: `DIR/webarena-live-<task_id>/` holding
 `instruction.md`, `task.toml`, `environment/` (a Dockerfile with webarena-live, and the script
-Harbor's healthcheck runs to start the session before the agent) and `tests/test.sh` (which runs
+Harbor's healthcheck runs to start the session before the agent) and `<task>/tests/test.sh` (which runs
 `webarena-live verify`). Needs no package beyond webarena-live.
 """
 

@@ -1,6 +1,6 @@
 """Harbor for real (Python 3.12+, `harbor` installed): every folder `export harbor` writes is a task
 Harbor's own loader accepts, and its scripts run for real: `environment/start_session.sh` starts the
-session, an HTTP agent browses through the address it wrote, `tests/test.sh` writes reward files that
+session, an HTTP agent browses through the address it wrote, `<task>/tests/test.sh` writes reward files that
 Harbor's own verifier parsers read as the verdict; a session that cannot be judged leaves none.
 
 Runs in `.venv-harbor` (scripts/bootstrap.sh).
