@@ -133,9 +133,14 @@ class _Calls:
         return _Call("POST", "/sessions", _start_body(task_id, options))
 
     @staticmethod
-    def session(name: str, action: str = "", body: Any = None, since: int = 0) -> _Call:
+    def session(
+        name: str, action: str = "", body: Any = None, since: int = 0, status: list[int] | None = None
+    ) -> _Call:
         method = "GET" if body is None else "POST"
-        return _Call(method, _session_path(name, action), body, {"since": since} if since else None)
+        params: dict[str, Any] = {"since": since} if since else {}
+        if status is not None:
+            params["status"] = status
+        return _Call(method, _session_path(name, action), body, params or None)
 
 
 class Client:
@@ -172,8 +177,9 @@ class Client:
     def session(self, name: str) -> dict[str, Any]:
         return self._do(_Calls.session(name))
 
-    def trace(self, name: str, *, since: int = 0) -> list[dict[str, Any]]:
-        return self._do(_Calls.session(name, "trace", since=since))["events"]
+    def trace(self, name: str, *, since: int = 0, status: list[int] | None = None) -> list[dict[str, Any]]:
+        """The events so far; with `status`, only those that got one of these statuses (0: none)."""
+        return self._do(_Calls.session(name, "trace", since=since, status=status))["events"]
 
     def progress(self, name: str) -> TaskProgress:
         return TaskProgress.model_validate(self._do(_Calls.session(name, "progress")))
@@ -239,8 +245,10 @@ class AsyncClient:
     async def session(self, name: str) -> dict[str, Any]:
         return await self._do(_Calls.session(name))
 
-    async def trace(self, name: str, *, since: int = 0) -> list[dict[str, Any]]:
-        return (await self._do(_Calls.session(name, "trace", since=since)))["events"]
+    async def trace(
+        self, name: str, *, since: int = 0, status: list[int] | None = None
+    ) -> list[dict[str, Any]]:
+        return (await self._do(_Calls.session(name, "trace", since=since, status=status)))["events"]
 
     async def progress(self, name: str) -> TaskProgress:
         return TaskProgress.model_validate(await self._do(_Calls.session(name, "progress")))

@@ -32,8 +32,10 @@ import json
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -65,15 +67,21 @@ print(json.dumps({"import": imported - started, "first": done - imported, "warm"
 
 
 def session(control: httpx.Client, shop: str, name: str, events: int, *, success: bool) -> None:
-    """`events` navigations through the session's own address, the product page last (or just before)."""
+    """`events` navigations through the session's own address (eight at a time), then the product page
+    last (or just before the last)."""
     started = control.post("/sessions", json={"task_id": 1003, "session": name, "run": name}).json()
-    paths = [f"/?n={i}" for i in range(events - 2)] + (
-        [f"/?n={events}", PRODUCT] if success else [PRODUCT, "/"]
-    )
-    with requests.Session() as browser:
-        browser.proxies = {"http": started["proxy"]}
-        for path in paths:
-            browser.get(f"{shop}{path}", headers=NAVIGATION, timeout=30).raise_for_status()
+    local = threading.local()
+
+    def get(path: str) -> None:
+        if not hasattr(local, "browser"):
+            local.browser = requests.Session()
+            local.browser.proxies = {"http": started["proxy"]}
+        local.browser.get(f"{shop}{path}", headers=NAVIGATION, timeout=30).raise_for_status()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(get, [f"/?n={i}" for i in range(events - 2)]))
+    for path in [f"/?n={events}", PRODUCT] if success else [PRODUCT, "/"]:
+        get(path)
 
 
 def adapters(control_url: str, http: httpx.Client, work: Path) -> dict[str, Callable[[str], float]]:
@@ -181,6 +189,9 @@ def main() -> int:
     try:
         with httpx.Client(base_url=served.control_url, timeout=120) as http:
             kinds = adapters(served.control_url, http, work)
+            for kind, judge in kinds.items():  # warm: clients made, connections open, modules loaded
+                session(http, shop.url, f"warm-{kind}", 10, success=False)
+                judge(f"warm-{kind}")
             for round_ in range(args.rounds):
                 for success in (True, False):
                     for kind, judge in kinds.items():

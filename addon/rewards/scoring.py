@@ -33,6 +33,7 @@ import httpx
 
 from webarena_live.client import DEFAULT_URL, AsyncClient, Client, ControlAPIError
 from webarena_live.rewards.reward import (
+    UNREACHABLE_STATUSES,
     Reward,
     judged,
     masked,
@@ -58,6 +59,8 @@ _async_clients: weakref.WeakKeyDictionary[
 ]
 _async_clients = weakref.WeakKeyDictionary()
 _origins: dict[str, frozenset[str]] = {}
+UNANSWERED = sorted(UNREACHABLE_STATUSES)
+"""The trace is asked for these events only: the server filters, so a long session costs little."""
 
 
 def control_url(control: str | None) -> str:
@@ -153,7 +156,7 @@ def _judge(api: Client, session: str, answer: Any) -> Reward:
         base = str(api.http.base_url)
         if base not in _origins:
             _origins[base] = site_origins(api.health())
-        site_down = unreachable_site(api.trace(session), _origins[base])
+        site_down = unreachable_site(api.trace(session, status=UNANSWERED), _origins[base])
     return judged(session, result, site_down)
 
 
@@ -178,7 +181,7 @@ async def _ajudge(api: AsyncClient, session: str, answer: Any) -> Reward:
         base = str(api.http.base_url)
         if base not in _origins:
             _origins[base] = site_origins(await api.health())
-        site_down = unreachable_site(await api.trace(session), _origins[base])
+        site_down = unreachable_site(await api.trace(session, status=UNANSWERED), _origins[base])
     return judged(session, result, site_down)
 
 

@@ -121,6 +121,12 @@ def test_a_site_that_went_down_mid_episode_masks_the_reward(tmp_path: Path, shop
             headers={"Accept": "text/html", "Sec-Fetch-Dest": "document", "Sec-Fetch-Mode": "navigate"},
             timeout=10,
         )
+        # the trace asked for what the site never answered only (the server filters: `count` is the whole)
+        unanswered = requests.get(
+            f"{server.control}/sessions/outage/trace", params={"status": [0, 502]}, timeout=10
+        )
+        assert unanswered.json()["count"] == 2
+        assert [e["url"] for e in unanswered.json()["events"]] == [f"{doomed.url}/enamel-camp-mug.html"]
         reward = score("outage", NAVIGATED, control=server.control)
         assert (reward.masked, reward.kind, reward.status) == (True, "site_unreachable", "failure"), reward
         assert "/enamel-camp-mug.html" in (reward.reason or "")
