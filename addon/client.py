@@ -146,8 +146,16 @@ class _Calls:
 class Client:
     """The control API, one blocking request per method."""
 
-    def __init__(self, base_url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = 60) -> None:
-        self.http = httpx.Client(base_url=base_url, headers=_headers(token), timeout=timeout)
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        token: str | None = None,
+        timeout: float = 60,
+        verify: bool = True,
+    ) -> None:
+        """`verify=False` skips loading the CA certificates (tens of milliseconds): for http:// only."""
+        self.http = httpx.Client(base_url=base_url, headers=_headers(token), timeout=timeout, verify=verify)
 
     def __enter__(self) -> Client:
         return self
@@ -215,8 +223,17 @@ class Client:
 class AsyncClient:
     """The control API for asyncio code: the same methods as `Client`, awaited."""
 
-    def __init__(self, base_url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = 60) -> None:
-        self.http = httpx.AsyncClient(base_url=base_url, headers=_headers(token), timeout=timeout)
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        token: str | None = None,
+        timeout: float = 60,
+        verify: bool = True,
+    ) -> None:
+        self.http = httpx.AsyncClient(
+            base_url=base_url, headers=_headers(token), timeout=timeout, verify=verify
+        )
 
     async def __aenter__(self) -> AsyncClient:
         return self

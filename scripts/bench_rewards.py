@@ -171,6 +171,10 @@ def main() -> int:
     )
     parser.add_argument("--events", type=int, default=1000, help="events per session (default 1000)")
     parser.add_argument("--rounds", type=int, default=3, help="sessions per adapter and verdict (default 3)")
+    parser.add_argument(
+        "--adapters", help="comma-separated adapters to time beside the finish (default: all here)"
+    )
+    parser.add_argument("--no-fresh", action="store_true", help="skip the fresh-process measurement")
     args = parser.parse_args()
     print(bench.machine_line())
     work = Path(tempfile.mkdtemp(prefix="bench-rewards-"))
@@ -189,6 +193,9 @@ def main() -> int:
     try:
         with httpx.Client(base_url=served.control_url, timeout=120) as http:
             kinds = adapters(served.control_url, http, work)
+            if args.adapters:
+                chosen = {"finish", *args.adapters.split(",")}
+                kinds = {kind: judge for kind, judge in kinds.items() if kind in chosen}
             for kind, judge in kinds.items():  # warm: clients made, connections open, modules loaded
                 session(http, shop.url, f"warm-{kind}", 10, success=False)
                 judge(f"warm-{kind}")
@@ -211,7 +218,7 @@ def main() -> int:
             bench.print_table(["adapter", "success", "added", "failure", "added"], rows)
 
             fresh = []
-            for index in range(args.rounds):
+            for index in range(0 if args.no_fresh else args.rounds):
                 names = [f"fresh-{index}-{n}" for n in (1, 2)]
                 for name in names:
                     session(http, shop.url, name, args.events, success=True)
@@ -223,6 +230,8 @@ def main() -> int:
                     timeout=120,
                 )
                 fresh.append(json.loads(done.stdout))
+            if not fresh:
+                return 0
             first = bench.median([f["first"] for f in fresh]) * 1000
             warm = bench.median([f["warm"] for f in fresh]) * 1000
             imported = bench.median([f["import"] for f in fresh]) * 1000

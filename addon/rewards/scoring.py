@@ -71,12 +71,18 @@ def control_token(token: str | None) -> str | None:
     return token if token is not None else os.environ.get(TOKEN_ENV) or None
 
 
+def _needs_tls(url: str) -> bool:
+    """Whether the client must load the CA certificates: only for https:// (loading them is most of a
+    first reward's time in a fresh process; the client follows no redirect)."""
+    return not url.startswith("http://")
+
+
 def shared_client(control: str | None = None, token: str | None = None) -> Client:
     """The process's client for this control API (kept open: its connections are reused)."""
     key = (control_url(control), control_token(token))
     with _clients_lock:
         if key not in _clients:
-            _clients[key] = Client(key[0], token=key[1])
+            _clients[key] = Client(key[0], token=key[1], verify=_needs_tls(key[0]))
         return _clients[key]
 
 
@@ -85,7 +91,7 @@ def shared_async_client(control: str | None = None, token: str | None = None) ->
     per_loop = _async_clients.setdefault(asyncio.get_running_loop(), {})
     key = (control_url(control), control_token(token))
     if key not in per_loop:
-        per_loop[key] = AsyncClient(key[0], token=key[1])
+        per_loop[key] = AsyncClient(key[0], token=key[1], verify=_needs_tls(key[0]))
     return per_loop[key]
 
 
