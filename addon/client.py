@@ -136,16 +136,29 @@ class _Calls:
         return _Call("POST", "/sessions", _start_body(task_id, options))
 
     @staticmethod
-    def session(name: str, action: str = "", body: Any = None, since: int = 0) -> _Call:
+    def session(
+        name: str, action: str = "", body: Any = None, since: int = 0, status: list[int] | None = None
+    ) -> _Call:
         method = "GET" if body is None else "POST"
-        return _Call(method, _session_path(name, action), body, {"since": since} if since else None)
+        params: dict[str, Any] = {"since": since} if since else {}
+        if status is not None:
+            params["status"] = status
+        return _Call(method, _session_path(name, action), body, params or None)
 
 
 class Client:
     """The control API, one blocking request per method."""
 
-    def __init__(self, base_url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = 60) -> None:
-        self.http = httpx.Client(base_url=base_url, headers=_headers(token), timeout=timeout)
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        token: str | None = None,
+        timeout: float = 60,
+        verify: bool = True,
+    ) -> None:
+        """`verify=False` skips loading the CA certificates (tens of milliseconds): for http:// only."""
+        self.http = httpx.Client(base_url=base_url, headers=_headers(token), timeout=timeout, verify=verify)
 
     def __enter__(self) -> Client:
         return self
@@ -176,8 +189,9 @@ class Client:
     def session(self, name: str) -> dict[str, Any]:
         return self._do(_Calls.session(name))
 
-    def trace(self, name: str, *, since: int = 0) -> list[dict[str, Any]]:
-        return self._do(_Calls.session(name, "trace", since=since))["events"]
+    def trace(self, name: str, *, since: int = 0, status: list[int] | None = None) -> list[dict[str, Any]]:
+        """The events so far; with `status`, only those that got one of these statuses (0: none)."""
+        return self._do(_Calls.session(name, "trace", since=since, status=status))["events"]
 
     def progress(self, name: str) -> TaskProgress:
         return TaskProgress.model_validate(self._do(_Calls.session(name, "progress")))
@@ -188,6 +202,11 @@ class Client:
 
     def finish(self, name: str, response: Any) -> TaskResult:
         return TaskResult.model_validate(self._do(_Calls.session(name, "finish", body=response)))
+
+    def finish_document(self, name: str, response: Any) -> dict[str, Any]:
+        """The finish's answer as the API sent it, every field kept (`TaskResult` keeps the verdict's
+        own; this keeps what the server adds beside them, such as `interference`)."""
+        return self._do(_Calls.session(name, "finish", body=response))
 
     def har(self, name: str) -> dict[str, Any]:
         return self._do(_Calls.session(name, "har"))
@@ -208,8 +227,17 @@ class Client:
 class AsyncClient:
     """The control API for asyncio code: the same methods as `Client`, awaited."""
 
-    def __init__(self, base_url: str = DEFAULT_URL, *, token: str | None = None, timeout: float = 60) -> None:
-        self.http = httpx.AsyncClient(base_url=base_url, headers=_headers(token), timeout=timeout)
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        token: str | None = None,
+        timeout: float = 60,
+        verify: bool = True,
+    ) -> None:
+        self.http = httpx.AsyncClient(
+            base_url=base_url, headers=_headers(token), timeout=timeout, verify=verify
+        )
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -238,8 +266,10 @@ class AsyncClient:
     async def session(self, name: str) -> dict[str, Any]:
         return await self._do(_Calls.session(name))
 
-    async def trace(self, name: str, *, since: int = 0) -> list[dict[str, Any]]:
-        return (await self._do(_Calls.session(name, "trace", since=since)))["events"]
+    async def trace(
+        self, name: str, *, since: int = 0, status: list[int] | None = None
+    ) -> list[dict[str, Any]]:
+        return (await self._do(_Calls.session(name, "trace", since=since, status=status)))["events"]
 
     async def progress(self, name: str) -> TaskProgress:
         return TaskProgress.model_validate(await self._do(_Calls.session(name, "progress")))
@@ -249,6 +279,9 @@ class AsyncClient:
 
     async def finish(self, name: str, response: Any) -> TaskResult:
         return TaskResult.model_validate(await self._do(_Calls.session(name, "finish", body=response)))
+
+    async def finish_document(self, name: str, response: Any) -> dict[str, Any]:
+        return await self._do(_Calls.session(name, "finish", body=response))
 
     async def har(self, name: str) -> dict[str, Any]:
         return await self._do(_Calls.session(name, "har"))

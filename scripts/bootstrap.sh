@@ -10,7 +10,10 @@
 # the wiki end-to-end tests run: scripts/install_test_apps.sh). For test and setup it also creates
 # .venv-3.13 with the package installed (not editable) on Python 3.13, which takes mitmproxy 12: the
 # proxy, control, fleet and end-to-end tests run there too (skipped with a warning outside CI when no
-# Python 3.13 is found; in CI its absence fails the run).
+# Python 3.13 is found; in CI its absence fails the run). Beside them, on that Python 3.13, one venv per
+# training framework the rewards are tested with (.venv-openenv, .venv-verifiers, .venv-harbor; with
+# WEBARENA_LIVE_NEMO_GYM=1 also .venv-nemogym, nemo-gym being 1.4 GB), filled in the background
+# while the rest installs, each from one wheel of the package, and each running its own test file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -82,9 +85,42 @@ step "installing webarena-live into .venv"
 # Strict editable mode: a tree of links that mypy can read (the default finder is invisible to it).
 .venv/bin/pip install "${pip_quiet[@]}" --config-settings editable_mode=strict -e '.[test,ray]'
 
+# One venv per training framework, each with the package's wheel and its framework (tests/rewards/):
+# started in the background once .venv exists (the wheel is built from a copy of the sources, so no
+# other build shares the checkout's build/ folder), waited for before their tests run.
+reward_frameworks=(openenv verifiers harbor)
+[ "${WEBARENA_LIVE_NEMO_GYM:-}" = 1 ] && reward_frameworks+=(nemogym)
+reward_venvs() {
+    local py="$1" src wheel framework
+    src="$(mktemp -d "${TMPDIR:-/tmp}/webarena-live-src.XXXXXX")"
+    cp -a addon evaluator tasks pyproject.toml README.md "$src/"
+    .venv/bin/pip wheel "${pip_quiet[@]}" --no-deps -w "$src/dist" "$src" 2> >(grep -v '^WARNING: Location' >&2)
+    wheel="$(ls "$src"/dist/webarena_live-*.whl)"
+    for framework in "${reward_frameworks[@]}"; do
+        (
+            local started=$SECONDS spec
+            case "$framework" in
+                openenv) spec=("$wheel[openenv]") ;;
+                verifiers) spec=("$wheel[verifiers]") ;;
+                harbor) spec=("$wheel" 'harbor==0.26.0') ;;
+                nemogym) spec=("$wheel" 'nemo-gym==0.4.0') ;;
+            esac
+            [ -x ".venv-$framework/bin/python" ] || "$py" -m venv ".venv-$framework"
+            ".venv-$framework/bin/pip" install "${pip_quiet[@]}" "${spec[@]}" 'pytest>=8' 'pytest-timeout>=2.3' \
+                'requests>=2.31' 2> >(grep -v '^WARNING: Location' >&2)
+            echo "    (.venv-$framework: $((SECONDS - started))s)"
+        ) &
+    done
+    wait
+    rm -rf "$src"
+}
+
 python313=""
 if [ "$what" = test ] || [ "$what" = setup ]; then
     if python313="$(newer_python)"; then
+        rewards_log="$(mktemp "${TMPDIR:-/tmp}/webarena-live-rewards.XXXXXX")"
+        reward_venvs "$python313" >"$rewards_log" 2>&1 &
+        rewards_pid=$!
         step "creating .venv-3.13 ($("$python313" --version), mitmproxy 12) with the package installed"
         [ -x .venv-3.13/bin/python ] || "$python313" -m venv .venv-3.13
         .venv-3.13/bin/pip install "${pip_quiet[@]}" '.[test,ray]' 2> >(grep -v '^WARNING: Location' >&2)
@@ -103,6 +139,28 @@ if [ "$what" = test ] || [ "$what" = setup ]; then
         .oracle-venv/bin/pip install "${pip_quiet[@]}" 'webarena-verified==1.2.3'
     fi
 fi
+
+# Each framework's test file in its venv, all at once; a file that collects nothing fails (exit 5).
+rewards_tests() {
+    if ! wait "$rewards_pid"; then
+        cat "$rewards_log" >&2
+        return 1
+    fi
+    cat "$rewards_log"
+    local framework pids=() logs=() failed=0 i
+    for framework in "${reward_frameworks[@]}"; do
+        logs+=("$(mktemp "${TMPDIR:-/tmp}/webarena-live-$framework.XXXXXX")")
+        ".venv-$framework/bin/pytest" -p no:cacheprovider "tests/rewards/test_$framework.py" >"${logs[-1]}" 2>&1 &
+        pids+=($!)
+    done
+    for i in "${!pids[@]}"; do
+        wait "${pids[$i]}" || failed=1
+        echo "--- ${reward_frameworks[$i]}:"
+        tail -n 25 "${logs[$i]}"
+        rm -f "${logs[$i]}"
+    done
+    return "$failed"
+}
 
 step "Debian's packages (installed in the background meanwhile)"
 if ! wait "$debian_pid"; then
@@ -133,9 +191,16 @@ case "$what" in
             PYTHON="$python313" bash scripts/check_wheel.sh
             step "pytest on $("$python313" --version) with mitmproxy 12: the proxy, control, fleet and end-to-end tests"
             .venv-3.13/bin/pytest -n auto --dist loadfile tests/proxy tests/control tests/fleet tests/e2e
+            step "the rewards with each training framework, in its own venv (${reward_frameworks[*]})"
+            rewards_tests
         fi
         ;;
     setup)
+        if [ -n "${rewards_pid:-}" ]; then
+            step "the training frameworks' venvs (installed in the background meanwhile)"
+            wait "$rewards_pid" || { cat "$rewards_log" >&2; exit 1; }
+            cat "$rewards_log"
+        fi
         echo "==> ready: .venv/bin/webarena-live --help"
         ;;
     *)

@@ -65,6 +65,8 @@ WRONG_ARROWS = [
     ("fleet/front.py", "import ray", "Ray only where --ray runs"),
     ("proxy/sizes.py", "from webarena_live.demo import catalog", "Nothing but the CLI imports"),
     ("proxy/sizes.py", "from webarena_live.evaluator.memo import BoundedMemo", "exported names only"),
+    ("rewards/scoring.py", "from webarena_live.runs import journal", "Rewards are what any client"),
+    ("control/app.py", "from webarena_live.rewards import score", "Only the CLI imports the rewards"),
 ]
 
 
@@ -124,6 +126,7 @@ def test_each_room_of_the_addon_says_what_it_owns_and_may_import():
         "demo",
         "commands",
         "fleet",
+        "rewards",
     }
     for room in rooms:
         docstring = ast.get_docstring(ast.parse((room / "__init__.py").read_text())) or ""

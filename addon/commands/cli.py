@@ -1,4 +1,4 @@
-"""`webarena-live` command line: serve, evaluate, demo, addon-path.
+"""`webarena-live` command line: serve, evaluate, report, verify, export, demo, addon-path.
 
 Argument parsing only; each subcommand's work lives in its own module and is
 imported when the subcommand runs, so `--help` stays fast.
@@ -215,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="/usr/bin/chromium",
         help="Chromium binary (default: /usr/bin/chromium)",
     )
+    _add_reward_commands(commands)
     commands.add_parser(
         "addon-path",
         help="print the path of the script that loads the addon into plain mitmproxy",
@@ -222,6 +223,62 @@ def build_parser() -> argparse.ArgumentParser:
         '`mitmdump -s "$(webarena-live addon-path)" --set webarena_tasks=...`.',
     )
     return parser
+
+
+def _add_reward_commands(commands: Any) -> None:
+    """`verify` and `export harbor`: Harbor's verifier and task folders (rewards/harbor.py)."""
+    verify = commands.add_parser(
+        "verify",
+        help="write a session's reward where Harbor reads it (reward.txt, reward.json)",
+        description="Finish the session with the agent's answer file (or read the verdict of a finished "
+        "session) and write reward.txt and reward.json into --out. A session that cannot be judged, or "
+        "whose verdict is masked, writes no reward file and exits 1 with the reason.",
+    )
+    verify.add_argument("--session", required=True, metavar="S", help="the session to judge")
+    verify.add_argument(
+        "--answer",
+        metavar="FILE",
+        help="the agent's final response (JSON, or text); without it the session must be finished already",
+    )
+    verify.add_argument(
+        "--control",
+        metavar="URL",
+        help="the control API (default: $WEBARENA_LIVE_CONTROL, else "
+        "http://127.0.0.1:8081); the token is read from $WEBARENA_LIVE_CONTROL_TOKEN",
+    )
+    verify.add_argument(
+        "--out", metavar="DIR", default="/logs/verifier", help="where to write (default: /logs/verifier)"
+    )
+    export = commands.add_parser(
+        "export", help="export tasks for a training framework", description="Export tasks for a framework."
+    )
+    formats = export.add_subparsers(
+        dest="format", required=True, metavar="FORMAT", help="what to export for: harbor"
+    )
+    harbor = formats.add_parser(
+        "harbor",
+        help="a Harbor task folder per task",
+        description="Write DIR/webarena-live-<task_id>/ (instruction.md, task.toml, environment/, "
+        "<task>/tests/test.sh) for each task of the dataset.",
+    )
+    harbor.add_argument(
+        "--tasks",
+        metavar="PATH",
+        help="a dataset file, 'webarena-verified' or 'webarena-verified-hard' "
+        "(default: the embedded demo tasks)",
+    )
+    harbor.add_argument("--out", metavar="DIR", required=True, help="where to write the task folders")
+    harbor.add_argument("--task-ids", type=_task_ids, metavar="1,2,3", help="only these task ids")
+    harbor.add_argument(
+        "--image", default="python:3.12-slim", help="the environment's base image (default: python:3.12-slim)"
+    )
+    harbor.add_argument(
+        "--control",
+        default="http://host.docker.internal:8081",
+        metavar="URL",
+        help="the control API as seen from the task's container, unless $WEBARENA_LIVE_CONTROL is set "
+        "on the Harbor host (default: http://host.docker.internal:8081)",
+    )
 
 
 def addon_path() -> str:
@@ -247,6 +304,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from webarena_live.commands.report import run as run_report
 
         return run_report(args)
+    if args.command in ("verify", "export"):
+        from webarena_live.commands.rewards import run_export, run_verify
+
+        return run_verify(args) if args.command == "verify" else run_export(args)
     if args.command == "addon-path":
         print(addon_path())
         return 0

@@ -107,6 +107,13 @@ async def _control(request: Request) -> ControlContext:
 
 Control = Annotated[ControlContext, Depends(_control)]
 Since = Annotated[int, Query(description="first event index to return")]
+StatusFilter = Annotated[
+    list[int] | None,
+    Query(
+        description="only the events with one of these response statuses (0: no response), e.g. "
+        "status=0&status=502: what the rewards read to tell a site that never answered"
+    ),
+]
 Tail = Annotated[
     int | None,
     Query(ge=0, description="only the newest this many of the events so far (what follows is not limited)"),
@@ -232,9 +239,14 @@ def create_app(control: ControlContext | None) -> FastAPI:
         summary="events captured so far",
         responses=_documented(models.Trace, 400, *_GUARDED),
     )
-    async def get_trace(session: SessionName, ctx: Control, since: Since = 0) -> Response:
+    async def get_trace(
+        session: SessionName, ctx: Control, since: Since = 0, status: StatusFilter = None
+    ) -> Response:
         found = find_session(ctx, unquote(session))
         events = list(found.events_view(since))
+        if status is not None:  # `count` stays the whole trace's
+            wanted = set(status)
+            events = [event for event in events if event.get("status") in wanted]
         return JsonResponse({"session": found.name, "count": len(found.trace), "events": events})
 
     @app.get(

@@ -133,5 +133,5 @@ def run_chromium_agent(control: str, task_id: int, **extra: Any) -> dict[str, An
             answer = attempt.act(page, started["start_urls"][0])
         finally:
             browser.close()
-    return {"session": session, "task_id": task_id, "worker": started["worker"], "node": started.get("node"),
-            "answer": answer}  # fmt: skip
+    return {"session": session, "task_id": task_id, "worker": started.get("worker"),
+            "node": started.get("node"), "answer": answer}  # fmt: skip

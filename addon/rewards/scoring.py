@@ -1,0 +1,225 @@
+"""`score` and `ascore`: finish a session (or read its verdict) and return its `Reward`.
+
+    from webarena_live.rewards import score
+
+    reward = score("agent-7", {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None},
+                   control="http://127.0.0.1:8081")
+    if not reward.masked:
+        train_on(reward.value)
+
+The steps, the same in both flavours: finish the session with the final response (an answer that is
+not a JSON object is sent as text, and judged as the reference judges it: a failure); when it is
+already finished, or no response is given, read the verdict it has. A 503 (its worker restarting) is
+retried until `patience` runs out. A verdict short of success is checked against the session's trace
+for a site that never answered. Every run-time failure comes back masked with its reason, never as a
+0.0 (`reward.py` says which).
+
+The HTTP clients are kept per control URL and token (and per event loop for `ascore`), so a trainer
+that scores thousands of sessions reuses its connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from webarena_live.client import DEFAULT_URL, AsyncClient, Client, ControlAPIError
+from webarena_live.rewards.reward import (
+    UNREACHABLE_STATUSES,
+    Reward,
+    judged,
+    masked,
+    needs_site_check,
+    refusal,
+    site_origins,
+    unreachable_site,
+)
+
+CONTROL_ENV = "WEBARENA_LIVE_CONTROL"
+"""The control API's URL when `control` is not given (else http://127.0.0.1:8081)."""
+TOKEN_ENV = "WEBARENA_LIVE_CONTROL_TOKEN"
+"""The control token when `token` is not given (the variable `serve` reads its own from)."""
+PATIENCE = 60.0
+"""Seconds a finish is retried while the session's worker restarts (503 with Retry-After)."""
+READ_RESULT = None
+"""`final_response=None`: the session is not finished here; its verdict is read."""
+
+_clients: dict[tuple[str, str | None], Client] = {}
+_clients_lock = threading.Lock()
+_async_clients: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, str | None], AsyncClient]
+]
+_async_clients = weakref.WeakKeyDictionary()
+_origins: dict[str, frozenset[str]] = {}
+UNANSWERED = sorted(UNREACHABLE_STATUSES)
+"""The trace is asked for these events only: the server filters, so a long session costs little."""
+
+
+def control_url(control: str | None) -> str:
+    return control or os.environ.get(CONTROL_ENV) or DEFAULT_URL
+
+
+def control_token(token: str | None) -> str | None:
+    return token if token is not None else os.environ.get(TOKEN_ENV) or None
+
+
+def _needs_tls(url: str) -> bool:
+    """Whether the client must load the CA certificates: only for https:// (loading them is most of a
+    first reward's time in a fresh process; the client follows no redirect)."""
+    return not url.startswith("http://")
+
+
+def shared_client(control: str | None = None, token: str | None = None) -> Client:
+    """The process's client for this control API (kept open: its connections are reused)."""
+    key = (control_url(control), control_token(token))
+    with _clients_lock:
+        if key not in _clients:
+            _clients[key] = Client(key[0], token=key[1], verify=_needs_tls(key[0]))
+        return _clients[key]
+
+
+def shared_async_client(control: str | None = None, token: str | None = None) -> AsyncClient:
+    """The running event loop's client for this control API."""
+    per_loop = _async_clients.setdefault(asyncio.get_running_loop(), {})
+    key = (control_url(control), control_token(token))
+    if key not in per_loop:
+        per_loop[key] = AsyncClient(key[0], token=key[1], verify=_needs_tls(key[0]))
+    return per_loop[key]
+
+
+def score(
+    session: str,
+    final_response: Any = READ_RESULT,
+    *,
+    control: str | None = None,
+    token: str | None = None,
+    patience: float = PATIENCE,
+    client: Client | None = None,
+) -> Reward:
+    """The reward of `session`: finished with `final_response` (None: its verdict is read)."""
+    api = client or shared_client(control, token)
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return _judge(api, session, final_response)
+        except ControlAPIError as error:
+            if (wait := _retry_in(error, deadline)) is None:
+                return refusal(session, error.status, error.error, error.detail)
+            time.sleep(wait)
+        except httpx.HTTPError as error:
+            return _unreachable(session, api.http.base_url, error)
+
+
+async def ascore(
+    session: str,
+    final_response: Any = READ_RESULT,
+    *,
+    control: str | None = None,
+    token: str | None = None,
+    patience: float = PATIENCE,
+    client: AsyncClient | None = None,
+) -> Reward:
+    """`score` for asyncio code."""
+    api = client or shared_async_client(control, token)
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return await _ajudge(api, session, final_response)
+        except ControlAPIError as error:
+            if (wait := _retry_in(error, deadline)) is None:
+                return refusal(session, error.status, error.error, error.detail)
+            await asyncio.sleep(wait)
+        except httpx.HTTPError as error:
+            return _unreachable(session, api.http.base_url, error)
+
+
+def _judge(api: Client, session: str, answer: Any) -> Reward:
+    view = None
+    if answer is READ_RESULT:
+        view = api.session(session)
+    else:
+        try:
+            result = api.finish_document(session, answer)
+        except ControlAPIError as error:
+            if error.error != "already_finished":
+                raise
+            view = api.session(session)
+    if view is not None:
+        read = _finished(session, view)
+        if isinstance(read, Reward):
+            return read
+        result = read
+    site_down = None
+    if needs_site_check(result):
+        base = str(api.http.base_url)
+        if base not in _origins:
+            _origins[base] = site_origins(api.health())
+        site_down = unreachable_site(api.trace(session, status=UNANSWERED), _origins[base])
+    return judged(session, result, site_down)
+
+
+async def _ajudge(api: AsyncClient, session: str, answer: Any) -> Reward:
+    view = None
+    if answer is READ_RESULT:
+        view = await api.session(session)
+    else:
+        try:
+            result = await api.finish_document(session, answer)
+        except ControlAPIError as error:
+            if error.error != "already_finished":
+                raise
+            view = await api.session(session)
+    if view is not None:
+        read = _finished(session, view)
+        if isinstance(read, Reward):
+            return read
+        result = read
+    site_down = None
+    if needs_site_check(result):
+        base = str(api.http.base_url)
+        if base not in _origins:
+            _origins[base] = site_origins(await api.health())
+        site_down = unreachable_site(await api.trace(session, status=UNANSWERED), _origins[base])
+    return judged(session, result, site_down)
+
+
+def _finished(session: str, view: dict[str, Any]) -> dict[str, Any] | Reward:
+    """The verdict of a finished session from its view: its `eval_result.json` when this machine can
+    read it (every field, `interference` included), else the view's status and score."""
+    state = view.get("state")
+    if state == "lost":
+        return masked(session, "session_lost", str(view.get("reason") or "its worker's node is gone"))
+    if state != "finished" or not view.get("result"):
+        return masked(session, "not_finished", f"session {session!r} is {state}: give its final response")
+    outputs = view.get("outputs") or {}
+    result: dict[str, Any] = dict(view["result"])
+    try:
+        if "eval_result.json" in outputs:
+            result = json.loads(Path(outputs["eval_result.json"]).read_text())
+        for name, path in outputs.items():
+            if "interference" in name and "interference" not in result:
+                result["interference"] = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        pass  # the files are on another machine: the view's status and score are the verdict's
+    return result
+
+
+def _retry_in(error: ControlAPIError, deadline: float) -> float | None:
+    """Seconds to wait before asking again, when the API says to (503, Retry-After) and time is left."""
+    if error.status != 503:
+        return None
+    left = deadline - time.monotonic()
+    return min(0.5, left) if left > 0 else None
+
+
+def _unreachable(session: str, base_url: httpx.URL, error: httpx.HTTPError) -> Reward:
+    kind = "control_timeout" if isinstance(error, httpx.TimeoutException) else "control_unreachable"
+    return masked(session, kind, f"the control API at {base_url} did not answer: {error!r}")
