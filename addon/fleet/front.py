@@ -16,7 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import httpx
 from starlette.background import BackgroundTask
@@ -251,11 +251,24 @@ class Front:
             sending.cancel()
             return self.unresponsive(worker, request)
         try:
-            return sending.result()
+            answer = sending.result()
         except httpx.TimeoutException:
             return self.timed_out(worker, request)
         except httpx.TransportError:
             return self.unavailable(worker, request)
+        if answer.status_code == 404 and self._resuming_on(worker, request):
+            await answer.aclose()  # a new worker process took the kept port before its sessions came back
+            return self.unavailable(worker, request)
+        return answer
+
+    def _resuming_on(self, worker: Worker, request: Request) -> bool:
+        """Whether `request` names a running session of `worker` that the worker does not know (yet): a
+        worker that died and came back answers on its kept port before it has resumed its sessions."""
+        parts = request.url.path.split("/")
+        if len(parts) < 3 or parts[1] != "sessions" or not parts[2]:
+            return False
+        name = unquote(parts[2])
+        return name in self.starts and self.placement.owner(name) == worker.index
 
     def unavailable(self, worker: Worker, request: Request | None = None) -> Response:
         detail = (

@@ -54,7 +54,9 @@ def test_rewards_are_the_verdicts_and_the_reference_agrees(
     for label, reward in rewards.items():
         run_dir = out / ("score-" + label)
         (task_dir,) = [p for p in run_dir.iterdir() if p.name.isdigit()]
-        assert json.loads((task_dir / "eval_result.json").read_text()) == reward.result, label
+        file = json.loads((task_dir / "eval_result.json").read_text())
+        assert file == {k: v for k, v in reward.result.items() if k != "interference"}, label
+        assert reward.result["interference"]["exposed"] is False, label  # the finish's, beside the verdict
         reference = reference_verdicts(oracle_python, official_dataset, shop, run_dir, tmp_path)
         assert reference == {int(task_dir.name): (reward.status, reward.value)}, label
 
