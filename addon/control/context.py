@@ -247,9 +247,8 @@ def begin_session(ctx: ControlContext, plan: StartPlan, lease: AttemptLease | No
         since = f"started {plan.started:%Y-%m-%d %H:%M:%S} UTC, " if plan.started is not None else ""
         logger.info("session %s resumed: task %d%s, %s%d events from its journal: %s", plan.name,
                     plan.task.task_id, run, since, len(plan.resumed), plan.task.intent)  # fmt: skip
-    if plan.resumed is not None:
-        for event in plan.resumed:  # also journals them again, so the new run's journal is complete
-            session.append(event)
+    if plan.resumed is not None:  # journaled again at once, so the new run's journal is complete
+        session.resume(list(plan.resumed))
     site_map = ctx.site_map.on_replicas(lease.indexes) if lease is not None else ctx.site_map
     view = task_view(plan.task, site_map)
     reply = {"session": session.name, "state": session.state.value, **{k: view[k] for k in _START_FIELDS}}

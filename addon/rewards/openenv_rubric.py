@@ -46,16 +46,19 @@ def action_answer(action: Any, observation: Any) -> Any:
     return (getattr(action, "metadata", None) or {}).get("answer")
 
 
-class _Reading:
+class _SessionRubric(Rubric):
+    """What both rubrics read: where the session and the answer are, and the last reward."""
+
     def __init__(
         self,
+        control: str | None = None,
+        token: str | None = None,
         *,
-        control: str | None,
-        token: str | None,
-        session_of: Reader | None,
-        answer_of: Reader | None,
-        intermediate: float,
+        session_of: Reader | None = None,
+        answer_of: Reader | None = None,
+        intermediate: float = 0.0,
     ) -> None:
+        super().__init__()
         self.control, self.token, self.intermediate = control, token, intermediate
         self.session_of = session_of or observed_session
         self.answer_of = answer_of or action_answer
@@ -72,80 +75,24 @@ class _Reading:
         return reward.require()
 
 
-class WebArenaRubric(Rubric):
+class WebArenaRubric(_SessionRubric):
     """The verdict's score on the final step, awaited (`_apply_rubric_async`)."""
 
-    def __init__(
-        self,
-        control: str | None = None,
-        token: str | None = None,
-        *,
-        session_of: Reader | None = None,
-        answer_of: Reader | None = None,
-        intermediate: float = 0.0,
-    ) -> None:
-        super().__init__()
-        self.reading = _Reading(
-            control=control,
-            token=token,
-            session_of=session_of,
-            answer_of=answer_of,
-            intermediate=intermediate,
-        )
-
-    @property
-    def last_reward(self) -> Reward | None:
-        return self.reading.last_reward
-
     async def forward(self, action: Any, observation: Any) -> float:
-        r = self.reading
         if not getattr(observation, "done", False):
-            return r.intermediate
-        reward = await ascore(
-            r._session(action, observation),
-            r.answer_of(action, observation),
-            control=r.control,
-            token=r.token,
-        )
-        return r._value(reward)
+            return self.intermediate
+        session, answer = self._session(action, observation), self.answer_of(action, observation)
+        return self._value(await ascore(session, answer, control=self.control, token=self.token))
 
 
-class WebArenaSyncRubric(Rubric):
+class WebArenaSyncRubric(_SessionRubric):
     """`WebArenaRubric` for a synchronous `step` (`_apply_rubric`)."""
 
-    def __init__(
-        self,
-        control: str | None = None,
-        token: str | None = None,
-        *,
-        session_of: Reader | None = None,
-        answer_of: Reader | None = None,
-        intermediate: float = 0.0,
-    ) -> None:
-        super().__init__()
-        self.reading = _Reading(
-            control=control,
-            token=token,
-            session_of=session_of,
-            answer_of=answer_of,
-            intermediate=intermediate,
-        )
-
-    @property
-    def last_reward(self) -> Reward | None:
-        return self.reading.last_reward
-
     def forward(self, action: Any, observation: Any) -> float:
-        r = self.reading
         if not getattr(observation, "done", False):
-            return r.intermediate
-        reward = score(
-            r._session(action, observation),
-            r.answer_of(action, observation),
-            control=r.control,
-            token=r.token,
-        )
-        return r._value(reward)
+            return self.intermediate
+        session, answer = self._session(action, observation), self.answer_of(action, observation)
+        return self._value(score(session, answer, control=self.control, token=self.token))
 
 
 __all__ = ["RewardUnavailable", "WebArenaRubric", "WebArenaSyncRubric"]

@@ -200,6 +200,20 @@ class Attempt:
             self._schedule_preparation()
         return True
 
+    def resume(self, events: list[NetworkEvent | EventRecord]) -> None:
+        """Begin with the events of the run this attempt goes on from (its journal's): recorded as
+        `append` records them, the journal written whole at once (`Journal.write_resumed`)."""
+        lines = [entry_json_bytes(event, self._entry_filter) for event in events]
+        spool = self.har_spool if self.har_spool is not None and self.har_spool.usable else None
+        for event, line in zip(events, lines, strict=True):
+            self.trace.append(event)
+            if spool is not None:
+                spool.add(line)
+        if self.journal is not None:
+            self.journal.write_resumed(lines)
+        if events and self.task is not None and self._prepare_timer is None:
+            self._schedule_preparation()
+
     def drop_idle_events(self) -> None:
         """Start an idle attempt's trace afresh: nobody will evaluate it (starting a task replaces the
         attempt), so a proxy used for hours without tasks must not hold every event in memory; the

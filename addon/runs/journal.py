@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Callable
 from datetime import datetime
@@ -83,6 +84,25 @@ class Journal:
         except OSError as error:
             # A full disk must not take the proxy down; say so once and keep serving.
             self._broken = True
+            logger.error("journal %s stopped: %s", self.path, error)
+
+    def write_resumed(self, lines: list[bytes]) -> None:
+        """Write the events a resumed run starts with in one step: into a temporary file renamed onto
+        the path. A process killed meanwhile leaves no journal of this run, or a whole one; never a
+        part that the next resume would take, as the newest, for the run's every event."""
+        if self._broken or not lines:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            with temporary.open("wb") as file:
+                file.write(b"".join(line + b"\n" for line in lines))
+            os.replace(temporary, self.path)
+            self._file = self.path.open("ab", buffering=0)
+            self.lines += len(lines)
+        except OSError as error:
+            self._broken = True
+            temporary.unlink(missing_ok=True)
             logger.error("journal %s stopped: %s", self.path, error)
 
     def close(self) -> None:

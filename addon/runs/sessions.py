@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -179,6 +179,15 @@ class Session:
         if self._store.notices:
             self._store.notices.publish(self, EVENT)
         return True
+
+    def resume(self, events: Iterable[NetworkEvent | EventRecord]) -> None:
+        """Begin the attempt just started with the events of the run it goes on from (its journal's),
+        each as the browser saw it, as `append` records them."""
+        seen = [self.revalidations.browser_view(event) for event in events]
+        self.attempt.resume(seen)
+        if self._store.notices:
+            for _ in seen:
+                self._store.notices.publish(self, EVENT)
 
     def finish(self, response: Any, *, interference: dict[str, Any] | None = None) -> FinishOutcome:
         """Judge the current attempt with the agent's final answer (`Attempt.finish`), then say so."""

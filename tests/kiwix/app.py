@@ -10,16 +10,12 @@ back, and revalidates it on a reload, which kiwix-serve answers with `304 Not Mo
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import requests
+from tests.support.app_process import serving
 
 KIWIX_SERVE = "kiwix-serve"
 INSTALL_HINT = (
@@ -84,31 +80,9 @@ def running_kiwix(zim: Path, port: int, *, timeout: float = 20) -> Iterator[str]
     """kiwix-serve on 127.0.0.1:`port` serving `zim`, in a process group of its own; its base URL."""
     if shutil.which(KIWIX_SERVE) is None:
         raise AssertionError(INSTALL_HINT)
-    log = (zim.parent / "kiwix-serve.log").open("wb")
-    process = subprocess.Popen(
-        [KIWIX_SERVE, "--address", "127.0.0.1", "--port", str(port), str(zim)],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if requests.get(f"{base}/{BOOK}/Main_Page", timeout=2).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(
-                    f"kiwix-serve did not answer on {base}: {(zim.parent / 'kiwix-serve.log').read_text()}"
-                )
-            time.sleep(0.05)
+    command = [KIWIX_SERVE, "--address", "127.0.0.1", "--port", str(port), str(zim)]
+    with serving(
+        command, f"{base}/{BOOK}/Main_Page", zim.parent / "kiwix-serve.log", timeout=timeout, poll=0.05
+    ):
         yield base
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        log.close()

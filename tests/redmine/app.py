@@ -14,14 +14,12 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import requests
+from tests.support.app_process import serving
 
 APP = Path("/usr/share/redmine")
 RAKELIB = Path(__file__).resolve().parent / "rakelib"
@@ -69,30 +67,10 @@ def make_instance(instance: Path) -> Path:
 @contextmanager
 def running_redmine(instance: Path, port: int, *, timeout: float = 180) -> Iterator[str]:
     """puma serving `instance` on 127.0.0.1:`port`; its base URL once /login answers."""
-    log = (instance / "log" / "puma.out").open("wb")
     bind = f"tcp://127.0.0.1:{port}"
-    process = subprocess.Popen(
-        ["bundle", "exec", "puma", "-b", bind, "-e", "production", "-t", "1:4", "config.ru"],
-        cwd=APP, env=_environment(instance), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+    command = ["bundle", "exec", "puma", "-b", bind, "-e", "production", "-t", "1:4", "config.ru"]
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if requests.get(f"{base}/login", timeout=5).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"Redmine did not answer on {base}; see {instance / 'log' / 'puma.out'}")
-            time.sleep(0.2)
+    log = instance / "log" / "puma.out"
+    with serving(command, f"{base}/login", log, timeout=timeout, poll=0.2, grace=15, cwd=APP,
+                 env=_environment(instance)):  # fmt: skip
         yield base
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        log.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -36,6 +37,12 @@ def test_a_killed_worker_masks_then_the_verdict_comes_back(fleet: Served, shop: 
     browse(started[victim_session]["proxy"], shop, plan.paths[-1])  # its plan now ends on the product page
     worker = requests.get(f"{control}/health", timeout=10).json()["workers"][1]
     os.kill(worker["pid"], signal.SIGKILL)
+    # Until the front knows, a finish it forwards waits on the kept socket for the new process, and is
+    # judged once the session is back: a true reward, but not the away case this test is about.
+    deadline = time.monotonic() + 30
+    while requests.get(f"{control}/health", timeout=10).json()["workers"][1]["state"] != "restarting":
+        assert time.monotonic() < deadline, "the front never saw worker 1 die"
+        time.sleep(0.02)
 
     away = score(victim_session, plan.answer, control=control, patience=0)
     assert (away.masked, away.kind, away.value) == (True, "worker_unavailable", None), away

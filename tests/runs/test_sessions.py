@@ -18,6 +18,7 @@ from webarena_live.proxy.capture import event_from_flow
 from webarena_live.runs import sessions as sessions_module
 from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.journal import Journal, journal_filename
+from webarena_live.runs.recovery import find_journal, journal_started, read_journal
 from webarena_live.runs.sessions import (
     DEFAULT_SESSION,
     EVENT,
@@ -185,6 +186,69 @@ def test_journal_survives_a_crash_of_the_process(tmp_path):
     assert done.returncode == 9, done.stderr
     (journal,) = tmp_path.glob("crash-*.jsonl")
     assert [event.url for event in load_trace(journal)] == [f"http://shop.test/page/{n}" for n in range(50)]
+
+
+def test_a_process_killed_while_resuming_leaves_the_whole_run_to_resume(tmp_path):
+    """A worker killed while a session is resumed on it (its journal's events being written again) must
+    not leave a newer, shorter journal that the next resume would take for the whole run. The kill
+    lands at the 10th journal write or at the rename of the journal, whichever the resume does."""
+    task_file = write_tasks(tmp_path)
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(REPO / "tests")!r})
+        from pathlib import Path
+        from tests.support.addon_helpers import make_flow
+        from webarena_live.evaluator.tasks import load_tasks
+        from webarena_live.proxy.capture import event_from_flow
+        from webarena_live.runs import journal as journal_module
+        from webarena_live.runs.attempt import RunSettings
+        from webarena_live.runs.recovery import find_journal, journal_started, read_journal
+        from webarena_live.runs.sessions import SessionStore
+        task = load_tasks(Path({str(task_file)!r}))[{NAVIGATE_TASK}]
+        journals = Path({str(tmp_path / "journal")!r})
+        first = SessionStore(RunSettings(journal_dir=journals)).start("kept", task)
+        for n in range(50):
+            first.append(event_from_flow(make_flow(url=f"http://shop.test/page/{{n}}")))
+        first.close()
+        original = find_journal(journals, "kept", {NAVIGATE_TASK})
+        events = read_journal(original)
+        writes = []
+        real_write = journal_module.Journal.write
+        def dying_write(self, *args, **kwargs):
+            writes.append(1)
+            if len(writes) == 10:
+                os._exit(9)
+            return real_write(self, *args, **kwargs)
+        journal_module.Journal.write = dying_write
+        journal_module.os.replace = lambda *args: os._exit(9)
+        store = SessionStore(RunSettings(journal_dir=journals))
+        resumed = store.start("kept", task, started=journal_started(original))
+        resumed.resume(list(events))
+        os._exit(0)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 9, done.stderr
+    newest = find_journal(tmp_path / "journal", "kept", NAVIGATE_TASK)
+    assert [event.url for event in load_trace(newest)] == [f"http://shop.test/page/{n}" for n in range(50)]
+
+
+def test_a_resumed_run_journals_its_events_again_then_goes_on(tmp_path):
+    task = load_tasks(write_tasks(tmp_path))[NAVIGATE_TASK]
+    journals = tmp_path / "journal"
+    first = SessionStore(RunSettings(journal_dir=journals)).start("again", task)
+    first.append(_page("/one"))
+    first.append(_page("/two"))
+    original = find_journal(journals, "again", NAVIGATE_TASK)
+    resumed = SessionStore(RunSettings(journal_dir=journals)).start(
+        "again", task, started=journal_started(original)
+    )
+    resumed.resume(list(read_journal(original)))
+    resumed.append(_page("/three"))
+    newest = find_journal(journals, "again", NAVIGATE_TASK)
+    assert newest != original and journal_started(newest) > journal_started(original)
+    assert [event.url for event in load_trace(newest)] == [f"{SHOP}/one", f"{SHOP}/two", f"{SHOP}/three"]
+    assert [event.url for event in resumed.trace] == [f"{SHOP}/one", f"{SHOP}/two", f"{SHOP}/three"]
+    assert not [path for path in journals.iterdir() if path.name.endswith(".tmp")]
 
 
 def test_journal_that_cannot_be_written_does_not_break_capture(tmp_path):
