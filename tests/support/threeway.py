@@ -171,8 +171,9 @@ class Agent:
 
     name: str
     task_id: int
-    act: Callable[[Page, str], None]
-    """Browses from the site's base URL."""
+    act: Callable[[Page, str], Any]
+    """Browses from the site's base URL; returns the final response, or None for the one given to
+    `run_agents`."""
     planned: dict[str, str]
 
 
@@ -186,7 +187,8 @@ def run_agents(
     prefix: str,
 ) -> list[Judged]:
     """Every agent once per cache mode, in a session and a browser context of its own (outputs in
-    `OUT/cache-<mode>-<agent>/`, Playwright's HAR in `workdir/browser/`), finished with `answer`."""
+    `OUT/cache-<mode>-<agent>/`, Playwright's HAR in `workdir/browser/`), finished with its own final
+    response or else `answer`."""
     done = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
@@ -205,10 +207,10 @@ def run_agents(
                     )
                     context = browser.new_context(proxy=way, record_har_path=str(har))
                     try:
-                        agent.act(context.new_page(), base)
+                        own = agent.act(context.new_page(), base)
                     finally:
                         context.close()  # writes the browser's HAR
-                    verdict = str(proxy.control.finish(session, answer)["status"])
+                    verdict = str(proxy.control.finish(session, answer if own is None else own)["status"])
                     proxy_dir = proxy.output_dir / run / str(agent.task_id)
                     done.append(
                         Judged(session, agent.task_id, verdict, proxy_dir, har, cache, agent.planned[cache])
