@@ -26,6 +26,12 @@ from tests.conformance import progress
 from tests.conformance.oracle_env import official_dataset as dataset_in_oracle
 from tests.support import network_guard
 
+# Read by Ray once, when it is first imported, in whichever module that happens: set here, before
+# any test module is collected, so every Ray cluster a test starts on 127.0.0.1 stays there (with 1,
+# Ray swaps 127.0.0.1 for the machine's other address). The namespace tests give their `ray start`
+# processes 1 themselves.
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+
 REPO = Path(__file__).resolve().parent.parent
 ORACLE_VERSION = "1.2.3"
 HEARTBEAT_SECONDS = 30

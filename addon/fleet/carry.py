@@ -33,17 +33,19 @@ class CarriedOutputs:
     read: Callable[[int, list[str]], Awaitable[dict[str, bytes]]]
     """The bytes of the given files from worker `index`; raises `TimeoutError` past its deadline."""
 
-    async def carry(self, index: int, written: dict[str, str]) -> tuple[Path, str] | None:
-        """The files a worker wrote for one finished session, written here in the same layout (an
+    async def carry(self, index: int, session: str, written: dict[str, str]) -> tuple[Path, str] | None:
+        """The files a worker wrote for `session`'s finished attempt, written here in the same layout (an
         earlier attempt here moved aside first, as the worker did there): the task folder here and the
-        attempt's id. None when they are no longer where `written` says (moved aside there by a later
-        finish: ask again)."""
+        attempt's id. None when they are no longer where `written` says: moved aside there by a later
+        finish, whose own files may stand there now (ask again)."""
         files = {name: path for name, path in written.items() if name != EARLIER_ATTEMPT}
         contents = await self.read(index, list(files.values()))
         if set(contents) != set(files.values()) or ATTEMPT_FILE not in files:
             return None
         by_name = {Path(path).name: contents[path] for path in files.values()}
         record = json.loads(by_name[ATTEMPT_FILE])
+        if record.get("session") != session:  # another session's finish took the task folder meanwhile
+            return None
         directory = task_dir(self.output_dir, int(record["task_id"]), record.get("run"))
         if ATTEMPTS_DIR in Path(files[ATTEMPT_FILE]).parts:  # a later finish there moved it aside already
             place_run(aside_dir(directory), by_name)

@@ -333,7 +333,7 @@ class Front:
                 written = reply.json().get("outputs") if reply.status_code == 200 else None
                 if not written:
                     return
-                carried = await self.outputs.carry(worker.index, written)
+                carried = await self.outputs.carry(worker.index, name, written)
                 if carried is not None:
                     self.carried[name] = carried
                     return

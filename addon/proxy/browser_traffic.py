@@ -43,19 +43,16 @@ SERVICE_HOSTS = (
     # a site of its own needs `--forward-browser-traffic`.
     "accounts.google.com",
     "android.clients.google.com",
-    # Firefox: captive-portal checks, remote settings, push, updates, telemetry, tracking lists.
+    # Firefox: captive-portal checks, remote settings, push, updates, telemetry, tracking lists, the
+    # new tab's sponsored tiles and stories, the address bar's suggestions (Merino, through OHTTP).
     "detectportal.firefox.com",
-    "firefox.settings.services.mozilla.com",
-    "push.services.mozilla.com",
-    "shavar.services.mozilla.com",
+    "services.mozilla.com",
+    "cdn.mozilla.net",
+    "telemetry.mozilla.org",
+    "ads.mozilla.org",
     "aus5.mozilla.org",
-    "incoming.telemetry.mozilla.org",
-    "content-signature-2.cdn.mozilla.net",
-    "location.services.mozilla.com",
-    "classify-client.services.mozilla.com",
-    "normandy.cdn.mozilla.net",
-    "tracking-protection.cdn.mozilla.net",
-    "contile.services.mozilla.com",
+    "spocs.getpocket.com",
+    "prod.webservices.mozgcp.net",
 )
 """Hosts (and their sub-domains) that only browsers' own services use: no page, no agent, asks them."""
 

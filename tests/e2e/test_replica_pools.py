@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -311,7 +310,6 @@ def test_with_the_ray_fleet_the_leases_live_in_the_front_whatever_node_captures(
     """`serve --workers 2 --ray`: a worker on each of two Ray nodes (on 127.0.0.1), the reader's traffic
     captured on one, the writer's on the other; the front leases, gathers both nodes' mutations and
     resets the changed copy."""
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # never the machine's other address
     from ray.cluster_utils import Cluster  # the ray extra is part of the test install
 
     node = {"node_ip_address": "127.0.0.1", "num_cpus": 2}

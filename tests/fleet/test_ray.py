@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import ray  # the ray extra is part of the test install
 import requests
 from playwright.sync_api import sync_playwright
+from ray.cluster_utils import Cluster
 
 from tests.site.harness import CHROMIUM, CHROMIUM_ARGS, oracle_dataset, oracle_verdicts, write_config
 from tests.support.oracle_bridge import ask_oracle
@@ -45,10 +47,6 @@ from tests.support.serve_process import (
 )
 from webarena_live.evaluator import default_tasks_path
 from webarena_live.launch import serve_command
-
-os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # never the machine's other address
-import ray  # the ray extra is part of the test install
-from ray.cluster_utils import Cluster
 
 __all__ = ["shop"]  # a fixture
 

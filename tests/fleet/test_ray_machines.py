@@ -75,6 +75,8 @@ def spaces() -> Iterator[Namespaces]:
     with machines(["front", "node"], [("front", FRONT, "node", NODE)]) as made:
         subprocess.run(["ip", "-n", made.names["node"], "addr", "add", f"{AGENT}/24", "dev",
                         made.links["node"]], check=True, timeout=30)  # fmt: skip
+        for role in ("front", "node"):  # no port the system picks (Ray's, the shops') is one to hold
+            made.run(role, write_sysctl, RANGE, f"{HELD[1] + 1} 60999")
         yield made
 
 
