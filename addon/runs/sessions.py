@@ -185,9 +185,8 @@ class Session:
         each as the browser saw it, as `append` records them."""
         seen = [self.revalidations.browser_view(event) for event in events]
         self.attempt.resume(seen)
-        if self._store.notices:
-            for _ in seen:
-                self._store.notices.publish(self, EVENT)
+        if seen and self._store.notices:  # an `EVENT` only wakes a stream, which reads the trace itself
+            self._store.notices.publish(self, EVENT)
 
     def finish(self, response: Any, *, interference: dict[str, Any] | None = None) -> FinishOutcome:
         """Judge the current attempt with the agent's final answer (`Attempt.finish`), then say so."""
