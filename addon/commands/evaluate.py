@@ -6,7 +6,8 @@ and a per-site summary is printed. The earlier attempts of a task, kept in
 `DIR/.attempts/<task_id>/<n>/`, are judged too (their count is printed apart; the
 summary, like the reference's, is the task folders'). The dataset is chosen as the reference
 chooses it: `--tasks`, else the config's `test_data_file`, else the official
-dataset when the reference package is installed. The exit status is 0 whenever
+dataset when the reference package is installed; a run of the embedded demo tasks
+(what `serve` loads without `--tasks`) is judged against them. The exit status is 0 whenever
 the batch ran, whatever the verdicts; it is 2, with nothing written, when the
 dataset, the site map or the directory cannot be used, or when a run's task is
 not in the dataset (judging it would only overwrite its verdict with an error).
@@ -24,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from webarena_live.evaluator import (
+    DEMO_DATASET,
     OFFICIAL_DATASET,
     SUMMARY_FILE,
     BatchReport,
@@ -101,8 +103,16 @@ def _error_text(result: TaskResult) -> str:
     return "; ".join(r.error_msg or "" for r in result.evaluators_results if r.error_msg) or "error"
 
 
-def dataset_source(tasks: str | None, config: str | None, config_data: Any = None) -> str | Path:
-    """What `load_tasks` should read: `--tasks`, else the config's `test_data_file`, else the official set.
+def dataset_source(
+    tasks: str | None,
+    config: str | None,
+    config_data: Any = None,
+    *,
+    run_task_ids: frozenset[int] = frozenset(),
+) -> str | Path:
+    """What `load_tasks` should read: `--tasks`, else the config's `test_data_file`, else the official set,
+    else (the official set not installed, or lacking the runs' tasks) the embedded demo tasks when they hold
+    every task of the runs (`run_task_ids`): what `serve` loads without `--tasks`.
 
     A relative `test_data_file` is taken from the current directory, as the
     reference does, else from the config file's directory. A missing one is an
@@ -122,11 +132,16 @@ def dataset_source(tasks: str | None, config: str | None, config_data: Any = Non
             if found is None:
                 raise WebArenaLiveError(f"{config}: test_data_file {named} does not exist")
             return found
-    if official_dataset_installed():
+    official = load_tasks(OFFICIAL_DATASET) if official_dataset_installed() else None
+    if official is not None and (not run_task_ids or all(i in official for i in run_task_ids)):
         return OFFICIAL_DATASET
+    if run_task_ids and all(i in load_tasks(DEMO_DATASET) for i in run_task_ids):
+        return DEMO_DATASET
+    if official is not None:
+        return OFFICIAL_DATASET  # its "not in the dataset" names the runs it lacks
     raise WebArenaLiveError(
-        "which tasks? give --tasks PATH (a dataset file, 'webarena-verified' or 'webarena-verified-hard'), "
-        "or a --config whose test_data_file names one; the official dataset needs: "
+        "which tasks? give --tasks PATH (a dataset file, 'webarena-verified', 'webarena-verified-hard' or "
+        "'demo'), or a --config whose test_data_file names one; the official dataset needs: "
         "pip install 'webarena-live[official]'"
     )
 
@@ -183,8 +198,9 @@ def run(args: argparse.Namespace) -> int:
             raise WebArenaLiveError(f"{output_dir}: output directory does not exist")
         config = read_config_file(args.config) if args.config else None  # read once, for both uses
         site_map = SiteMap.from_config(config, source=args.config) if args.config else SiteMap()
-        tasks = load_tasks(dataset_source(args.tasks, args.config, config))
         batches = plan_batches(output_dir, task_ids)
+        found = frozenset(i for batch in batches for i in batch.selected)
+        tasks = load_tasks(dataset_source(args.tasks, args.config, config, run_task_ids=found))
         problems = selection_problems(batches, tasks, task_ids)
     except WebArenaLiveError as error:
         problems = str(error).splitlines()

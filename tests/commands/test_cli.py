@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,18 @@ def test_addon_path_names_the_entry_script_of_the_package() -> None:
         and path.parent.name in ("addon", "webarena_live")
         and path.is_file()
     )
+
+
+def test_evaluate_without_tasks_judges_a_run_of_the_demo_tasks_against_them(tmp_path: Path) -> None:
+    """`serve` loads the embedded demo tasks without `--tasks`, so `evaluate` of its outputs needs none
+    either (the official dataset, not installed here, would come first when it holds the tasks)."""
+    run = tmp_path / "out" / "1003"
+    run.mkdir(parents=True)
+    (run / "agent_response.json").write_text('{"task_type": "NAVIGATE", "status": "SUCCESS"}')
+    (run / "network.har").write_text('{"log": {"entries": []}}')
+    done = subprocess.run(
+        [*CLI, "evaluate", "--output-dir", str(tmp_path / "out")], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "demo.json" in done.stdout.replace("\n", "")
+    assert json.loads((run / "eval_result.json").read_text())["task_id"] == 1003

@@ -56,6 +56,15 @@ def _misspelled_task_site(workdir: Path) -> str:
     return "tasks.json"
 
 
+def _run_of_task_5(workdir: Path) -> str:
+    """A run of a task that is no demo task (and the official dataset is not installed in the tests)."""
+    run = workdir / "other-out" / "5"
+    run.mkdir(parents=True)
+    for name in ("agent_response.json", "network.har"):
+        (run / name).write_bytes((workdir / "out" / "1003" / name).read_bytes())
+    return "other-out"
+
+
 def _only_task_1001(workdir: Path) -> str:
     tasks = [t for t in json.loads(default_tasks_path().read_text()) if t["task_id"] == 1001]
     (workdir / "only-1001.json").write_text(json.dumps(tasks))
@@ -198,8 +207,8 @@ CASES = {
         lambda w: ["demo", "--output-dir", "/proc/forbidden"],
         ["output directory /proc/forbidden cannot be used"],
     ),
-    "evaluate: no dataset": (
-        lambda w: ["evaluate", "--output-dir", "out"],
+    "evaluate: no dataset holds the run's tasks": (
+        lambda w: ["evaluate", "--output-dir", _run_of_task_5(w)],
         ["which tasks?", "nothing was written"],
     ),
     "evaluate: runs of tasks the dataset lacks": (
