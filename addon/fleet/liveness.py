@@ -57,14 +57,6 @@ def note(worker: Worker, answered: bool) -> None:
         )  # fmt: skip
 
 
-def revived(worker: Worker) -> None:
-    """A worker started again (a new process): it answers, whatever its predecessor did."""
-    worker.misses = 0
-    worker.responsive = True
-    if worker.stalled.is_set():
-        worker.stalled = asyncio.Event()
-
-
 async def _answers(front: Front, worker: Worker) -> bool:
     try:
         reply = await front.http.get(f"{worker.control_url}/health", timeout=PROBE_DEADLINE)

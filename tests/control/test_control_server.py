@@ -191,7 +191,9 @@ def test_stop_ends_open_streams(tmp_path):
         writer.write(b"GET /sessions/open/events HTTP/1.1\r\nHost: x\r\n\r\n")
         await read_until(reader, b"event: session")
         await asyncio.wait_for(server.stop(), 5)
-        assert await asyncio.wait_for(reader.read(), 5) is not None  # the stream ended
+        # The stream is ended, not cut: its chunked body closes with the last chunk, then the connection.
+        rest = await asyncio.wait_for(reader.read(), 5)
+        assert rest.endswith(b"0\r\n\r\n") and reader.at_eof(), rest
         writer.close()
 
     asyncio.run(main())
