@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 from webarena_live.addresses.placement import PlacementError, PortRange
-from webarena_live.control.isolation import parse_isolation, parse_lease_timeout
 from webarena_live.evaluator import WebArenaLiveError
 from webarena_live.fleet.service import FleetPlan, RayPlan, ray_problem, run_fleet
 from webarena_live.launch import free_ports
 from webarena_live.proxy.options import options_from_flags, with_flags
+from webarena_live.replicas import parse_isolation, parse_lease_timeout
 
 _FRONT_ONLY = frozenset(
     {"webarena_session_port", "webarena_control_port", "webarena_control_host", "webarena_session_ports",

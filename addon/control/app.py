@@ -223,7 +223,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
             if secret:  # beyond loopback: the password that lets any client in
                 reply["secret"] = secret
         if outcomes is not None:
-            reply["reset"] = [outcome.model_dump() for outcome in outcomes]
+            reply["reset"] = [outcome.view() for outcome in outcomes]
         return JsonResponse(reply)
 
     @app.get(

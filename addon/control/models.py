@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from webarena_live.control.reset import RESET_TIMEOUT
+from webarena_live.replicas.reset import RESET_TIMEOUT
 
 SessionName = Annotated[
     str,

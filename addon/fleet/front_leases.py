@@ -20,11 +20,12 @@ from urllib.parse import quote
 
 import httpx
 
-from webarena_live.control.bodies import ControlError
+from webarena_live.control.errors import as_control_error
 from webarena_live.control.leasing import LEASE_HEADER, listed
-from webarena_live.control.replicas import ReplicaPool
-from webarena_live.evaluator import TaskSet, UnknownTaskError
+from webarena_live.evaluator import TaskSet, UnknownTaskError, site_key
 from webarena_live.fleet.workers import Worker
+from webarena_live.replicas import Mutation, PoolError
+from webarena_live.replicas.pool import ReplicaPool
 
 logger = logging.getLogger("webarena_live.fleet")
 
@@ -57,17 +58,17 @@ class FrontLeases:
             return {}, json.dumps(document).encode()  # the worker answers the 400 or the 404
         wait = document.get("wait", 0)
         wait = float(wait) if isinstance(wait, int | float) and not isinstance(wait, bool) else 0.0
-        lease = await self.pool.lease(name, task, wait=min(max(wait, 0.0), 3600.0))
-        if document.get("reset") is True:
-            timeout = document.get("reset_timeout")
-            outcomes = await self.pool.reset_leased(
-                name, float(timeout) if isinstance(timeout, int | float) else self.pool.reset_timeout
-            )
-            if not all(outcome.ok for outcome in outcomes):
-                self.pool.release(name, "reset failed")
-                raise ControlError(502, "reset_failed", [outcome.model_dump() for outcome in outcomes])
-            document = {**document, "reset": False}  # done here, on the session's own replicas
-        return {LEASE_HEADER: json.dumps(lease.replicas)}, json.dumps(document).encode()
+        try:
+            lease = await self.pool.lease(name, task, wait=min(max(wait, 0.0), 3600.0))
+            if document.get("reset") is True:
+                timeout = document.get("reset_timeout")
+                await self.pool.reset_leased(  # a failure gives the lease back
+                    name, float(timeout) if isinstance(timeout, int | float) else self.pool.reset_timeout
+                )
+                document = {**document, "reset": False}  # done here, on the session's own replicas
+        except PoolError as error:
+            raise as_control_error(error) from None
+        return {LEASE_HEADER: json.dumps(lease.indexes)}, json.dumps(document).encode()
 
     def release(self, name: str, reason: str) -> None:
         self.pool.release(name, reason)
@@ -97,9 +98,17 @@ class FrontLeases:
                 continue
             epoch, mutations = answer
             for mutation in mutations:
-                self.pool.record(mutation["url"], mutation["session"], mutation["method"], mutation["time"])
+                self._take(mutation)
             last = mutations[-1]["seq"] if mutations else self.cursors.get(worker.index, (epoch, 0))[1]
             self.cursors[worker.index] = (epoch, last)
+
+    def _take(self, told: dict[str, Any]) -> None:
+        """One mutation a worker's log told (`MutationLog.mutations_after`), judged there, into the pool."""
+        site, index = site_key(str(told["site"])), int(told["index"])
+        if site not in self.pool.replicas or not 0 <= index < len(self.pool.replicas[site]):
+            return  # a worker on another site map: nothing of ours changed
+        mutation = Mutation(str(told["session"]), str(told["method"]), str(told["url"]), float(told["time"]))
+        self.pool.take(site, index, mutation)
 
     async def _ask(
         self, http: httpx.AsyncClient, worker: Worker, auth: dict[str, str]

@@ -23,11 +23,8 @@ from fastapi import FastAPI
 from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV, WEB_TOKEN_ENV, mitmweb_url
 from webarena_live.addresses.placement import Placement, PortRange
 from webarena_live.control.context import RESERVED_HOST
-from webarena_live.control.isolation import Isolation, default_isolation, isolation_problems
-from webarena_live.control.replicas import ReplicaPool
 from webarena_live.control.server import ControlServer
 from webarena_live.evaluator import (
-    POOL_FILE,
     SiteMap,
     WebArenaLiveError,
     __version__,
@@ -42,6 +39,8 @@ from webarena_live.fleet.router import SharedPort
 from webarena_live.fleet.workers import WorkerPool, Workers
 from webarena_live.fleet.workers_door import WorkersDoor
 from webarena_live.launch import LaunchError
+from webarena_live.replicas import Isolation
+from webarena_live.replicas.build import build_pool
 
 logger = logging.getLogger("webarena_live.fleet")
 
@@ -220,13 +219,9 @@ def front_leases(plan: FleetPlan) -> FrontLeases | None:
     if not plan.config:
         return None
     site_map = SiteMap.load(plan.config)
-    isolation = plan.isolation or default_isolation(site_map)
-    if problems := isolation_problems(site_map, isolation):
-        raise WebArenaLiveError("\n".join(problems))
+    output_dir = prepare_output_dir(plan.output_dir) if plan.output_dir else None
+    pool = build_pool(site_map, plan.isolation, plan.lease_timeout, output_dir=output_dir)
     tasks = load_tasks(plan.tasks) if plan.tasks else load_tasks()
-    pool = ReplicaPool(site_map, isolation, lease_timeout=plan.lease_timeout)
-    if plan.output_dir:
-        pool.counters_file = prepare_output_dir(plan.output_dir) / POOL_FILE
     return FrontLeases(pool, tasks)
 
 

@@ -46,9 +46,9 @@ from webarena_live.evaluator import (
     prepare_evaluation,
     task_progress,
 )
+from webarena_live.replicas import Lease
 from webarena_live.runs.har_spool import SPOOL_SUBDIR, HarSpool
 from webarena_live.runs.journal import EntryFilter, Journal, entry_json_bytes, journal_filename
-from webarena_live.runs.leases import AttemptLease
 from webarena_live.runs.outputs import write_outputs
 from webarena_live.runs.redact import redact_har_entry
 
@@ -171,8 +171,9 @@ class Attempt:
                 redacted=self._entry_filter is not None,
             )
         self._prepare_timer: asyncio.TimerHandle | None = None
-        self.lease: AttemptLease | None = None
-        """The replicas it works on (`runs/leases.py`), when the site map has replicas to lease."""
+        self.lease: Lease | None = None
+        """The replicas it works on (`replicas/lease.py`: the pool's own record), when the site map has
+        replicas to lease."""
 
     # --- while it runs ---------------------------------------------------------------------------
 

@@ -23,8 +23,8 @@ from datetime import datetime
 from typing import Any
 
 from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Revalidations, Task, TaskResult
+from webarena_live.replicas import Lease, write_lease
 from webarena_live.runs.attempt import Attempt, FinishOutcome, RunSettings, SessionState
-from webarena_live.runs.leases import AttemptLease, write_lease
 
 DEFAULT_SESSION = "default"
 MAX_SESSION_NAME = 128
@@ -146,7 +146,7 @@ class Session:
         *,
         run: str | None = None,
         started: datetime | None = None,
-        lease: AttemptLease | None = None,
+        lease: Lease | None = None,
     ) -> None:
         """Begin (or begin again) an attempt at `task`, forgetting every event so far.
 
@@ -258,7 +258,7 @@ class SessionStore:
         *,
         run: str | None = None,
         started: datetime | None = None,
-        lease: AttemptLease | None = None,
+        lease: Lease | None = None,
     ) -> Session:
         session = self.get_or_create(name)
         session.start(task, run=run, started=started, lease=lease)

@@ -1,9 +1,8 @@
-"""The bookkeeping of the replica pool (`control/replicas.py`): one replica's state, one lease, one
-mutation seen through the proxy, and a site's reset counters."""
+"""The bookkeeping of the replica pool (`replicas/pool.py`): one replica's state, one mutation seen
+through the proxy, and a site's reset counters (the lease is `replicas/lease.py`)."""
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,14 +64,3 @@ class SiteCounters:
     failed: int = 0
     seconds: float = 0.0
     """Seconds spent in reset endpoints, all resets together."""
-
-
-@dataclass
-class Lease:
-    session: str
-    task_id: int
-    mutating: bool
-    replicas: dict[str, int]
-    """Site -> index of its replica."""
-    started: float = field(default_factory=time.time)
-    ended: str | None = None

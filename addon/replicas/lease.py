@@ -1,18 +1,23 @@
-"""An attempt's lease: the replica of each site it works on (docs/architecture.md, Replicas).
+"""A lease: the replica of each site a session works on (docs/architecture.md, Replicas).
 
-The pool that hands leases out is the control API's (`control/replicas.py`) or, with workers, the
-front's; an attempt only keeps what it was given, what it did outside of it, and, on disk beside its
-journal, the lease itself, so a resumed session keeps its replicas.
+One record, shared: the pool (`replicas/pool.py`) hands it out and ends it; the session's attempt
+(`runs/attempt.py`) holds the very same object and shows it, adds what the session did outside of it,
+and keeps it on disk beside its journal, so a resumed session takes its replicas back. Under
+`serve --workers` the front's pool holds the leases; a worker builds the attempt's record from the
+lease the front gave (`lease_of`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from webarena_live.evaluator import SiteMap, placeholder
 
 logger = logging.getLogger(__name__)
 
@@ -21,15 +26,19 @@ OUTSIDE_LISTED = 20
 
 
 @dataclass
-class AttemptLease:
-    """The replicas an attempt holds: site -> replica index, and placeholder -> the replica's URL."""
+class Lease:
+    """The replicas a session holds: site -> replica index, and placeholder -> the replica's URL."""
 
     indexes: dict[str, int]
     replicas: dict[str, str]
+    session: str = ""
+    task_id: int | None = None
+    mutating: bool = False
+    started: float = field(default_factory=time.time)
     ended: str | None = None
-    """Why the lease ended before the finish (`abandoned`, `lost`), if it did."""
+    """Why the lease ended (`finished`, `abandoned`, `lost`, `refused`, ...), once it did."""
     outside: int = 0
-    """Requests to a replica the attempt does not hold, or to a host that is no site of the map."""
+    """Requests to a replica the session does not hold, or to a host that is no site of the map."""
     recent_outside: deque[str] = field(default_factory=lambda: deque(maxlen=OUTSIDE_LISTED))
 
     def holds(self, site: str, index: int) -> bool:
@@ -39,10 +48,15 @@ class AttemptLease:
         self.outside += 1
         self.recent_outside.append(f"{method} {url} ({why})")
 
+    @property
+    def ended_early(self) -> str | None:
+        """Why the lease ended before its session's finish (a finish ends it as `finished`)."""
+        return self.ended if self.ended != "finished" else None
+
     def view(self) -> dict[str, Any]:
         view: dict[str, Any] = {"replicas": dict(self.replicas)}
-        if self.ended:
-            view["lease_ended"] = self.ended
+        if self.ended_early:
+            view["lease_ended"] = self.ended_early
         if self.outside:
             view["outside_lease"] = {"count": self.outside, "recent": list(self.recent_outside)}
         return view
@@ -51,7 +65,7 @@ class AttemptLease:
         return {"indexes": self.indexes, "replicas": self.replicas}
 
     @classmethod
-    def from_record(cls, record: Any) -> AttemptLease | None:
+    def from_record(cls, record: Any) -> Lease | None:
         if not isinstance(record, dict):
             return None
         indexes, replicas = record.get("indexes"), record.get("replicas")
@@ -62,12 +76,27 @@ class AttemptLease:
         return cls({k: int(v) for k, v in indexes.items()}, {str(k): str(v) for k, v in replicas.items()})
 
 
+def replica_urls(site_map: SiteMap, indexes: dict[str, int]) -> dict[str, str]:
+    """The lease as an agent reads it: placeholder -> its replica's URL."""
+    return {placeholder(site): site_map.environments[site].replicas[i].url for site, i in indexes.items()}
+
+
+def lease_of(site_map: SiteMap, indexes: dict[str, int], session: str = "") -> Lease:
+    """The record of a lease given elsewhere (a fleet's front); `ValueError` when `indexes` names a site
+    or a replica `site_map` does not have."""
+    for site, index in indexes.items():
+        env = site_map.environments.get(site)
+        if env is None or not 0 <= index < len(env.replicas):
+            raise ValueError(f"{site} replica {index}")
+    return Lease(dict(indexes), replica_urls(site_map, indexes), session=session)
+
+
 def lease_file(journal: Path) -> Path:
     """Beside a journal, the lease of its attempt: `<journal>.lease.json`."""
     return journal.with_name(journal.name + ".lease.json")
 
 
-def write_lease(journal: Path, lease: AttemptLease) -> None:
+def write_lease(journal: Path, lease: Lease) -> None:
     """Keep the lease beside the journal; a journal directory that cannot be written loses only this
     (the journal itself reports its own trouble)."""
     try:
@@ -77,9 +106,9 @@ def write_lease(journal: Path, lease: AttemptLease) -> None:
         logger.warning("cannot keep the lease beside %s: %s", journal, error)
 
 
-def read_lease(journal: Path) -> AttemptLease | None:
+def read_lease(journal: Path) -> Lease | None:
     """The lease kept beside `journal`; None when there is none (or it cannot be read)."""
     try:
-        return AttemptLease.from_record(json.loads(lease_file(journal).read_text(encoding="utf-8")))
+        return Lease.from_record(json.loads(lease_file(journal).read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return None

@@ -10,7 +10,8 @@ node is lost. Who may share a replica is the isolation policy:
   holds; a mutating task holds its replica alone;
 - `none`: everyone on any replica, the least busy first, as on a single copy.
 
-Every mutation through the proxy (POST, PUT, PATCH, DELETE: `record`) marks its replica changed. Under
+Every mutation through the proxy (POST, PUT, PATCH, DELETE: `MutationLog.record`, `replicas/mutations.py`)
+marks its replica changed. Under
 `readers` and `exclusive` a changed replica is reset through its endpoint once its last holder leaves,
 in the background, before anyone leases it again; one that saw only reads goes back at once; a reset
 that fails or times out takes its replica out of service (reported, retried with a growing pause, never
@@ -26,32 +27,25 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from webarena_live.control.bodies import ControlError
-from webarena_live.control.isolation import Isolation, default_isolation, is_mutating
-from webarena_live.control.replica_state import MUTATIONS_KEPT, Lease, Mutation, ReplicaState, SiteCounters
-from webarena_live.control.reset import RESET_TIMEOUT, ResetOutcome, reset_endpoint
-from webarena_live.evaluator import (
-    SiteMap,
-    Task,
-    placeholder,
-    site_key,
-    write_json_atomically,
-)
+from webarena_live.evaluator import SiteMap, Task, placeholder, site_key, write_json_atomically
+from webarena_live.replicas.errors import NoReplica, ResetFailed
+from webarena_live.replicas.lease import Lease
+from webarena_live.replicas.mutations import MutationLog
+from webarena_live.replicas.policy import Isolation, default_isolation, is_mutating
+from webarena_live.replicas.reset import RESET_TIMEOUT, ResetOutcome, reset_endpoint
+from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters
 
 logger = logging.getLogger("webarena_live.replicas")
 
-MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 RETRY_PAUSE = (2.0, 60.0)
 """Seconds before a failed reset is tried again, doubling from the first to the second."""
-RETRY_AFTER = 5
-"""What a 503 tells an agent that found no free replica to wait before asking again (seconds)."""
 
 
 class ReplicaPool:
@@ -85,8 +79,10 @@ class ReplicaPool:
         self._changed = asyncio.Condition()
         self._tasks: set[asyncio.Task[None]] = set()
         self._seq = 0
-        self._log: deque[tuple[int, str, int, Mutation]] = deque(maxlen=MUTATIONS_KEPT)
-        """Every replica's mutations in order, for `mutations_after` (the fleet's front reads workers')."""
+        self.log = MutationLog(site_map)
+        """The mutations of the traffic this process sees, handed to the pool as they are recorded; a
+        fleet's front hands it its workers' instead (`take`)."""
+        self.log.listen(self.take)
 
     # --- leases ------------------------------------------------------------------------------------
 
@@ -95,7 +91,7 @@ class ReplicaPool:
     ) -> Lease:
         """One replica per site of `task` for `session` (its current lease is given up first). `keep`:
         the lease a resumed session held, taken back as it was. With no fitting replica, waits up to
-        `wait` seconds, then raises a JSON 503 with `Retry-After`."""
+        `wait` seconds, then raises `NoReplica`."""
         self.release(session, "restarted")
         sites = tuple(site_key(s) for s in task.sites if site_key(s) in self.replicas)
         mutating = is_mutating(task)
@@ -108,12 +104,7 @@ class ReplicaPool:
                 return self._grant(session, task, mutating, chosen)
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ControlError(
-                    503,
-                    "no_replica",
-                    self._busy_detail(sites, mutating),
-                    headers={"Retry-After": str(RETRY_AFTER)},
-                )
+                raise NoReplica(self._busy_detail(sites, mutating))
             self.waiting += 1
             try:
                 async with self._changed:
@@ -153,11 +144,11 @@ class ReplicaPool:
         return not any(replica.holders.values())  # readers share what no mutating session holds
 
     def _grant(self, session: str, task: Task, mutating: bool, chosen: dict[str, int]) -> Lease:
-        lease = Lease(session, task.task_id, mutating, chosen)
+        lease = Lease(chosen, self._urls(chosen), session=session, task_id=task.task_id, mutating=mutating)
         self.leases[session] = lease
         for replica in self._leased(lease):
             replica.holders[session] = mutating
-        self._tell(session, "lease", {"replicas": self.replica_urls(lease), "isolation": str(self.isolation)})
+        self._tell(session, "lease", {"replicas": dict(lease.replicas), "isolation": str(self.isolation)})
         return lease
 
     def release(self, session: str, reason: str = "finished") -> Lease | None:
@@ -191,42 +182,25 @@ class ReplicaPool:
             self.release(session, "abandoned")
         return expired
 
-    def replica_urls(self, lease: Lease) -> dict[str, str]:
-        """The lease as an agent reads it: placeholder -> its replica's URL."""
-        return {placeholder(site): self.replicas[site][index].url for site, index in lease.replicas.items()}
+    def _urls(self, indexes: dict[str, int]) -> dict[str, str]:
+        return {placeholder(site): self.replicas[site][index].url for site, index in indexes.items()}
 
     def _leased(self, lease: Lease) -> Iterator[ReplicaState]:
-        for site, index in lease.replicas.items():
+        for site, index in lease.indexes.items():
             yield self.replicas[site][index]
 
     # --- mutations and interference ------------------------------------------------------------------
 
-    def record(self, url: str, session: str, method: str, when: float | None = None) -> Mutation | None:
-        """A request through the proxy; a mutating one marks its replica changed. None when it changed
-        nothing the map knows of."""
-        if method.upper() not in MUTATING_METHODS:
-            return None
-        found = self.site_map.replicas_of(url)
-        if not found:
-            return None
-        site, index = found[0]
-        self._seq += 1
-        mutation = Mutation(session, method.upper(), url, time.time() if when is None else when, self._seq)
+    def take(self, site: str, index: int, mutation: Mutation) -> None:
+        """A mutation on replica `index` of `site` (from this process's log, or gathered from a worker's):
+        it marks the replica changed and counts in the interference of whoever else holds it."""
+        self._seq += 1  # the pool's own order: a worker's numbers are its own
+        mutation = replace(mutation, seq=self._seq)
         replica = self.replicas[site][index]
         replica.mutations.append(mutation)
-        self._log.append((self._seq, site, index, mutation))
         if not replica.dirty:
             replica.dirty = True
-            self._tell(session, "replica", {"site": placeholder(site), **replica.view()})
-        return mutation
-
-    def mutations_after(self, seq: int) -> list[dict[str, Any]]:
-        """The mutations recorded after `seq`, oldest first (what a fleet's front asks its workers)."""
-        return [
-            {"seq": s, "site": placeholder(site), "index": index, **mutation.view()}
-            for s, site, index, mutation in self._log
-            if s > seq
-        ]
+            self._tell(mutation.session, "replica", {"site": placeholder(site), **replica.view()})
 
     def interference(self, session: str, *, since: float | None = None) -> dict[str, Any]:
         """The mutations other sessions made on `session`'s replicas while it held them: `exposed`
@@ -243,19 +217,23 @@ class ReplicaPool:
         return {
             "exposed": bool(others),
             "mutations": [m.view() for m in others],
-            "replicas": self.replica_urls(lease),
+            "replicas": dict(lease.replicas),
         }
 
     # --- resets ---------------------------------------------------------------------------------------
 
     async def reset_leased(self, session: str, timeout: float) -> list[ResetOutcome]:
-        """`POST /sessions {"reset": true}`: reset the session's replicas now, before it starts."""
+        """`POST /sessions {"reset": true}`: reset the session's replicas now, before it starts. When one
+        fails the lease is given back and `ResetFailed` raised."""
         lease = self.leases.get(session)
         if lease is None:
             return []
         replicas = [r for r in self._leased(lease) if r.reset_url]
         async with httpx.AsyncClient(trust_env=False) as client:
             outcomes = await asyncio.gather(*(self._reset_once(client, r, timeout) for r in replicas))
+        if not all(outcome.ok for outcome in outcomes):
+            self.release(session, "reset failed")
+            raise ResetFailed([outcome.view() for outcome in outcomes])
         return list(outcomes)
 
     async def _reset(self, replica: ReplicaState, after: str) -> None:
