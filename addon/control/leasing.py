@@ -125,7 +125,8 @@ def lease_router(documented: dict[int | str, dict[str, Any]]) -> APIRouter:
         ctx: ControlContext = request.app.state.control
         log = ctx.mutations
         mutations = log.mutations_after(after) if log is not None else []
-        return JsonResponse({"mutations": mutations, "epoch": id(log) if log is not None else None})
+        return JsonResponse({"mutations": mutations, "epoch": id(log) if log is not None else None,
+                             "reads": log.reads_view() if log is not None else {}})  # fmt: skip
 
     @router.put("/sessions/{session}/interference", include_in_schema=False)
     async def put_interference(session: SessionName, request: Request) -> Response:

@@ -33,6 +33,7 @@ from webarena_live.evaluator import __version__
 from webarena_live.fleet import front_views
 from webarena_live.fleet.front import ASK_DEADLINE, Front, answer_headers
 from webarena_live.fleet.workers import Worker
+from webarena_live.replicas.mutations import add_reads
 
 logger = logging.getLogger("webarena_live.fleet")
 
@@ -76,7 +77,7 @@ def create_front_app(front: Front) -> FastAPI:
             return JsonResponse({"error": "starting", "detail": "the workers are starting"}, status_code=503)
         answer = await front_views.health(front, request)
         if front.leases is not None:
-            answer["pool"] = front.leases.pool.status()
+            answer["pool"] = add_reads(front.leases.pool.status(), *front.leases.reads.values())
         return JsonResponse(answer)
 
     @app.get("/sessions")

@@ -43,6 +43,8 @@ class FrontLeases:
         self.tasks = tasks
         self.cursors: dict[int, tuple[Any, int]] = {}
         """Per worker: its pool's epoch and the last mutation gathered from it."""
+        self.reads: dict[int, dict[str, dict[str, int]]] = {}
+        """Per worker: the requests its log judged reads, by site and rule (its latest answer; `/health`)."""
         self.unanswered: set[int] = set()
         """Workers that did not tell their mutations at the last gathering."""
 
@@ -96,7 +98,8 @@ class FrontLeases:
         for worker, answer in zip(workers, answers, strict=True):
             if answer is None:
                 continue
-            epoch, mutations = answer
+            epoch, mutations, reads = answer
+            self.reads[worker.index] = reads
             for mutation in mutations:
                 self._take(mutation)
             last = mutations[-1]["seq"] if mutations else self.cursors.get(worker.index, (epoch, 0))[1]
@@ -112,7 +115,7 @@ class FrontLeases:
 
     async def _ask(
         self, http: httpx.AsyncClient, worker: Worker, auth: dict[str, str]
-    ) -> tuple[Any, list[dict[str, Any]]] | None:
+    ) -> tuple[Any, list[dict[str, Any]], dict[str, dict[str, int]]] | None:
         epoch, after = self.cursors.get(worker.index, (None, 0))
         try:
             reply = await http.get(
@@ -126,7 +129,12 @@ class FrontLeases:
         if document.get("epoch") != epoch and after:  # a restarted worker counts from the start again
             self.cursors[worker.index] = (document.get("epoch"), 0)
             return await self._ask(http, worker, auth)
-        return document.get("epoch"), list(document.get("mutations", []))
+        reads = document.get("reads")
+        return (
+            document.get("epoch"),
+            list(document.get("mutations", [])),
+            reads if isinstance(reads, dict) else {},
+        )
 
     async def watch(self, http: httpx.AsyncClient, workers: Any, auth: dict[str, str]) -> None:
         """Gather the workers' mutations every few seconds and end leases held past `--lease-timeout`."""

@@ -5,7 +5,7 @@ to a replica the session does not hold, or to a host that is no site of the map 
 service), is counted and listed in the session; with `--confine` the proxy answers it itself with a 403
 page that says why, so an agent cannot wander into another session's copy or the open web. Every POST,
 PUT, PATCH or DELETE that reached a replica goes to the mutation log (`MutationLog.record`), whoever sent
-it; the pool reads it there.
+it, with its body: the log keeps the changes (`replicas.changes` judges), the pool reads them there.
 See docs/architecture.md, Replicas.
 """
 
@@ -85,7 +85,14 @@ def record(context: ControlContext, session: str, flow: http.HTTPFlow) -> None:
     request = flow.request
     if log is None or request.method not in MUTATING_METHODS or flow.metadata.get(REFUSED_KEY):
         return
-    log.record(request.url, session, request.method, request.timestamp_start)
+    # the body as sent; decoded only when it came compressed (a rule may read it: `replicas.changes`)
+    body = (
+        request.raw_content
+        if "content-encoding" not in request.headers
+        else request.get_content(strict=False)
+    )
+    log.record(request.url, session, request.method, request.timestamp_start,
+               content_type=request.headers.get("content-type", ""), body=body)  # fmt: skip
 
 
 def pool_for(

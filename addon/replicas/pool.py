@@ -37,7 +37,7 @@ import httpx
 from webarena_live.evaluator import SiteMap, Task, placeholder, site_key, write_json_atomically
 from webarena_live.replicas.errors import NoReplica, ResetFailed
 from webarena_live.replicas.lease import Lease
-from webarena_live.replicas.mutations import MutationLog
+from webarena_live.replicas.mutations import MutationLog, add_reads
 from webarena_live.replicas.policy import Isolation, default_isolation, is_mutating
 from webarena_live.replicas.reset import RESET_TIMEOUT, ResetOutcome, reset_endpoint
 from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters
@@ -298,9 +298,11 @@ class ReplicaPool:
                 "resets_skipped": counters.skipped,
                 "resets_failed": counters.failed,
                 "reset_seconds": round(counters.seconds, 3),
+                "reads_by_rule": {},  # POSTs and the like a rule judged reads (`changes`): no reset
             }
-        return {"isolation": str(self.isolation), "waiting": self.waiting, "leases": len(self.leases),
-                "sites": sites}  # fmt: skip
+        status = {"isolation": str(self.isolation), "waiting": self.waiting, "leases": len(self.leases),
+                  "sites": sites}  # fmt: skip
+        return add_reads(status, self.log.reads_view())
 
     def counters_view(self) -> dict[str, Any]:
         """Per site: resets done, skipped (released clean), failed, and seconds spent resetting."""
