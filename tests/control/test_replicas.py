@@ -180,18 +180,40 @@ def test_interference_names_other_sessions_mutations_on_the_replicas_held() -> N
     run(scenario)
 
 
-def test_an_abandoned_lease_ends_and_its_changed_replica_is_reset() -> None:
+def test_an_idle_lease_ends_a_used_one_stays_and_its_changed_replica_is_reset() -> None:
+    """`--lease-timeout` counts idle time: a lease touched (a request, a control call) within it
+    stays, however long ago it started; one left idle ends as `timeout`."""
+
     async def scenario(endpoints: list[ResetEndpoint]) -> None:
-        pool = ReplicaPool(site_map(endpoints), Isolation.EXCLUSIVE, lease_timeout=0.2)
+        pool = ReplicaPool(site_map(endpoints), Isolation.EXCLUSIVE, lease_timeout=0.4)
         lease = await pool.lease("gone", MUTATE)
+        busy = await pool.lease("busy", READ)
         pool.log.record(f"{URLS[lease.indexes['shopping']]}/x", "gone", "DELETE")
-        assert pool.abandoned() == []
-        await asyncio.sleep(0.3)
-        assert pool.abandoned() == ["gone"] and "gone" not in pool.leases
+        assert pool.expire() == []
+        for _ in range(5):  # 0.75 s in all, past the timeout since the start, touched all along
+            await asyncio.sleep(0.15)
+            busy.touch()
+            assert "busy" in pool.leases
+        assert pool.expire() == ["gone"] and "gone" not in pool.leases
+        assert lease.ended == "timeout" and lease.ended_early == "timeout" and "busy" in pool.leases
         await settled(pool)
         assert endpoints[lease.indexes["shopping"]].done == 1
 
     run(scenario)
+
+
+def test_abandon_ends_the_lease_with_its_reason_and_frees_the_replica_at_once() -> None:
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints[:1], URLS[:1]), Isolation.EXCLUSIVE)
+        lease = await pool.lease("quitter", READ)
+        with pytest.raises(NoReplica) as refused:
+            await pool.lease("next", READ)
+        assert "replica 0 held by 1 reader (quitter)" in str(refused.value.detail)
+        assert pool.abandon("quitter", "the gym closed") is lease
+        assert (lease.ended, lease.ended_detail) == ("abandoned", "the gym closed")
+        assert (await pool.lease("next", READ)).indexes == {"shopping": 0}  # read only: no reset needed
+
+    run(scenario, count=1)
 
 
 def test_a_resumed_session_keeps_its_lease_and_its_start_urls_name_its_replica(tmp_path) -> None:
