@@ -123,14 +123,13 @@ class ReplicaPool:
         return chosen
 
     def _best(self, fitting: list[ReplicaState], mutating: bool) -> ReplicaState:
-        """The least busy of `fitting`; under `readers`, a read-only task joins other readers rather
-        than take the last free replica, which a mutating task may need."""
+        """The least busy of `fitting`; under `readers`, a read-only task joins a replica other readers
+        hold before it takes a free one: readers pack, and the free copies stay free for mutating tasks."""
         least_busy = min(fitting, key=lambda r: (len(r.holders), r.dirty, r.index))
         if self.isolation is not Isolation.READERS or mutating:
             return least_busy
-        free = [r for r in fitting if not r.holders]
         shared = [r for r in fitting if r.holders]
-        if shared and len(free) <= 1:
+        if shared:
             return min(shared, key=lambda r: (len(r.holders), r.index))
         return least_busy
 

@@ -216,6 +216,30 @@ def test_abandon_ends_the_lease_with_its_reason_and_frees_the_replica_at_once() 
     run(scenario, count=1)
 
 
+def test_readers_pack_so_the_free_copies_stay_free_for_mutating_tasks_and_the_503_says_why() -> None:
+    """Three copies under `readers`: four readers first take one copy together, so both mutating tasks
+    after them get a copy of their own; the next start is refused naming each copy's state in words."""
+    urls = ("http://shop-a.test:7771", "http://shop-b.test:7772", "http://shop-c.test:7773")
+
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints, urls), Isolation.READERS)
+        readers = [await pool.lease(f"r{i}", READ) for i in range(4)]
+        assert {lease.indexes["shopping"] for lease in readers} == {0}
+        writers = [await pool.lease(f"w{i}", MUTATE) for i in range(2)]
+        assert sorted(lease.indexes["shopping"] for lease in writers) == [1, 2]
+        pool.log.record(f"{urls[1]}/checkout/cart/add/", "w0", "POST")
+        pool.release("w0")  # changed: reset in the background, leased to nobody meanwhile
+        with pytest.raises(NoReplica) as refused:
+            await pool.lease("w2", MUTATE_TOO)
+        detail = refused.value.detail
+        assert "replica 0 held by 4 readers (r0, r1, r2, r3)" in detail, detail
+        assert "replica 1 resetting" in detail and "replica 2 held by a mutating task (session w1)" in detail
+        await settled(pool)
+        assert (await pool.lease("w2", MUTATE_TOO)).indexes == {"shopping": 1}
+
+    run(scenario, count=3, delay=0.3)
+
+
 def test_a_resumed_session_keeps_its_lease_and_its_start_urls_name_its_replica(tmp_path) -> None:
     """A restart (a new store and pool, the same journal directory): `resume_journal` gives the session
     the replica it held, from the lease kept beside its journal."""
