@@ -346,7 +346,14 @@ def create_app(control: ControlContext | None) -> FastAPI:
             }
         )
     )
-    app.include_router(lease_router(_documented(models.Mutations, 400, *_GUARDED)))
+    app.include_router(
+        lease_router(
+            {
+                "mutations": _documented(models.Mutations, 400, *_GUARDED),
+                "abandon": _documented(models.Abandoned, 400, 409, *_GUARDED),
+            }
+        )
+    )
     app.mount("/dashboard", dashboard_files())
     return app
 

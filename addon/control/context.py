@@ -153,6 +153,8 @@ def find_session(ctx: ControlContext, name: str) -> Session:
     session = ctx.sessions.get(name)
     if session is None:
         raise ControlError(404, "unknown_session", f"no session named {name!r}")
+    if session.attempt.lease is not None and session.attempt.lease.ended is None:
+        session.attempt.lease.touch()  # a control call is use too (--lease-timeout counts idle time)
     return session
 
 

@@ -12,6 +12,7 @@ every worker's mutations (`GET /mutations`) and hands the session's interference
 from __future__ import annotations
 
 import json
+import logging
 from typing import Annotated, Any
 from urllib.parse import unquote
 
@@ -21,11 +22,14 @@ from starlette.responses import Response
 from webarena_live.control.bodies import ControlError, parse_json_body
 from webarena_live.control.context import ControlContext, StartPlan, find_session
 from webarena_live.control.errors import JsonResponse, as_control_error
-from webarena_live.control.models import SessionName
+from webarena_live.control.models import Abandon, SessionName
 from webarena_live.evaluator import site_key
-from webarena_live.replicas import Lease, PoolError, lease_of, read_lease
+from webarena_live.replicas import Lease, PoolError, lease_of, read_lease, write_lease
 from webarena_live.replicas.reset import ResetOutcome, reset_sites, sites_without_reset
+from webarena_live.runs.attempt import SessionState
 from webarena_live.runs.sessions import Session
+
+logger = logging.getLogger("webarena_live.replicas")
 
 LEASE_HEADER = "X-WebArena-Live-Lease"
 """Set by a fleet's front on the `POST /sessions` it forwards: the session's lease, `{site: index}`."""
@@ -53,7 +57,7 @@ async def lease_for(ctx: ControlContext, plan: StartPlan, *, wait: float, header
     if pool is None:
         return None
     kept = None
-    if plan.journal is not None and (before := read_lease(plan.journal)) is not None:
+    if plan.journal is not None and (before := read_lease(plan.journal)) is not None and not before.ended:
         kept = {s: i for s, i in before.indexes.items() if s in pool.replicas and i < len(pool.replicas[s])}
     try:
         return await pool.lease(plan.name, plan.task, wait=wait, keep=kept)
@@ -109,15 +113,75 @@ def listed(interference: dict[str, Any]) -> dict[str, Any]:
     return {**interference, "count": len(mutations), "mutations": mutations[:INTERFERENCE_LISTED]}
 
 
-def lease_router(documented: dict[int | str, dict[str, Any]]) -> APIRouter:
-    """`GET /mutations` (what a front gathers from its workers) and `PUT /sessions/{s}/interference`
-    (what a front hands a worker before the session's finish)."""
+def abandon(ctx: ControlContext, session: Session, reason: str | None, ended: str = "abandoned") -> Lease:
+    """End `session`'s lease before its finish (`ended`: `abandoned`, or what a front says: `timeout`,
+    `lost`): this process's pool gives the replicas back now; the attempt's record (the same lease
+    object, or on a worker its own) says so, beside its journal too. From now on the proxy forwards
+    nothing more for the session (`proxy/leases.py`: `hold`); a finish still judges what was captured,
+    with `lease_ended`. A lease that ended already stays as it ended."""
+    attempt = session.attempt
+    lease = attempt.lease
+    if lease is None:  # no replicas to give back (no pool here): the session still ends its lease
+        lease = attempt.lease = Lease({}, {}, session=session.name, started=attempt.started)
+    if lease.ended_early is None:
+        if ctx.pool is not None and ctx.pool.leases.get(session.name) is lease:
+            if ended == "abandoned":
+                ctx.pool.abandon(session.name, reason)
+            else:
+                lease.end(ended, reason)
+                ctx.pool.release(session.name, ended)
+        else:
+            lease.end(ended, reason)
+        logger.warning(
+            "webarena-live: session %s's lease ended (%s%s): replicas given back, its requests refused",
+            session.name, ended, f": {reason}" if reason else "",
+        )  # fmt: skip
+        if attempt.journal is not None:
+            write_lease(attempt.journal.path, lease)
+        ctx.sessions.notices.publish(session, "pool", {"kind": "release", "reason": ended})
+    return lease
+
+
+def lease_router(documented: dict[str, dict[int | str, dict[str, Any]]]) -> APIRouter:
+    """`POST /sessions/{s}/abandon`, `GET /mutations` (what a front gathers from its workers),
+    `PUT /sessions/{s}/interference` (what a front hands a worker before the session's finish) and
+    `PUT /sessions/{s}/lease_ended` (a front telling a worker the lease it gave ended)."""
     router = APIRouter()
+
+    @router.post(
+        "/sessions/{session}/abandon",
+        summary="give the session's replicas back now: its lease ends (abandoned), its finish says so",
+        responses=documented["abandon"],
+    )
+    async def post_abandon(session: SessionName, request: Request, body: Abandon | None = None) -> Response:
+        ctx: ControlContext = request.app.state.control
+        found = find_session(ctx, unquote(session))
+        if found.task is None:
+            raise ControlError(409, "no_task", f"session {found.name!r} has no task; nothing to abandon")
+        if found.attempt.state is SessionState.FINISHED:
+            raise ControlError(
+                409, "already_finished", f"session {found.name!r} is finished; its lease ended"
+            )
+        lease = abandon(ctx, found, body.reason if body is not None else None)
+        return JsonResponse({"session": found.name, "lease_ended": lease.ended_early,
+                             "reason": lease.ended_detail, "replicas": dict(lease.replicas)})  # fmt: skip
+
+    @router.put("/sessions/{session}/lease_ended", include_in_schema=False)
+    async def put_lease_ended(session: SessionName, request: Request) -> Response:
+        ctx: ControlContext = request.app.state.control
+        found = find_session(ctx, unquote(session))
+        document = parse_json_body(await request.body())
+        if not isinstance(document, dict) or not isinstance(document.get("ended"), str):
+            raise ControlError(400, "bad_lease_end", "an object with a string `ended`")
+        reason = document.get("reason")
+        if found.attempt.state is not SessionState.FINISHED:
+            abandon(ctx, found, reason if isinstance(reason, str) else None, document["ended"])
+        return JsonResponse({"session": found.name})
 
     @router.get(
         "/mutations",
         summary="the mutations this proxy saw on the site map's replicas, after a sequence number",
-        responses=documented,
+        responses=documented["mutations"],
     )
     async def get_mutations(
         request: Request, after: Annotated[int, Query(ge=0, description="the last sequence number seen")] = 0
@@ -125,8 +189,17 @@ def lease_router(documented: dict[int | str, dict[str, Any]]) -> APIRouter:
         ctx: ControlContext = request.app.state.control
         log = ctx.mutations
         mutations = log.mutations_after(after) if log is not None else []
-        return JsonResponse({"mutations": mutations, "epoch": id(log) if log is not None else None,
-                             "reads": log.reads_view() if log is not None else {}})  # fmt: skip
+        # when each leased session last used its lease, so a front's --lease-timeout counts idle time
+        active = {
+            s.name: s.attempt.lease.touched
+            for s in ctx.sessions
+            if s.attempt.lease is not None and s.attempt.lease.ended is None
+        }
+        reads = log.reads_view() if log is not None else {}  # what a front's /health sums
+        return JsonResponse(
+            {"mutations": mutations, "epoch": id(log) if log is not None else None, "active": active,
+             "reads": reads}
+        )  # fmt: skip
 
     @router.put("/sessions/{session}/interference", include_in_schema=False)
     async def put_interference(session: SessionName, request: Request) -> Response:

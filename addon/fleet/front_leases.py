@@ -6,7 +6,9 @@ them when asked, and tells the worker the lease (`LEASE_HEADER`). The workers se
 records the mutations through it, and the front gathers them (`GET /mutations`) before a finish or a
 preview, to hand the worker the session's interference (`PUT /sessions/{s}/interference`), and every
 few seconds, so a changed replica is known as changed when its lease ends. A finish, a lost worker or
-`--lease-timeout` ends a lease; changed replicas are reset from here, in the background.
+`--lease-timeout` (idle time: the workers tell when each session last used its lease) or
+`POST /sessions/{s}/abandon` ends a lease; the session's worker is told (`PUT /sessions/{s}/lease_ended`)
+so its proxy forwards nothing more for it; changed replicas are reset from here, in the background.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -98,10 +101,14 @@ class FrontLeases:
         for worker, answer in zip(workers, answers, strict=True):
             if answer is None:
                 continue
-            epoch, mutations, reads = answer
+            epoch, mutations, active, reads = answer
             self.reads[worker.index] = reads
             for mutation in mutations:
                 self._take(mutation)
+            for session, touched in active.items():  # used through the worker: not idle
+                lease = self.pool.leases.get(session)
+                if lease is not None and isinstance(touched, int | float):
+                    lease.touch(float(touched))
             last = mutations[-1]["seq"] if mutations else self.cursors.get(worker.index, (epoch, 0))[1]
             self.cursors[worker.index] = (epoch, last)
 
@@ -115,7 +122,7 @@ class FrontLeases:
 
     async def _ask(
         self, http: httpx.AsyncClient, worker: Worker, auth: dict[str, str]
-    ) -> tuple[Any, list[dict[str, Any]], dict[str, dict[str, int]]] | None:
+    ) -> tuple[Any, list[dict[str, Any]], dict[str, Any], dict[str, dict[str, int]]] | None:
         epoch, after = self.cursors.get(worker.index, (None, 0))
         try:
             reply = await http.get(
@@ -129,20 +136,42 @@ class FrontLeases:
         if document.get("epoch") != epoch and after:  # a restarted worker counts from the start again
             self.cursors[worker.index] = (document.get("epoch"), 0)
             return await self._ask(http, worker, auth)
-        reads = document.get("reads")
+        active, reads = document.get("active"), document.get("reads")
         return (
             document.get("epoch"),
             list(document.get("mutations", [])),
+            active if isinstance(active, dict) else {},
             reads if isinstance(reads, dict) else {},
         )
 
-    async def watch(self, http: httpx.AsyncClient, workers: Any, auth: dict[str, str]) -> None:
-        """Gather the workers' mutations every few seconds and end leases held past `--lease-timeout`."""
+    async def watch(
+        self,
+        http: httpx.AsyncClient,
+        workers: Callable[[], list[Worker]],
+        auth: dict[str, str],
+        owner_of: Callable[[str], Worker | None],
+    ) -> None:
+        """Gather the workers' mutations (and when each session last used its lease) every few seconds,
+        and end the leases idle past `--lease-timeout`, telling each one's worker."""
         while True:
             await asyncio.sleep(GATHER_SECONDS)
             try:
                 await self.gather(http, list(workers()), auth)
-                for name in self.pool.abandoned():
-                    logger.warning("webarena-live: session %s held its replicas past --lease-timeout", name)
+                for name in self.pool.expire():
+                    logger.warning(
+                        "webarena-live: session %s was idle past --lease-timeout (%g s): its replicas are "
+                        "given back; its requests are refused until it finishes",
+                        name, self.pool.lease_timeout,
+                    )  # fmt: skip
+                    if (owner := owner_of(name)) is not None:
+                        await self.tell_ended(http, owner, name, "timeout", auth)
             except Exception:  # the watch must outlive any one bad answer
                 logger.exception("webarena-live: gathering the workers' mutations failed")
+
+    async def tell_ended(
+        self, http: httpx.AsyncClient, owner: Worker, name: str, ended: str, auth: dict[str, str]
+    ) -> None:
+        """Tell the session's worker its lease ended here, so its proxy forwards nothing more for it."""
+        url = f"{owner.control_url}/sessions/{quote(name, safe='')}/lease_ended"
+        with contextlib.suppress(httpx.HTTPError):  # a worker away: its session is lost anyway
+            await http.put(url, json={"ended": ended}, headers=auth, timeout=ASK_TIMEOUT)

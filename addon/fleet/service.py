@@ -190,7 +190,7 @@ async def run_fleet(plan: FleetPlan) -> int:
     watch = None
     if front.leases is not None:
         watch = asyncio.get_running_loop().create_task(
-            front.leases.watch(front.http, front.up_workers, headers)
+            front.leases.watch(front.http, front.up_workers, headers, front.owner_worker)
         )
     health = (await front.http.get(f"{pool[0].control_url}/health", headers=headers)).json()
     if plan.web_ports and 0 in plan.web_ports:  # each worker picked its mitmweb port on its machine

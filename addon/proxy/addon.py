@@ -31,7 +31,7 @@ from webarena_live.proxy.credentials import PROXY_AUTHORIZATION, challenge, take
 from webarena_live.proxy.flow_notes import FlowNotes
 from webarena_live.proxy.header_login import HeaderLogin
 from webarena_live.proxy.leases import check as check_lease
-from webarena_live.proxy.leases import log_for, pool_for, watch_abandoned
+from webarena_live.proxy.leases import hold, log_for, pool_for, watch_idle
 from webarena_live.proxy.leases import record as record_mutation
 from webarena_live.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING
 from webarena_live.proxy.reserved_host import route_control, serve_on_flow
@@ -90,7 +90,7 @@ class WebArenaLive:
         self._front: tuple[str, int] | None = None
         self.confine = False
         self._watcher: asyncio.Task[None] | None = None
-        """Ends the leases held past `--lease-timeout` (`proxy/leases.py`)."""
+        """Ends the leases idle past `--lease-timeout` (`proxy/leases.py`)."""
         self.started = False
         """The proxy runs (`running` was called): a reconfiguration from now on says what it loaded."""
 
@@ -191,7 +191,7 @@ class WebArenaLive:
             self._tell_dataset()
         self.started = True
         if self.context is not None and self._watcher is None:
-            self._watcher = asyncio.get_running_loop().create_task(watch_abandoned(self.context))
+            self._watcher = asyncio.get_running_loop().create_task(watch_idle(self.context))
         options = ctx.options
         if self.context is None or not options.webarena_control_port or self.server is not None:
             return
@@ -351,10 +351,13 @@ class WebArenaLive:
         flow.metadata[SESSION_KEY] = username
         if self.header_login.by_origin:  # called from here, not as an addon: no hook dispatch per flow
             self.header_login.requestheaders(flow)
-        if not is_control and self.context is not None and self.context.pool is not None:
+        if not is_control and self.context is not None:
             session = self.context.sessions.get(username or DEFAULT_SESSION)
-            if session is not None:
-                check_lease(self.context, session, flow, confine=self.confine)
+            if session is not None and session.attempt.lease is not None:
+                if hold(session, flow):  # its lease ended: answered here, no event of its trace
+                    flow.metadata[SKIP_KEY] = True
+                else:
+                    check_lease(self.context, session, flow, confine=self.confine)
 
     def _route_control(self, flow: http.HTTPFlow, caller: str | None) -> None:
         server = (self.server.host, self.server.port) if self.server is not None else None

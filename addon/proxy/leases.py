@@ -26,6 +26,7 @@ from webarena_live.proxy.browser_traffic import is_service_host
 from webarena_live.replicas import MUTATING_METHODS, MutationLog, parse_isolation, parse_lease_timeout
 from webarena_live.replicas.build import build_pool
 from webarena_live.replicas.pool import ReplicaPool
+from webarena_live.runs.attempt import SessionState
 from webarena_live.runs.sessions import Session
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,9 @@ logger = logging.getLogger(__name__)
 REFUSED_KEY = "webarena_live.outside_lease"
 """Set on a flow `--confine` answered with a 403: it never reached a site, so it changed nothing."""
 WATCH_SECONDS = 1.0
-"""How often abandoned leases (`--lease-timeout`) are looked for."""
+"""How often idle leases (`--lease-timeout`) are looked for."""
+ENDED_STATUS = 410
+"""What the proxy answers, itself, to a request of a session whose lease ended before its finish."""
 
 
 def outside_reason(context: ControlContext, session: Session, url: str, host: str) -> str | None:
@@ -125,16 +128,49 @@ def log_for(site_map: SiteMap, pool: ReplicaPool | None, current: MutationLog | 
     return MutationLog(site_map)
 
 
-async def watch_abandoned(context: ControlContext) -> None:
-    """End the leases held past `--lease-timeout` (`ReplicaPool.abandoned`), and say so in the session."""
+def ended_page(url: str, session: str, reason: str) -> http.Response:
+    """The page a session whose lease ended gets instead of the site: what was refused and why."""
+    why = {
+        "timeout": "it was idle longer than --lease-timeout",
+        "abandoned": "it was abandoned (POST /sessions/{s}/abandon)",
+        "lost": "its worker or node was lost",
+    }.get(reason, reason)
+    body = (
+        "<!doctype html><meta charset=utf-8><title>This session's lease has ended</title>"
+        f"<h1>{ENDED_STATUS}: session {html.escape(session)}'s lease has ended</h1>"
+        f"<p>webarena-live did not forward <code>{html.escape(url)}</code>: the session's lease of its "
+        f"replicas ended ({html.escape(reason)}: {html.escape(why)}). Its replicas may now serve another "
+        "session, so nothing more is forwarded for it. Finish the session (its verdict will say "
+        "<code>lease_ended</code>) or start it again.</p>"
+    )
+    return http.Response.make(ENDED_STATUS, body, {"Content-Type": "text/html; charset=utf-8"})
+
+
+def hold(session: Session, flow: http.HTTPFlow) -> bool:
+    """A request of `session`: when its lease ended before its finish, answered here (`ended_page`),
+    counted and kept out of the trace (True); else its lease counts it as use (`--lease-timeout`)."""
+    lease = session.attempt.lease
+    if lease is None or session.attempt.state is SessionState.FINISHED:
+        return False
+    if lease.ended_early is None:
+        lease.touch()
+        return False
+    lease.refused_after_end += 1
+    flow.metadata[REFUSED_KEY] = True
+    flow.response = ended_page(flow.request.url, session.name, lease.ended_early)
+    return True
+
+
+async def watch_idle(context: ControlContext) -> None:
+    """End the leases idle past `--lease-timeout` (`ReplicaPool.expire`), and say so in the log."""
     pool = context.pool
     if pool is None or pool.lease_timeout is None:
         return
     while True:
         await asyncio.sleep(WATCH_SECONDS)
-        for name in pool.abandoned():
-            session = context.sessions.get(name)
-            if session is not None:  # its lease record, the pool's own, says `abandoned` now
-                logger.warning(
-                    "webarena-live: session %s held its replicas past --lease-timeout: released", name
-                )
+        for name in pool.expire():
+            logger.warning(
+                "webarena-live: session %s was idle past --lease-timeout (%g s): its replicas are given "
+                "back; its requests are refused until it finishes",
+                name, pool.lease_timeout,
+            )  # fmt: skip

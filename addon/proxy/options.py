@@ -139,10 +139,11 @@ OPTIONS = (
     ),
     AddonOption(
         "webarena_lease_timeout", str, "",
-        "Seconds after which an unfinished session's lease of its replicas ends (abandoned); empty: never.",
+        "Seconds a session's lease of its replicas may stay idle (no request through it, no control call) "
+        "before it ends (timeout); empty: never.",
         flag="lease-timeout", metavar="SECONDS",
-        flag_help="seconds after which a session that has not finished gives its replicas back (abandoned); "
-        "default: never",
+        flag_help="seconds a session may stay idle (no request through it, no control call) before its lease "
+        "ends (timeout): its replicas go back and its requests are refused; default: never",
     ),
     AddonOption(
         "webarena_forward_browser_traffic", bool, False,

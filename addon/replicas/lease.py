@@ -35,11 +35,27 @@ class Lease:
     task_id: int | None = None
     mutating: bool = False
     started: float = field(default_factory=time.time)
+    touched: float = field(default_factory=time.time)
+    """When the session last used it: a request through the proxy or a control call (`touch`);
+    `--lease-timeout` counts from here."""
     ended: str | None = None
-    """Why the lease ended (`finished`, `abandoned`, `lost`, `refused`, ...), once it did."""
+    """Why the lease ended (`finished`, `abandoned`, `timeout`, `lost`, `refused`, ...), once it did."""
+    ended_detail: str | None = None
+    """The reason given with `POST /sessions/{s}/abandon`, if any."""
+    ended_at: float | None = None
+    refused_after_end: int = 0
+    """Requests the proxy answered itself because the lease had ended before the finish."""
     outside: int = 0
     """Requests to a replica the session does not hold, or to a host that is no site of the map."""
     recent_outside: deque[str] = field(default_factory=lambda: deque(maxlen=OUTSIDE_LISTED))
+
+    def touch(self, when: float | None = None) -> None:
+        self.touched = max(self.touched, time.time() if when is None else when)
+
+    def end(self, reason: str, detail: str | None = None) -> None:
+        """Mark the lease ended (the pool gives its replicas back itself); the first reason stays."""
+        if self.ended is None:
+            self.ended, self.ended_detail, self.ended_at = reason, detail, time.time()
 
     def holds(self, site: str, index: int) -> bool:
         return self.indexes.get(site) == index
@@ -57,12 +73,18 @@ class Lease:
         view: dict[str, Any] = {"replicas": dict(self.replicas)}
         if self.ended_early:
             view["lease_ended"] = self.ended_early
+            if self.ended_detail:
+                view["lease_ended_reason"] = self.ended_detail
+            view["refused_after_lease_end"] = self.refused_after_end
         if self.outside:
             view["outside_lease"] = {"count": self.outside, "recent": list(self.recent_outside)}
         return view
 
     def record(self) -> dict[str, Any]:
-        return {"indexes": self.indexes, "replicas": self.replicas}
+        record: dict[str, Any] = {"indexes": self.indexes, "replicas": self.replicas}
+        if self.ended_early:
+            record.update(ended=self.ended, ended_reason=self.ended_detail, ended_at=self.ended_at)
+        return record
 
     @classmethod
     def from_record(cls, record: Any) -> Lease | None:
@@ -73,7 +95,11 @@ class Lease:
             return None
         if not all(isinstance(k, str) and isinstance(v, int) for k, v in indexes.items()):
             return None
-        return cls({k: int(v) for k, v in indexes.items()}, {str(k): str(v) for k, v in replicas.items()})
+        lease = cls({k: int(v) for k, v in indexes.items()}, {str(k): str(v) for k, v in replicas.items()})
+        if isinstance(record.get("ended"), str):
+            detail = record.get("ended_reason")
+            lease.end(record["ended"], detail if isinstance(detail, str) else None)
+        return lease
 
 
 def replica_urls(site_map: SiteMap, indexes: dict[str, int]) -> dict[str, str]:

@@ -123,14 +123,13 @@ class ReplicaPool:
         return chosen
 
     def _best(self, fitting: list[ReplicaState], mutating: bool) -> ReplicaState:
-        """The least busy of `fitting`; under `readers`, a read-only task joins other readers rather
-        than take the last free replica, which a mutating task may need."""
+        """The least busy of `fitting`; under `readers`, a read-only task joins a replica other readers
+        hold before it takes a free one: readers pack, and the free copies stay free for mutating tasks."""
         least_busy = min(fitting, key=lambda r: (len(r.holders), r.dirty, r.index))
         if self.isolation is not Isolation.READERS or mutating:
             return least_busy
-        free = [r for r in fitting if not r.holders]
         shared = [r for r in fitting if r.holders]
-        if shared and len(free) <= 1:
+        if shared:
             return min(shared, key=lambda r: (len(r.holders), r.index))
         return least_busy
 
@@ -157,7 +156,7 @@ class ReplicaPool:
         lease = self.leases.pop(session, None)
         if lease is None:
             return None
-        lease.ended = reason
+        lease.end(reason)
         for replica in self._leased(lease):
             replica.holders.pop(session, None)
             if replica.holders:
@@ -172,14 +171,22 @@ class ReplicaPool:
         self._wake()
         return lease
 
-    def abandoned(self, now: float | None = None) -> list[str]:
-        """End the leases held past `--lease-timeout`; the sessions whose lease ended."""
+    def abandon(self, session: str, detail: str | None = None) -> Lease | None:
+        """`POST /sessions/{s}/abandon`: the session gives its replicas back now (`ended`: `abandoned`)."""
+        lease = self.leases.get(session)
+        if lease is not None:
+            lease.end("abandoned", detail)
+        return self.release(session, "abandoned")
+
+    def expire(self, now: float | None = None) -> list[str]:
+        """End the leases idle past `--lease-timeout` (no request through the session, no control call:
+        `Lease.touched`), as `timeout`; the sessions whose lease ended."""
         if self.lease_timeout is None:
             return []
         now = time.time() if now is None else now
-        expired = [s for s, lease in self.leases.items() if now - lease.started > self.lease_timeout]
+        expired = [s for s, lease in self.leases.items() if now - lease.touched > self.lease_timeout]
         for session in expired:
-            self.release(session, "abandoned")
+            self.release(session, "timeout")
         return expired
 
     def _urls(self, indexes: dict[str, int]) -> dict[str, str]:
@@ -326,11 +333,29 @@ class ReplicaPool:
     def _busy_detail(self, sites: tuple[str, ...], mutating: bool) -> str:
         kind = "a mutating task" if mutating else "a read-only task"
         busy = [
-            f"{placeholder(site)}: "
-            + ", ".join(f"{r.index} {r.view()['state']}" for r in self.replicas[site])
+            f"{placeholder(site)}: " + ", ".join(self._in_words(r) for r in self.replicas[site])
             for site in sites
         ]
         return f"no replica is free for {kind} under --isolation {self.isolation} ({'; '.join(busy)})"
+
+    @staticmethod
+    def _in_words(replica: ReplicaState) -> str:
+        """One replica's state as a refusal names it: `replica 0 held by 2 readers (a, b)`."""
+        name = f"replica {replica.index}"
+        if replica.out_of_service:
+            return f"{name} out of service (its reset failed: {replica.out_of_service})"
+        if replica.resetting:
+            return f"{name} resetting"
+        writers = sorted(s for s, mutating in replica.holders.items() if mutating)
+        if writers:
+            return f"{name} held by a mutating task (session {', '.join(writers)})"
+        if replica.holders:
+            count = len(replica.holders)
+            who = ", ".join(sorted(replica.holders))
+            return f"{name} held by {count} reader{'s' if count > 1 else ''} ({who})"
+        if replica.dirty:
+            return f"{name} changed, waiting for its reset"
+        return f"{name} free"
 
     def _tell(self, session: str, kind: str, data: dict[str, Any]) -> None:
         if self.on_change is not None:

@@ -285,6 +285,8 @@ class Attempt:
         evaluated = time.perf_counter()
         if interference is not None:
             result = result.model_copy(update={"interference": interference})
+        if self.lease is not None and self.lease.ended_early:
+            result = result.model_copy(update={"lease_ended": self.lease.ended_early})
         finished = time.time()
         outputs = self._write(settings, answer, result, finished) if settings.output_dir is not None else None
         self.stop()
@@ -346,6 +348,11 @@ class Attempt:
             record["replicas"] = self.lease.replicas
         if interference is not None:
             record["interference"] = interference
+        if self.lease is not None and self.lease.ended_early:
+            record["lease_ended"] = self.lease.ended_early
+            if self.lease.ended_detail:
+                record["lease_ended_reason"] = self.lease.ended_detail
+            record["refused_after_lease_end"] = self.lease.refused_after_end
         return record
 
     def _write(

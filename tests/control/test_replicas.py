@@ -180,18 +180,64 @@ def test_interference_names_other_sessions_mutations_on_the_replicas_held() -> N
     run(scenario)
 
 
-def test_an_abandoned_lease_ends_and_its_changed_replica_is_reset() -> None:
+def test_an_idle_lease_ends_a_used_one_stays_and_its_changed_replica_is_reset() -> None:
+    """`--lease-timeout` counts idle time: a lease touched (a request, a control call) within it
+    stays, however long ago it started; one left idle ends as `timeout`."""
+
     async def scenario(endpoints: list[ResetEndpoint]) -> None:
-        pool = ReplicaPool(site_map(endpoints), Isolation.EXCLUSIVE, lease_timeout=0.2)
+        pool = ReplicaPool(site_map(endpoints), Isolation.EXCLUSIVE, lease_timeout=0.4)
         lease = await pool.lease("gone", MUTATE)
+        busy = await pool.lease("busy", READ)
         pool.log.record(f"{URLS[lease.indexes['shopping']]}/x", "gone", "DELETE")
-        assert pool.abandoned() == []
-        await asyncio.sleep(0.3)
-        assert pool.abandoned() == ["gone"] and "gone" not in pool.leases
+        assert pool.expire() == []
+        for _ in range(5):  # 0.75 s in all, past the timeout since the start, touched all along
+            await asyncio.sleep(0.15)
+            busy.touch()
+            assert "busy" in pool.leases
+        assert pool.expire() == ["gone"] and "gone" not in pool.leases
+        assert lease.ended == "timeout" and lease.ended_early == "timeout" and "busy" in pool.leases
         await settled(pool)
         assert endpoints[lease.indexes["shopping"]].done == 1
 
     run(scenario)
+
+
+def test_abandon_ends_the_lease_with_its_reason_and_frees_the_replica_at_once() -> None:
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints[:1], URLS[:1]), Isolation.EXCLUSIVE)
+        lease = await pool.lease("quitter", READ)
+        with pytest.raises(NoReplica) as refused:
+            await pool.lease("next", READ)
+        assert "replica 0 held by 1 reader (quitter)" in str(refused.value.detail)
+        assert pool.abandon("quitter", "the gym closed") is lease
+        assert (lease.ended, lease.ended_detail) == ("abandoned", "the gym closed")
+        assert (await pool.lease("next", READ)).indexes == {"shopping": 0}  # read only: no reset needed
+
+    run(scenario, count=1)
+
+
+def test_readers_pack_so_the_free_copies_stay_free_for_mutating_tasks_and_the_503_says_why() -> None:
+    """Three copies under `readers`: four readers first take one copy together, so both mutating tasks
+    after them get a copy of their own; the next start is refused naming each copy's state in words."""
+    urls = ("http://shop-a.test:7771", "http://shop-b.test:7772", "http://shop-c.test:7773")
+
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints, urls), Isolation.READERS)
+        readers = [await pool.lease(f"r{i}", READ) for i in range(4)]
+        assert {lease.indexes["shopping"] for lease in readers} == {0}
+        writers = [await pool.lease(f"w{i}", MUTATE) for i in range(2)]
+        assert sorted(lease.indexes["shopping"] for lease in writers) == [1, 2]
+        pool.log.record(f"{urls[1]}/checkout/cart/add/", "w0", "POST")
+        pool.release("w0")  # changed: reset in the background, leased to nobody meanwhile
+        with pytest.raises(NoReplica) as refused:
+            await pool.lease("w2", MUTATE_TOO)
+        detail = refused.value.detail
+        assert "replica 0 held by 4 readers (r0, r1, r2, r3)" in detail, detail
+        assert "replica 1 resetting" in detail and "replica 2 held by a mutating task (session w1)" in detail
+        await settled(pool)
+        assert (await pool.lease("w2", MUTATE_TOO)).indexes == {"shopping": 1}
+
+    run(scenario, count=3, delay=0.3)
 
 
 def test_a_resumed_session_keeps_its_lease_and_its_start_urls_name_its_replica(tmp_path) -> None:
