@@ -1,3 +1,4 @@
+#!/usr/bin/env python
 """The GitLab-shaped run of scripts/bench_pool.py (`--site gitlab`): what the pool costs on a site that
 reads by POST.
 
@@ -19,6 +20,7 @@ task costs one reset.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package: the site and agents
 
 from tests.gitlab.agents import CREATE, MUTATED, NAVIGATED
 from tests.gitlab.app import ISSUES_QUERY, PASSWORD, PROJECT, USER, GitLabServer, Site
@@ -179,3 +183,10 @@ def main(args: Any, workdir: Path) -> int:
             print(f"{run.name}: resets {run.resets} (target {mutating}, one per mutating task), exposed "
                   f"readers {run.exposed_readers} (target 0)")  # fmt: skip
     return 0
+
+
+if __name__ == "__main__":  # the same as `bench_pool.py --site gitlab`
+    import bench_pool  # this script's folder is on the path
+
+    sys.argv[1:1] = ["--site", "gitlab"]
+    raise SystemExit(bench_pool.main())
