@@ -121,11 +121,11 @@ def pool_for(
 def log_for(site_map: SiteMap, pool: ReplicaPool | None, current: MutationLog | None) -> MutationLog:
     """The mutation log of the traffic here: the pool's own, else a worker's (kept while its site map
     is the same, so its front's reading position holds)."""
-    if pool is not None:
-        return pool.log
-    if current is not None and current.site_map == site_map:
-        return current
-    return MutationLog(site_map)
+    log = pool.log if pool is not None else current
+    if log is None or (pool is None and log.site_map != site_map):
+        return MutationLog(site_map)
+    log.judge_by(site_map)  # a kept log (the same URLs) takes the new map's reads and changes rules
+    return log
 
 
 def ended_page(url: str, session: str, reason: str) -> http.Response:

@@ -39,6 +39,12 @@ class MutationLog:
         self.reads: dict[str, Counter[str]] = {}
         """Per site, the requests a rule judged reads (rule -> count); methods that never change uncounted."""
 
+    def judge_by(self, site_map: SiteMap) -> None:
+        """Judge from now on by `site_map`'s rules (a reconfigured map with the same URLs keeps its log,
+        and its numbering, but may have changed its `reads` and `changes`)."""
+        if site_map is not self.rules.site_map:
+            self.rules = ChangeRules(site_map)
+
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)
 

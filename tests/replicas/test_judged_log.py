@@ -18,8 +18,8 @@ from webarena_live.control.context import ControlContext
 from webarena_live.evaluator import SiteMap, load_tasks
 from webarena_live.evaluator.classify import EventType, classify
 from webarena_live.proxy.capture import event_from_flow
-from webarena_live.proxy.leases import record
-from webarena_live.replicas import Isolation
+from webarena_live.proxy.leases import log_for, record
+from webarena_live.replicas import Isolation, MutationLog
 from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.sessions import SessionStore
@@ -74,3 +74,17 @@ def test_the_health_answer_counts_reads_by_rule(tmp_path: Path) -> None:
     status, health = call(ctx, "GET", "/health")
     assert status == 200
     assert health["pool"]["sites"]["__GITLAB__"]["reads_by_rule"] == {"gitlab graphql query": 1}
+
+
+def test_a_kept_log_takes_a_reconfigured_maps_rules(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    assert ctx.pool is not None and ctx.mutations is not None
+    search = post("/search", "q=x", "application/x-www-form-urlencoded")
+    assert log_for(ctx.site_map, ctx.pool, ctx.mutations) is ctx.pool.log
+    record(ctx, "s", search)
+    assert ctx.pool.status()["sites"]["__GITLAB__"]["dirty"] == 1  # no rule: a change
+    own = {"urls": [GITLAB], "reads": [{"method": "POST", "path": "^/search$"}]}
+    changed = SiteMap.from_config({"environments": {"__GITLAB__": own}}, source="test")
+    for log in (log_for(changed, ctx.pool, ctx.mutations), log_for(changed, None, MutationLog(ctx.site_map))):
+        assert log.record(search.request.url, "s", "POST", content_type="", body=b"q=x") is None
+        assert log.reads_view() == {"__GITLAB__": {"__GITLAB__ reads[0] POST ^/search$": 1}}
