@@ -98,9 +98,10 @@ def test_reset_at_start_resets_every_replica_before_the_first_lease(tmp_path: Pa
     assert [r.reset.done for r in replicas] == [1, 1] and all(r.value == 0 for r in replicas)
 
 
-def test_the_fleet_front_remembers_too(tmp_path: Path) -> None:
-    """`serve --workers 2`: the front's pool keeps the same file; stopped and started again, it resets
-    the changed replica before leasing it."""
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_the_fleet_front_remembers_too(tmp_path: Path, how: signal.Signals) -> None:
+    """`serve --workers 2`: the front's pool keeps the same file; stopped (SIGTERM) or killed (SIGKILL:
+    its workers end with it) and started again, it resets the changed replica before leasing it."""
     with counters(1, delay=0.3) as (replica,):
         config = counter_config(tmp_path / "sites.json", [replica])
         first = serve(tmp_path / "serve", config, "--workers", "2")
@@ -111,6 +112,9 @@ def test_the_fleet_front_remembers_too(tmp_path: Path) -> None:
             while not remembered(first)["replicas"]["__SHOPPING__"][0]["dirty"]:
                 assert time.monotonic() < deadline
                 time.sleep(0.2)
+            assert first.process is not None
+            first.process.send_signal(how)
+            first.process.wait(timeout=60)
         finally:
             first.stop()
         assert replica.value == 1 and replica.reset.done == 0
