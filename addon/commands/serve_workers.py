@@ -103,7 +103,8 @@ def plan_of(args: argparse.Namespace, count: int) -> FleetPlan | str:
         session_ports=ports, token=args.control_token or None,
         web_ports=tuple(args.worker_web_ports) if getattr(args, "web", False) else None, ray=ray,
         tasks=args.tasks, config=args.config, isolation=isolation, lease_timeout=lease_timeout,
-        output_dir=args.output_dir,
+        reset_at_start=bool(getattr(args, "reset_at_start", False)), output_dir=args.output_dir,
+        confine=bool(getattr(args, "confine", False)),
     )  # fmt: skip
 
 

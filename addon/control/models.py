@@ -182,7 +182,12 @@ class Mutations(_Open):
         "to a replica of the site map"
     )
     epoch: int | None = Field(
-        None, description="changes when the proxy's pool is made anew (sequence restarts)"
+        None, description="changes when the proxy's mutation log is made anew (sequence restarts)"
+    )
+    active: dict[str, float] = Field(
+        default_factory=dict,
+        description="session -> when it last used its lease (a request or a control call), for the sessions "
+        "here whose lease has not ended: a fleet's front counts --lease-timeout's idle time from it",
     )
 
 

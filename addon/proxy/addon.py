@@ -121,14 +121,14 @@ class WebArenaLive:
         if tasks is not None and (site_map is not None or not config):  # an unreadable map: told once
             problems += site_map_problems(tasks, site_map or SiteMap(), config=options.webarena_config)
         site_map = site_map or SiteMap()
+        journal_dir = Path(options.webarena_journal_dir or default_journal_dir(options.webarena_output_dir))
         pool = None
         try:  # a worker's is None: its front leases
-            pool = self._pool(site_map, output_dir)
+            pool = self._pool(site_map, output_dir, journal_dir)
         except WebArenaLiveError as error:
             problems.extend(str(error).splitlines())
         if problems or tasks is None:
             raise exceptions.OptionsError("\n".join(problems))
-        journal_dir = Path(options.webarena_journal_dir or default_journal_dir(options.webarena_output_dir))
         settings = RunSettings(
             site_map=site_map,
             output_dir=output_dir,
@@ -168,10 +168,15 @@ class WebArenaLive:
         self.session_port = options.webarena_session_port
         if self.started:  # at start the line waits for `running`: options given after this one may fail
             self._tell_dataset()
+            if pool is not None:
+                pool.start()
 
-    def _pool(self, site_map: SiteMap, output_dir: Path | None) -> ReplicaPool | None:
+    def _pool(self, site_map: SiteMap, output_dir: Path | None, journal_dir: Path) -> ReplicaPool | None:
         current = self.context.pool if self.context is not None else None
-        return pool_for(site_map, ctx.options, current, output_dir=output_dir, on_change=self._pool_notice)
+        return pool_for(
+            site_map, ctx.options, current,
+            output_dir=output_dir, journal_dir=journal_dir, on_change=self._pool_notice,
+        )  # fmt: skip
 
     def _pool_notice(self, session: str, notice: dict[str, Any]) -> None:
         found = self.context.sessions.get(session) if self.context is not None else None
@@ -190,6 +195,8 @@ class WebArenaLive:
         if self.context is not None and not self.started:
             self._tell_dataset()
         self.started = True
+        if self.context is not None and self.context.pool is not None:
+            self.context.pool.start()  # the resets a restart found needed, before the first lease
         if self.context is not None and self._watcher is None:
             self._watcher = asyncio.get_running_loop().create_task(watch_idle(self.context))
         options = ctx.options

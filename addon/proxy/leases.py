@@ -24,7 +24,7 @@ from webarena_live.control.context import RESERVED_HOST, ControlContext
 from webarena_live.evaluator import SiteMap, placeholder
 from webarena_live.proxy.browser_traffic import is_service_host
 from webarena_live.replicas import MUTATING_METHODS, MutationLog, parse_isolation, parse_lease_timeout
-from webarena_live.replicas.build import build_pool
+from webarena_live.replicas.build import build_pool, pool_file
 from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.attempt import SessionState
 from webarena_live.runs.sessions import Session
@@ -104,6 +104,7 @@ def pool_for(
     current: ReplicaPool | None,
     *,
     output_dir: Path | None,
+    journal_dir: Path | None,
     on_change: Callable[[str, dict[str, Any]], None],
 ) -> ReplicaPool | None:
     """The replicas of `site_map` under `--isolation`, with `--lease-timeout` (`options`: mitmproxy's),
@@ -114,8 +115,9 @@ def pool_for(
     if options.webarena_front:
         return None
     return build_pool(
-        site_map, isolation, timeout, output_dir=output_dir, current=current, on_change=on_change
-    )
+        site_map, isolation, timeout, state_file=pool_file(output_dir, journal_dir),
+        reset_at_start=options.webarena_reset_at_start, current=current, on_change=on_change,
+    )  # fmt: skip
 
 
 def log_for(site_map: SiteMap, pool: ReplicaPool | None, current: MutationLog | None) -> MutationLog:

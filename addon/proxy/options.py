@@ -146,6 +146,16 @@ OPTIONS = (
         "ends (timeout): its replicas go back and its requests are refused; default: never",
     ),
     AddonOption(
+        "webarena_reset_at_start", bool, False,
+        "Reset every replica of the site map through its reset_url before the first lease (copies of "
+        "unknown state). Without it, replicas a previous run on the same output directory left changed, "
+        "resetting or out of service are reset before their first lease.",
+        flag="reset-at-start",
+        flag_help="reset every replica before the first lease (a run that begins on copies of unknown "
+        "state); without it only those the last run on this output directory left changed are",
+        reconfigures=False,
+    ),
+    AddonOption(
         "webarena_forward_browser_traffic", bool, False,
         "Forward the browser's own service requests (update and connectivity checks to hosts that are no "
         "site of the map) instead of answering them in the proxy; they never become events either way.",

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -35,6 +36,7 @@ from typing import Any
 import httpx
 
 from webarena_live.evaluator import SiteMap, Task, placeholder, site_key, write_json_atomically
+from webarena_live.replicas import memory
 from webarena_live.replicas.errors import NoReplica, ResetFailed
 from webarena_live.replicas.lease import Lease
 from webarena_live.replicas.mutations import MutationLog, add_reads
@@ -44,6 +46,7 @@ from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters
 
 logger = logging.getLogger("webarena_live.replicas")
 
+REFUSED_KEPT = 20
 RETRY_PAUSE = (2.0, 60.0)
 """Seconds before a failed reset is tried again, doubling from the first to the second."""
 
@@ -67,8 +70,9 @@ class ReplicaPool:
         self.reset_timeout = reset_timeout
         self.on_change = on_change
         """Told `(session, notice)` when a lease starts or ends and when a replica's state changes."""
-        self.counters_file: Path | None = None
-        """Where the reset counters are kept for the run report (`OUT/.pool.json`), when set."""
+        self.state_file: Path | None = None
+        """Where the replicas' state and the reset counters are kept (`OUT/.pool.json`: `memory.py`),
+        for a restart and the run report, when set."""
         self.replicas: dict[str, list[ReplicaState]] = {
             name: [ReplicaState(name, i, r.url, r.reset_url) for i, r in enumerate(env.replicas)]
             for name, env in site_map.environments.items()
@@ -76,6 +80,8 @@ class ReplicaPool:
         self.counters = {name: SiteCounters() for name in self.replicas}
         self.leases: dict[str, Lease] = {}
         self.waiting = 0
+        self.refused: deque[dict[str, Any]] = deque(maxlen=REFUSED_KEPT)
+        """The starts refused for want of a replica, newest last (`/health`, the dashboard)."""
         self._changed = asyncio.Condition()
         self._tasks: set[asyncio.Task[None]] = set()
         self._seq = 0
@@ -83,6 +89,26 @@ class ReplicaPool:
         """The mutations of the traffic this process sees, handed to the pool as they are recorded; a
         fleet's front hands it its workers' instead (`take`)."""
         self.log.listen(self.take)
+        self._pending: list[tuple[ReplicaState, str]] = []
+        """Resets to run once the event loop does (`start`): replicas a restart found changed."""
+
+    def restore(self, *, reset_all: bool = False) -> list[ReplicaState]:
+        """Read what the state file remembers: every replica it names changed, resetting or out of
+        service (with `reset_all`: every replica) is reset before its first lease (`start` runs the
+        resets). The replicas to reset."""
+        if self.state_file is None:
+            return []
+        chosen = memory.restore(self.state_file, self.replicas, self.counters, reset_all=reset_all)
+        why = "--reset-at-start" if reset_all else "changed before a restart"
+        self._pending += [(replica, why) for replica in chosen if replica.resetting]
+        self._keep()
+        return chosen
+
+    def start(self) -> None:
+        """Run the resets `restore` found needed; called once the event loop runs (again: nothing)."""
+        pending, self._pending = self._pending, []
+        for replica, why in pending:
+            self._spawn(self._reset(replica, "", why=why))
 
     # --- leases ------------------------------------------------------------------------------------
 
@@ -104,7 +130,10 @@ class ReplicaPool:
                 return self._grant(session, task, mutating, chosen)
             left = deadline - time.monotonic()
             if left <= 0:
-                raise NoReplica(self._busy_detail(sites, mutating))
+                detail = self._busy_detail(sites, mutating)
+                self.refused.append({"at": time.time(), "session": session, "task_id": task.task_id,
+                                     "detail": detail})  # fmt: skip
+                raise NoReplica(detail)
             self.waiting += 1
             try:
                 async with self._changed:
@@ -135,7 +164,7 @@ class ReplicaPool:
 
     def _fits(self, replica: ReplicaState, mutating: bool) -> bool:
         if self.isolation is Isolation.NONE:
-            return not replica.out_of_service
+            return replica.leasable  # a replica reset after a restart waits for it, whatever the policy
         if not replica.leasable or replica.dirty:  # a changed replica is reset before its next lease
             return False
         if self.isolation is Isolation.EXCLUSIVE or mutating:
@@ -166,7 +195,7 @@ class ReplicaPool:
                 self._spawn(self._reset(replica, session))
             elif not replica.dirty:
                 self.counters[replica.site].skipped += 1
-                self._keep_counters()
+                self._keep()
         self._tell(session, "release", {"reason": reason})
         self._wake()
         return lease
@@ -207,6 +236,7 @@ class ReplicaPool:
         replica.mutations.append(mutation)
         if not replica.dirty:
             replica.dirty = True
+            self._keep()  # on disk before anything else: a killed serve must not lease it unreset
             self._tell(mutation.session, "replica", {"site": placeholder(site), **replica.view()})
 
     def interference(self, session: str, *, since: float | None = None) -> dict[str, Any]:
@@ -243,15 +273,26 @@ class ReplicaPool:
             raise ResetFailed([outcome.view() for outcome in outcomes])
         return list(outcomes)
 
-    async def _reset(self, replica: ReplicaState, after: str) -> None:
-        """Reset a changed replica nobody holds, retrying with a growing pause until it succeeds."""
+    async def _reset(self, replica: ReplicaState, after: str, *, why: str | None = None) -> None:
+        """Reset a changed replica nobody holds, retrying with a growing pause until it succeeds.
+        `after`: the session whose leaving called for it ("" when `why` says: a restart)."""
+        self._keep()
         self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
         pause = RETRY_PAUSE[0]
         try:
             async with httpx.AsyncClient(trust_env=False) as client:
                 while True:
                     outcome = await self._reset_once(client, replica, self.reset_timeout)
+                    replica.resets.append(
+                        {"at": time.time(), "after": after or None, "why": why, "seconds": outcome.seconds,
+                         "ok": outcome.ok, "detail": outcome.detail}
+                    )  # fmt: skip
                     if outcome.ok:
+                        logger.info(
+                            "replica %d of %s (%s) reset in %.1f s, %s",
+                            replica.index, placeholder(replica.site), replica.url, outcome.seconds,
+                            f"after session {after}" if after else why,
+                        )  # fmt: skip
                         return
                     replica.out_of_service = outcome.detail
                     logger.warning(
@@ -263,6 +304,7 @@ class ReplicaPool:
                     pause = min(pause * 2, RETRY_PAUSE[1])
         finally:
             replica.resetting = False
+            self._keep()
             self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
             self._wake()
 
@@ -281,7 +323,7 @@ class ReplicaPool:
             replica.dirty = any(m.seq > seq for m in replica.mutations)
         else:
             counters.failed += 1
-        self._keep_counters()
+        self._keep()
         return outcome
 
     # --- views ----------------------------------------------------------------------------------------
@@ -308,7 +350,7 @@ class ReplicaPool:
                 "reads_by_rule": {},  # POSTs and the like a rule judged reads (`changes`): no reset
             }
         status = {"isolation": str(self.isolation), "waiting": self.waiting, "leases": len(self.leases),
-                  "sites": sites}  # fmt: skip
+                  "sites": sites, "refused": list(self.refused)}  # fmt: skip
         return add_reads(status, self.log.reads_view())
 
     def counters_view(self) -> dict[str, Any]:
@@ -319,43 +361,23 @@ class ReplicaPool:
             for name, c in sorted(self.counters.items())
         }  # fmt: skip
 
-    def _keep_counters(self) -> None:
-        """The counters where the run report reads them; a write that fails costs only the report."""
-        if self.counters_file is None:
+    def _keep(self) -> None:
+        """The replicas' state and the counters on disk (`memory.py`), atomically; a write that fails
+        is told and costs what a restart would remember."""
+        if self.state_file is None:
             return
+        document = memory.document_of(str(self.isolation), self.counters_view(), self.replicas)
         try:
-            write_json_atomically(
-                self.counters_file, {"isolation": str(self.isolation), "sites": self.counters_view()}
-            )
+            write_json_atomically(self.state_file, document)
         except OSError as error:
-            logger.warning("cannot keep the pool's counters in %s: %s", self.counters_file, error)
+            logger.warning("cannot keep the pool's state in %s: %s", self.state_file, error)
 
     def _busy_detail(self, sites: tuple[str, ...], mutating: bool) -> str:
         kind = "a mutating task" if mutating else "a read-only task"
         busy = [
-            f"{placeholder(site)}: " + ", ".join(self._in_words(r) for r in self.replicas[site])
-            for site in sites
+            f"{placeholder(site)}: " + ", ".join(r.in_words() for r in self.replicas[site]) for site in sites
         ]
         return f"no replica is free for {kind} under --isolation {self.isolation} ({'; '.join(busy)})"
-
-    @staticmethod
-    def _in_words(replica: ReplicaState) -> str:
-        """One replica's state as a refusal names it: `replica 0 held by 2 readers (a, b)`."""
-        name = f"replica {replica.index}"
-        if replica.out_of_service:
-            return f"{name} out of service (its reset failed: {replica.out_of_service})"
-        if replica.resetting:
-            return f"{name} resetting"
-        writers = sorted(s for s, mutating in replica.holders.items() if mutating)
-        if writers:
-            return f"{name} held by a mutating task (session {', '.join(writers)})"
-        if replica.holders:
-            count = len(replica.holders)
-            who = ", ".join(sorted(replica.holders))
-            return f"{name} held by {count} reader{'s' if count > 1 else ''} ({who})"
-        if replica.dirty:
-            return f"{name} changed, waiting for its reset"
-        return f"{name} free"
 
     def _tell(self, session: str, kind: str, data: dict[str, Any]) -> None:
         if self.on_change is not None:

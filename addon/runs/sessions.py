@@ -203,6 +203,16 @@ class Session:
             (attempt.finished or attempt.started) - attempt.started,
             f"; earlier attempt kept in {outcome.earlier_attempt}" if outcome.earlier_attempt else "",
         )
+        if result.interference and result.interference.get(
+            "exposed"
+        ):  # the verdict stands; say why to doubt it
+            logger.warning(
+                "session %s's verdict is exposed: %s mutation(s) by other sessions on its replicas (%s)",
+                self.name, result.interference.get("count", len(result.interference.get("mutations", []))),
+                ", ".join(sorted({str(m.get("session")) for m in result.interference.get("mutations", [])})),
+            )  # fmt: skip
+        if result.lease_ended:
+            logger.warning("session %s finished after its lease ended (%s)", self.name, result.lease_ended)
         self._store.notices.publish(self, FINISHED, result.to_dict())
         return outcome
 
