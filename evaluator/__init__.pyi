@@ -68,6 +68,7 @@ from .run_verdicts import VerdictCache as VerdictCache
 from .run_verdicts import read_verdict as read_verdict
 from .site_checks import placeholder as placeholder
 from .site_checks import site_key as site_key
+from .site_rules import SiteRule as SiteRule
 from .sites import SiteMap as SiteMap
 from .sites import read_config_file as read_config_file
 from .stats import mcnemar_exact_p as mcnemar_exact_p

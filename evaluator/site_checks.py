@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from webarena_live.evaluator.site_rules import RULE_KEYS, ConfigChangeRule, ConfigRule
+
 KNOWN_SITES = ("gitlab", "homepage", "map", "reddit", "shopping", "shopping_admin", "wikipedia")
 """The sites WebArena-Verified knows; the reference refuses any other name in a task or a config."""
 
@@ -32,8 +34,13 @@ def placeholder(site: str) -> str:
     return f"__{site.upper()}__"
 
 
-AUTO_LOGIN_HEADERS = {"shopping_admin": "X-M2-Admin-Auto-Login"}
-"""Sites the official harness logs into with a request header (`use_header_login`), and the header."""
+AUTO_LOGIN_HEADERS = {
+    "shopping_admin": "X-M2-Admin-Auto-Login",
+    "shopping": "X-M2-Customer-Auto-Login",
+    "reddit": "X-Postmill-Auto-Login",
+}
+"""Sites the official images log in by a request header (`use_header_login`), and the header: the
+admin's, the storefront customer's (`email:password`) and the forum's (`username:password`)."""
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -102,6 +109,10 @@ class ConfigEnvironment(BaseModel):
     reset_url: BaseUrl | None = None
     use_header_login: Any = False
     replicas: Annotated[list[ConfigReplica], Field(min_length=1)] | None = None
+    reads: list[ConfigRule] | None = None
+    """This project's own: requests that only read the site (`site_rules`)."""
+    changes: list[ConfigChangeRule] | None = None
+    """This project's own: requests that change the site, whatever else says they read (`site_rules`)."""
 
     @model_validator(mode="after")
     def _urls_or_replicas(self) -> ConfigEnvironment:
@@ -213,10 +224,17 @@ def _lines(error: Any, data: dict[str, Any]) -> str:
         return f'"environments" must be an object of sites ({got} given), e.g. {_EXAMPLE}'
     if kind == "extra_forbidden":
         in_replica = len(loc) > 3 and loc[2] == "replicas"
-        keys = CONFIG_KEYS if len(loc) == 1 else REPLICA_KEYS if in_replica else ENVIRONMENT_KEYS
+        in_rule = len(loc) > 3 and loc[2] in ("reads", "changes")
+        keys = (
+            CONFIG_KEYS if len(loc) == 1
+            else REPLICA_KEYS if in_replica
+            else RULE_KEYS if in_rule
+            else ENVIRONMENT_KEYS
+        )  # fmt: skip
         where = (
-            "" if len(loc) == 1 else f"environments.{loc[1]}" + (f".replicas[{loc[3]}]" if in_replica else "")
-        )
+            "" if len(loc) == 1
+            else f"environments.{loc[1]}" + (f".{loc[2]}[{loc[3]}]" if in_replica or in_rule else "")
+        )  # fmt: skip
         return f"{where}{': ' if where else ''}unknown key {loc[-1]!r}{_did_you_mean(str(loc[-1]), keys)}"
     where = f"environments.{loc[1]}"
     if len(loc) == 2:
@@ -225,8 +243,21 @@ def _lines(error: Any, data: dict[str, Any]) -> str:
         where, loc = f"{where}.replicas[{loc[3]}]", (*loc[:2], *loc[4:])
         if len(loc) == 2:
             return f'{where}: must be an object such as {{"urls": ["http://..."], "reset_url": "http://..."}}'
+    if loc[2] in ("reads", "changes"):
+        return _rule_line(where, loc[2:], error["msg"])
     if loc[2] in ("urls", "replicas") and len(loc) == 3:
         what = "base URLs" if loc[2] == "urls" else 'replicas, each {"urls": [...], "reset_url": ...}'
         return f'{where}: "{loc[2]}" must be a non-empty list of {what}'
     field = f"urls[{loc[3]}]" if loc[2] == "urls" and len(loc) > 3 else loc[2]
     return f"{where}.{field}: {url_problem(value) or error['msg']}"
+
+
+def _rule_line(where: str, loc: tuple[Any, ...], message: str) -> str:
+    """A mistake in a `reads` or `changes` rule (`site_rules`) as one line naming the rule and key."""
+    example = '[{"method": "POST", "path": "^/search$"}]'
+    if len(loc) == 1:
+        return f"{where}.{loc[0]}: must be a list of rules such as {example}"
+    rule = f"{where}.{loc[0]}[{loc[1]}]"
+    if len(loc) == 2:
+        return f"{rule}: must be an object such as {example[1:-1]}"
+    return f"{rule}.{loc[2]}: {message}"

@@ -37,6 +37,7 @@ from webarena_live.evaluator.site_checks import (
     placeholder,
     site_key,
 )
+from webarena_live.evaluator.site_rules import SiteRule
 
 if TYPE_CHECKING:
     from webarena_live.evaluator.trace import NetworkTrace
@@ -51,6 +52,15 @@ def _under(url: str, base: str) -> bool:
     return (
         url == base or url.startswith(base + "/") or url.startswith(base + "?") or url.startswith(base + "#")
     )
+
+
+def _login_name(credentials: Mapping[str, str] | None) -> str:
+    """Who a site's auto-login header signs in: `username`, or `email` (the storefront's customer)."""
+    return (credentials or {}).get("username") or (credentials or {}).get("email") or ""
+
+
+def _password(credentials: Mapping[str, str] | None) -> str:
+    return (credentials or {}).get("password", "")
 
 
 def read_config_file(path: str | Path) -> Any:
@@ -94,6 +104,10 @@ class SiteEnvironment(BaseModel):
     replicas: tuple[Replica, ...] = ()
     """This project's own key: the site's deployments. Given in a config, `urls` is every replica's
     URLs; a config with plain `urls` (and `reset_url`) is one replica."""
+    reads: tuple[SiteRule, ...] = ()
+    """This project's own key: requests that only read the site (`site_rules`; the replica pool's)."""
+    changes: tuple[SiteRule, ...] = ()
+    """This project's own key: requests that change the site whatever else says (`site_rules`)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -187,23 +201,26 @@ class SiteMap(BaseModel):
         return [
             placeholder(name)
             for name, env in sorted(self.environments.items())
-            if env.use_header_login and not (env.credentials or {}).get("username")
+            if env.use_header_login and not _login_name(env.credentials)
         ]
 
     @property
     def login_headers(self) -> tuple[tuple[str, str, str], ...]:
         """(origin, header, value) for each URL of each site that logs in by header (`use_header_login`)."""
-        found = []
-        for name, env in sorted(self.environments.items()):
-            header = AUTO_LOGIN_HEADERS.get(name)
-            if not (env.use_header_login and header and (env.credentials or {}).get("username")):
-                continue
-            credentials = env.credentials or {}
-            value = f"{credentials.get('username', '')}:{credentials.get('password', '')}"
-            for url in env.urls:
-                parts = urlsplit(url)
-                found.append((f"{parts.scheme}://{parts.netloc}".lower(), header, value))
-        return tuple(found)
+        return tuple(
+            (f"{parts.scheme}://{parts.netloc}".lower(), header, value)
+            for name, (header, value) in self.login_headers_by_site.items()
+            for parts in map(urlsplit, self.environments[name].urls)
+        )
+
+    @property
+    def login_headers_by_site(self) -> dict[str, tuple[str, str]]:
+        """site -> (header, value) for each site that logs in by header (`use_header_login`)."""
+        return {
+            name: (AUTO_LOGIN_HEADERS[name], f"{_login_name(env.credentials)}:{_password(env.credentials)}")
+            for name, env in sorted(self.environments.items())
+            if env.use_header_login and name in AUTO_LOGIN_HEADERS and _login_name(env.credentials)
+        }
 
     @property
     def urls(self) -> dict[str, tuple[str, ...]]:

@@ -20,6 +20,11 @@ that differ from the serial baseline's and the verdicts marked `exposed` (anothe
 copy meanwhile).
 
     .venv/bin/python scripts/bench_pool.py [--agents 12] [--tasks 48] [--replicas 4] [--reset-seconds 2]
+    .venv/bin/python scripts/bench_pool.py --site gitlab [...]
+
+`--site gitlab` runs the GitLab-shaped site instead (tests/gitlab/app.py: reads by GraphQL query POST,
+sign-in by form, changes by mutation; scripts/bench_pool_gitlab.py), judged by method and by what a
+request does: its reading tasks cost no reset and are never exposed, each mutating task one reset.
 
 Targets (4 replicas, 12 agents, 48 tasks): under readers no verdict differs from the serial run; resets
 no more than the mutating tasks and at most 0.4x the serial run's; the wall time at most 0.33x the
@@ -286,7 +291,15 @@ def main() -> int:
     parser.add_argument("--replicas", type=int, default=4)
     parser.add_argument("--reset-seconds", type=float, default=2.0, help="how long each reset takes")
     parser.add_argument("--think", type=float, default=0.5, help="an agent's own seconds per task")
+    parser.add_argument(
+        "--site", choices=("notes", "gitlab"), default="notes", help="the site the agents use"
+    )
     args = parser.parse_args()
+    if args.site == "gitlab":
+        import bench_pool_gitlab  # this script's folder is on the path
+
+        with tempfile.TemporaryDirectory(prefix="bench-pool-gitlab-") as tmp:
+            return bench_pool_gitlab.main(args, Path(tmp))
     tasks = task_mix(args.tasks)
     mutating = sum(t["_value"] is not None for t in tasks)
     print(

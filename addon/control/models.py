@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from webarena_live.control.reset import RESET_TIMEOUT
+from webarena_live.replicas.reset import RESET_TIMEOUT
 
 SessionName = Annotated[
     str,
@@ -182,5 +182,31 @@ class Mutations(_Open):
         "to a replica of the site map"
     )
     epoch: int | None = Field(
-        None, description="changes when the proxy's pool is made anew (sequence restarts)"
+        None, description="changes when the proxy's mutation log is made anew (sequence restarts)"
     )
+    active: dict[str, float] = Field(
+        default_factory=dict,
+        description="session -> when it last used its lease (a request or a control call), for the sessions "
+        "here whose lease has not ended: a fleet's front counts --lease-timeout's idle time from it",
+    )
+
+
+class Abandon(BaseModel):
+    """Body of `POST /sessions/{s}/abandon` (optional: no body is no reason)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reason: StrictStr | None = Field(
+        None, max_length=1000, description="why the agent or harness gives up, kept in the session's record"
+    )
+
+
+class Abandoned(_Open):
+    """What `POST /sessions/{s}/abandon` answers: the lease ended, the replicas given back."""
+
+    session: str
+    lease_ended: str = Field(
+        description="`abandoned`, or why the lease had ended already (`timeout`, `lost`)"
+    )
+    reason: str | None = None
+    replicas: dict[str, str] = Field(description="the replicas the session held: placeholder -> URL")

@@ -33,6 +33,7 @@ from webarena_live.evaluator import __version__
 from webarena_live.fleet import front_views
 from webarena_live.fleet.front import ASK_DEADLINE, Front, answer_headers
 from webarena_live.fleet.workers import Worker
+from webarena_live.replicas.mutations import add_reads
 
 logger = logging.getLogger("webarena_live.fleet")
 
@@ -76,7 +77,7 @@ def create_front_app(front: Front) -> FastAPI:
             return JsonResponse({"error": "starting", "detail": "the workers are starting"}, status_code=503)
         answer = await front_views.health(front, request)
         if front.leases is not None:
-            answer["pool"] = front.leases.pool.status()
+            answer["pool"] = add_reads(front.leases.pool.status(), *front.leases.reads.values())
         return JsonResponse(answer)
 
     @app.get("/sessions")
@@ -178,6 +179,32 @@ def create_front_app(front: Front) -> FastAPI:
         if front.outputs is not None:  # written on the worker's node: carried here before the answer
             await front.carry_outputs(worker, name)
         await front.remember_finished(worker, name)
+        return Response(content, upstream.status_code, headers=answer_headers(upstream))
+
+    @app.post("/sessions/{session}/abandon")
+    async def post_abandon(session: str, request: Request) -> Response:
+        """The worker ends the attempt's lease (it checks the body and the session); then the front
+        gathers the workers' mutations and its pool gives the replicas back."""
+        name = unquote(session)
+        worker = _owner_of(front, name, request)
+        if isinstance(worker, Response):
+            return worker
+        body = await _bounded_body(request)
+        if body is None:
+            return error_response(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
+        upstream = await front.send(worker, request, body)
+        if isinstance(upstream, Response):
+            return upstream
+        content = await upstream.aread()
+        await upstream.aclose()
+        if upstream.status_code == 200 and front.leases is not None:
+            # what its traffic changed first: a replica released as clean would be leased unreset
+            await front.leases.gather(front.http, front.up_workers(), front.auth())
+            try:
+                reason = json.loads(content).get("reason")
+            except (ValueError, AttributeError):
+                reason = None
+            front.leases.pool.abandon(name, reason if isinstance(reason, str) else None)
         return Response(content, upstream.status_code, headers=answer_headers(upstream))
 
     @app.get("/sessions/{session}")
