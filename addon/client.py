@@ -22,14 +22,20 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
 from httpx_sse import aconnect_sse, connect_sse
 from pydantic import BaseModel, ConfigDict
 
-from webarena_live.evaluator import TaskProgress, TaskResult, WebArenaLiveError
+# The evaluator's models are loaded when an answer is first read as one (its lazy names): a process
+# that only scores rewards (the finish's raw JSON) never pays for the evaluator's modules.
+from webarena_live import evaluator as _evaluator
+from webarena_live.evaluator import WebArenaLiveError
+
+if TYPE_CHECKING:
+    from webarena_live.evaluator import TaskProgress, TaskResult
 
 DEFAULT_URL = "http://127.0.0.1:8081"
 
@@ -210,16 +216,16 @@ class Client:
         return self._do(_Calls.session(name, "trace", since=since, status=status))["events"]
 
     def progress(self, name: str) -> TaskProgress:
-        return TaskProgress.model_validate(self._do(_Calls.session(name, "progress")))
+        return _evaluator.TaskProgress.model_validate(self._do(_Calls.session(name, "progress")))
 
     def preview(self, name: str, response: Any) -> TaskResult:
         """The result a finish would give now, without finishing (`"preview": true` in the document)."""
-        return TaskResult.model_validate(self._do(_Calls.session(name, "preview", body=response)))
+        return _evaluator.TaskResult.model_validate(self._do(_Calls.session(name, "preview", body=response)))
 
     def finish(self, name: str, response: Any) -> TaskResult:
         """Judge the session with the agent's final response. A finished session: the same answer gets
         the same result; another raises `DifferentAnswer` (its verdict judged the first)."""
-        return TaskResult.model_validate(self._do(_Calls.session(name, "finish", body=response)))
+        return _evaluator.TaskResult.model_validate(self._do(_Calls.session(name, "finish", body=response)))
 
     def finish_document(self, name: str, response: Any) -> dict[str, Any]:
         """The finish's answer as the API sent it, every field kept (`TaskResult` keeps the verdict's
@@ -290,13 +296,17 @@ class AsyncClient:
         return (await self._do(_Calls.session(name, "trace", since=since, status=status)))["events"]
 
     async def progress(self, name: str) -> TaskProgress:
-        return TaskProgress.model_validate(await self._do(_Calls.session(name, "progress")))
+        return _evaluator.TaskProgress.model_validate(await self._do(_Calls.session(name, "progress")))
 
     async def preview(self, name: str, response: Any) -> TaskResult:
-        return TaskResult.model_validate(await self._do(_Calls.session(name, "preview", body=response)))
+        return _evaluator.TaskResult.model_validate(
+            await self._do(_Calls.session(name, "preview", body=response))
+        )
 
     async def finish(self, name: str, response: Any) -> TaskResult:
-        return TaskResult.model_validate(await self._do(_Calls.session(name, "finish", body=response)))
+        return _evaluator.TaskResult.model_validate(
+            await self._do(_Calls.session(name, "finish", body=response))
+        )
 
     async def finish_document(self, name: str, response: Any) -> dict[str, Any]:
         return await self._do(_Calls.session(name, "finish", body=response))

@@ -32,6 +32,9 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+# httpx loads its transport (httpcore, and trio or anyio with it where they are installed) only when
+# the first client is made: loaded here with the process's other imports, not inside its first reward.
+import httpcore  # noqa: F401
 import httpx
 
 from webarena_live.client import DEFAULT_URL, AsyncClient, Client, ControlAPIError, DifferentAnswer

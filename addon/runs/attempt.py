@@ -32,6 +32,7 @@ from webarena_live.evaluator import (
     ATTEMPT_FILES,
     EARLIER_ATTEMPT,
     RESULT_FILE,
+    UNREACHABLE_STATUSES,
     EventRecord,
     FinalAnswer,
     NetworkEvent,
@@ -291,8 +292,8 @@ class Attempt:
     def sites_answered(self, settings: RunSettings | None = None) -> dict[str, Any]:
         """Whether the task's sites answered every navigation and mutation so far (`sites_answered`,
         and `unanswered` when not): what a finish (and a preview) answers beside the verdict."""
-        trace, site_map = self.trace, (settings or self._settings()).site_map
-        events = (trace.summary(index) for index in range(len(trace)))
+        site_map = (settings or self._settings()).site_map
+        events = self.trace.summaries_with_status(UNREACHABLE_STATUSES)  # the few that may count
         return sites_answered_fields(events, site_origins(site_map.urls))
 
     # --- the finish --------------------------------------------------------------------------------

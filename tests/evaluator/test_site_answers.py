@@ -3,7 +3,16 @@ the live finish's `sites_answered` and for the rewards reading a trace from an o
 
 from __future__ import annotations
 
-from webarena_live.evaluator import site_origins, sites_answered_fields, unanswered_events, url_origin
+from webarena_live.evaluator import (
+    UNREACHABLE_STATUSES,
+    NetworkEvent,
+    NetworkTrace,
+    site_origins,
+    sites_answered_fields,
+    unanswered_events,
+    url_origin,
+)
+from webarena_live.evaluator.trace import RECORD_FIELDS
 
 SITES = {
     "__SHOPPING__": ["http://Shop.test:7770", "http://shop-2.test:7770/"],
@@ -48,3 +57,20 @@ def test_only_judged_requests_to_mapped_sites_that_got_no_answer_count() -> None
         },
     }
     assert sites_answered_fields(events[:3] + events[5:], origins) == {"sites_answered": True}
+
+
+def test_a_trace_gives_the_summaries_of_the_statuses_asked_for_only() -> None:
+    """What the finish reads (`NetworkTrace.summaries_with_status`): events and records alike, in order,
+    each summarized as the trace route shows it."""
+    trace = NetworkTrace()
+    for status in (200, 0, 404, 502, 200):
+        trace.append(NetworkEvent(method="GET", url=f"http://shop.test/{status}", status=status))
+    record = NetworkEvent(method="POST", url="http://shop.test/cart", status=503)
+    trace.append(tuple(getattr(record, name) for name in RECORD_FIELDS))  # a record, as a resumed journal's
+    found = list(trace.summaries_with_status(UNREACHABLE_STATUSES))
+    assert [(event["url"], event["status"]) for event in found] == [
+        ("http://shop.test/0", 0),
+        ("http://shop.test/502", 502),
+        ("http://shop.test/cart", 503),
+    ]
+    assert found[0] == trace.summary(1) and found[2] == trace.summary(5)
