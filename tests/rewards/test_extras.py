@@ -13,6 +13,7 @@ ADAPTERS = {
     "openenv_env": ("openenv", "openenv-core", "openenv"),
     "openenv_rubric": ("openenv", "openenv-core", "openenv"),
     "verifiers_rubric": ("verifiers", "verifiers", "verifiers"),
+    "verifiers_v1": ("verifiers", "verifiers 0.3.1 or newer (verifiers.v1)", "verifiers"),
 }
 
 
