@@ -247,7 +247,10 @@ def _add_reward_commands(commands: Any) -> None:
         "http://127.0.0.1:8081); the token is read from $WEBARENA_LIVE_CONTROL_TOKEN",
     )
     verify.add_argument(
-        "--out", metavar="DIR", default="/logs/verifier", help="where to write (default: /logs/verifier)"
+        "--out",
+        metavar="DIR",
+        help="where to write (default: /logs/verifier where it exists, as inside Harbor's container; "
+        "else the current directory)",
     )
     export = commands.add_parser(
         "export", help="export tasks for a training framework", description="Export tasks for a framework."

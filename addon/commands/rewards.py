@@ -15,10 +15,11 @@ from webarena_live.evaluator import WebArenaLiveError
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from webarena_live.rewards.harbor import verify
+    from webarena_live.rewards.harbor import default_out, verify
 
     answer = Path(args.answer) if args.answer else None
-    status, line = verify(args.session, answer, control=args.control, token=None, out=Path(args.out))
+    out = Path(args.out) if args.out else default_out()
+    status, line = verify(args.session, answer, control=args.control, token=None, out=out)
     print(line, file=sys.stderr if status else sys.stdout)
     return status
 

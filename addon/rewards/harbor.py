@@ -57,6 +57,13 @@ def reward_numbers(reward: Reward) -> dict[str, float]:
     return numbers
 
 
+def default_out() -> Path:
+    """Where `verify` writes without `--out`: Harbor's verifier folder inside its container (Harbor
+    creates it), else the directory it is run in (never a folder at a host's filesystem root)."""
+    harbor = Path(VERIFIER_DIR)
+    return harbor if harbor.is_dir() else Path.cwd()
+
+
 def verify(
     session: str, answer: Path | None, *, control: str | None, token: str | None, out: Path
 ) -> tuple[int, str]:
@@ -131,7 +138,8 @@ def _task_toml(task: Task, control: str) -> str:
     env = {
         "WEBARENA_LIVE_CONTROL": f"${{WEBARENA_LIVE_CONTROL:-{control}}}",
         "WEBARENA_LIVE_CONTROL_TOKEN": "${WEBARENA_LIVE_CONTROL_TOKEN:-}",
-        "WEBARENA_LIVE_SESSION": f"${{WEBARENA_LIVE_SESSION:-harbor-{task.task_id}}}",
+        # empty: each trial starts a session of its own (start_session.sh names it)
+        "WEBARENA_LIVE_SESSION": "${WEBARENA_LIVE_SESSION:-}",
     }
     env_line = ", ".join(f"{key} = {_toml_string(value)}" for key, value in env.items())
     keywords = ", ".join(_toml_string(word) for word in ("webarena", "webarena-live", *task.sites))
@@ -172,28 +180,40 @@ def _dockerfile(image: str) -> str:
 
 def _start_script(task: Task) -> str:
     return f"""#!/bin/bash
-# Starts this task's webarena-live session (Harbor's healthcheck runs it before the agent starts) and
-# leaves the session's proxy address and start URLs where the instruction says.
+# Starts this trial's webarena-live session (Harbor's healthcheck runs it before the agent starts) and
+# leaves the session's name, proxy address and start URLs where the instruction says. Each trial has a
+# session of its own: $WEBARENA_LIVE_SESSION when set, else harbor-{task.task_id}-<random>, so trials
+# run in parallel never restart each other's. Run again in the same container, it keeps the session
+# it started.
 set -euo pipefail
 control="${{WEBARENA_LIVE_CONTROL:?WEBARENA_LIVE_CONTROL names the control API}}"
-session="${{WEBARENA_LIVE_SESSION:-harbor-{task.task_id}}}"
 out="${{WEBARENA_LIVE_SESSION_FILE:-{SESSION_FILE}}}"
+if [ -s "$out" ]; then
+    exit 0
+fi
+session="${{WEBARENA_LIVE_SESSION:-harbor-{task.task_id}-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \\n')}}"
 mkdir -p "$(dirname "$out")"
 auth=()
 if [ -n "${{WEBARENA_LIVE_CONTROL_TOKEN:-}}" ]; then
     auth=(-H "Authorization: Bearer $WEBARENA_LIVE_CONTROL_TOKEN")
 fi
-body="{{\\"task_id\\": {task.task_id}, \\"session\\": \\"$session\\", \\"restart\\": true}}"
-curl -fsS -X POST "$control/sessions" "${{auth[@]}}" -H 'content-type: application/json' -d "$body" -o "$out"
+body="{{\\"task_id\\": {task.task_id}, \\"session\\": \\"$session\\"}}"
+curl -fsS -X POST "$control/sessions" "${{auth[@]}}" -H 'content-type: application/json' -d "$body" \\
+    -o "$out.part"
+mv "$out.part" "$out"
 """
 
 
 def _test_script() -> str:
     return f"""#!/bin/bash
-# Harbor's verifier: the session's verdict as /logs/verifier/reward.txt and reward.json. A session
-# that cannot be judged writes no reward file and exits non-zero with the reason.
+# Harbor's verifier: the trial's verdict as /logs/verifier/reward.txt and reward.json. A session that
+# cannot be judged writes no reward file and exits non-zero with the reason. The session is the one
+# start_session.sh started (its file), unless $WEBARENA_LIVE_SESSION names it.
 set -uo pipefail
-exec webarena-live verify --session "${{WEBARENA_LIVE_SESSION:?}}" \\
+file="${{WEBARENA_LIVE_SESSION_FILE:-{SESSION_FILE}}}"
+pick='import json, sys; print(json.load(open(sys.argv[1]))["session"])'
+session="${{WEBARENA_LIVE_SESSION:-$(python3 -c "$pick" "$file")}}"
+exec webarena-live verify --session "$session" \\
     --answer "${{WEBARENA_LIVE_ANSWER:-{ANSWER_FILE}}}" \\
     --out "${{WEBARENA_LIVE_VERIFIER_DIR:-{VERIFIER_DIR}}}"
 """
