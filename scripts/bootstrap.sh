@@ -101,7 +101,7 @@ reward_venvs() {
         (
             local started=$SECONDS spec
             case "$framework" in
-                openenv) spec=("$wheel[openenv]") ;;
+                openenv) spec=("$wheel[openenv]" verifiers) ;;  # verifiers beside: one `openenv` package
                 verifiers) spec=("$wheel[verifiers]") ;;  # the newest: verifiers.v1 only
                 verifiers03) spec=("$wheel[verifiers]" 'verifiers==0.3.1') ;;  # both APIs, the legacy rubric's
                 harbor) spec=("$wheel" 'harbor==0.26.0') ;;
