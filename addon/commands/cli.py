@@ -276,6 +276,12 @@ def _add_reward_commands(commands: Any) -> None:
         "--image", default="python:3.12-slim", help="the environment's base image (default: python:3.12-slim)"
     )
     harbor.add_argument(
+        "--requirement",
+        metavar="SPEC",
+        help="install webarena-live in the environment from this pip requirement (default: from its wheel, "
+        "written beside the tasks and into each task's environment/)",
+    )
+    harbor.add_argument(
         "--control",
         default="http://host.docker.internal:8081",
         metavar="URL",

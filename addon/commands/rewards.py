@@ -29,7 +29,12 @@ def run_export(args: argparse.Namespace) -> int:
 
     try:
         written = export(
-            args.tasks, Path(args.out), task_ids=args.task_ids, image=args.image, control=args.control
+            args.tasks,
+            Path(args.out),
+            task_ids=args.task_ids,
+            image=args.image,
+            control=args.control,
+            requirement=args.requirement,
         )
     except (WebArenaLiveError, OSError) as error:
         print(f"webarena-live export harbor: {error}", file=sys.stderr)

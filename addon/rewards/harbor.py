@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
-from webarena_live.evaluator import Task, WebArenaLiveError, __version__, load_tasks
+from webarena_live.evaluator import Task, WebArenaLiveError, load_tasks
+from webarena_live.rewards.harbor_wheel import write_wheel
 from webarena_live.rewards.reward import Reward
 from webarena_live.rewards.scoring import score
 
@@ -85,28 +88,44 @@ def verify(
 
 
 def export(
-    tasks: str | None, out: Path, *, task_ids: list[int] | None, image: str, control: str
+    tasks: str | None,
+    out: Path,
+    *,
+    task_ids: list[int] | None,
+    image: str,
+    control: str,
+    requirement: str | None = None,
 ) -> list[Path]:
-    """A Harbor task folder per task of the dataset `tasks` (or those of `task_ids`), in `out`."""
+    """A Harbor task folder per task of the dataset `tasks` (or those of `task_ids`), in `out`. The
+    environments install webarena-live from its wheel, written beside the tasks and into each task's
+    build context (`environment/`), or, with `requirement`, from that pip requirement instead."""
     dataset = load_tasks(tasks)
     chosen = task_ids if task_ids is not None else list(dataset)
     missing = [task_id for task_id in chosen if task_id not in dataset]
     if missing:
         raise WebArenaLiveError(f"task(s) {missing} not in the dataset {dataset.source}")
+    wheel = write_wheel(out) if requirement is None else None
     written = []
     for task_id in chosen:
         folder = out / f"webarena-live-{task_id}"
-        _write_task(folder, dataset[task_id], image=image, control=control)
+        _write_task(
+            folder, dataset[task_id], image=image, control=control, wheel=wheel, requirement=requirement
+        )
         written.append(folder)
     return written
 
 
-def _write_task(folder: Path, task: Task, *, image: str, control: str) -> None:
+def _write_task(
+    folder: Path, task: Task, *, image: str, control: str, wheel: Path | None, requirement: str | None
+) -> None:
     (folder / "environment").mkdir(parents=True, exist_ok=True)
     (folder / "tests").mkdir(exist_ok=True)
     (folder / "instruction.md").write_text(_instruction(task))
     (folder / "task.toml").write_text(_task_toml(task, control))
-    (folder / "environment" / "Dockerfile").write_text(_dockerfile(image))
+    if wheel is not None:  # the build context is environment/: the wheel must be inside it
+        shutil.copyfile(wheel, folder / "environment" / wheel.name)
+    install = f"/opt/webarena-live/{wheel.name}" if wheel is not None else (requirement or "")
+    (folder / "environment" / "Dockerfile").write_text(_dockerfile(image, install, wheel))
     (folder / "environment" / "start_session.sh").write_text(_start_script(task))
     (folder / "tests" / "test.sh").write_text(_test_script())
     for script in (folder / "environment" / "start_session.sh", folder / "tests" / "test.sh"):
@@ -167,12 +186,14 @@ def _task_toml(task: Task, control: str) -> str:
     )
 
 
-def _dockerfile(image: str) -> str:
+def _dockerfile(image: str, install: str, wheel: Path | None) -> str:
+    copy = f"COPY {wheel.name} /opt/webarena-live/{wheel.name}\n" if wheel is not None else ""
     return (
         f"FROM {image}\n"
         "RUN apt-get update && apt-get install -y --no-install-recommends curl \\\n"
         "    && rm -rf /var/lib/apt/lists/*\n"
-        f"RUN pip install --no-cache-dir 'webarena-live=={__version__}'\n"
+        f"{copy}"
+        f"RUN pip install --no-cache-dir {shlex.quote(install)}\n"
         "COPY start_session.sh /opt/webarena-live/start_session.sh\n"
         "RUN mkdir -p /logs/agent\n"
     )

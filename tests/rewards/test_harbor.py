@@ -35,7 +35,7 @@ def export(out: Path) -> list[Path]:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    return sorted(out.iterdir())
+    return sorted(p for p in out.iterdir() if p.is_dir())  # the task folders (the wheel beside them)
 
 
 def harbor_rewards(verifier_dir: Path) -> dict[str, float]:
