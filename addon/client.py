@@ -12,7 +12,8 @@
 `AsyncClient` has the same methods, awaited (`async for` over `events`).
 Results come back as the evaluator's own models (`TaskResult`,
 `TaskProgress`); a refused request raises `ControlAPIError` carrying the
-API's status, error code and detail. Each method is one request: its path and
+API's status, error code and detail (`DifferentAnswer` when a finished
+session is sent another final answer than the one judged). Each method is one request: its path and
 body are built, and its answer read, by the same code in both flavours.
 """
 
@@ -21,14 +22,20 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
 from httpx_sse import aconnect_sse, connect_sse
 from pydantic import BaseModel, ConfigDict
 
-from webarena_live.evaluator import TaskProgress, TaskResult, WebArenaLiveError
+# The evaluator's models are loaded when an answer is first read as one (its lazy names): a process
+# that only scores rewards (the finish's raw JSON) never pays for the evaluator's modules.
+from webarena_live import evaluator as _evaluator
+from webarena_live.evaluator import WebArenaLiveError
+
+if TYPE_CHECKING:
+    from webarena_live.evaluator import TaskProgress, TaskResult
 
 DEFAULT_URL = "http://127.0.0.1:8081"
 
@@ -41,6 +48,19 @@ class ControlAPIError(WebArenaLiveError):
         self.status = status
         self.error = error
         self.detail = detail
+
+
+class DifferentAnswer(ControlAPIError):
+    """A finished session's finish sent another final answer than the one its verdict judged (409
+    `different_answer`): `judged` is the answer the verdict is for, `refused` the one sent now (each as
+    the document it holds). The same answer again gets the same result; a new answer needs a new
+    attempt (`start(..., restart=True)`)."""
+
+    def __init__(self, status: int, error: str, detail: Any) -> None:
+        super().__init__(status, error, detail)
+        said = detail if isinstance(detail, dict) else {}
+        self.judged = said.get("judged")
+        self.refused = said.get("refused")
 
 
 class Started(BaseModel):
@@ -105,6 +125,8 @@ def _read(response: httpx.Response) -> Any:
         error, detail = body.get("error", "http_error"), body.get("detail")
     except (ValueError, AttributeError):
         error, detail = "http_error", response.text[:500]
+    if error == "different_answer":
+        raise DifferentAnswer(response.status_code, error, detail)
     raise ControlAPIError(response.status_code, error, detail)
 
 
@@ -194,14 +216,16 @@ class Client:
         return self._do(_Calls.session(name, "trace", since=since, status=status))["events"]
 
     def progress(self, name: str) -> TaskProgress:
-        return TaskProgress.model_validate(self._do(_Calls.session(name, "progress")))
+        return _evaluator.TaskProgress.model_validate(self._do(_Calls.session(name, "progress")))
 
     def preview(self, name: str, response: Any) -> TaskResult:
         """The result a finish would give now, without finishing (`"preview": true` in the document)."""
-        return TaskResult.model_validate(self._do(_Calls.session(name, "preview", body=response)))
+        return _evaluator.TaskResult.model_validate(self._do(_Calls.session(name, "preview", body=response)))
 
     def finish(self, name: str, response: Any) -> TaskResult:
-        return TaskResult.model_validate(self._do(_Calls.session(name, "finish", body=response)))
+        """Judge the session with the agent's final response. A finished session: the same answer gets
+        the same result; another raises `DifferentAnswer` (its verdict judged the first)."""
+        return _evaluator.TaskResult.model_validate(self._do(_Calls.session(name, "finish", body=response)))
 
     def finish_document(self, name: str, response: Any) -> dict[str, Any]:
         """The finish's answer as the API sent it, every field kept (`TaskResult` keeps the verdict's
@@ -272,13 +296,17 @@ class AsyncClient:
         return (await self._do(_Calls.session(name, "trace", since=since, status=status)))["events"]
 
     async def progress(self, name: str) -> TaskProgress:
-        return TaskProgress.model_validate(await self._do(_Calls.session(name, "progress")))
+        return _evaluator.TaskProgress.model_validate(await self._do(_Calls.session(name, "progress")))
 
     async def preview(self, name: str, response: Any) -> TaskResult:
-        return TaskResult.model_validate(await self._do(_Calls.session(name, "preview", body=response)))
+        return _evaluator.TaskResult.model_validate(
+            await self._do(_Calls.session(name, "preview", body=response))
+        )
 
     async def finish(self, name: str, response: Any) -> TaskResult:
-        return TaskResult.model_validate(await self._do(_Calls.session(name, "finish", body=response)))
+        return _evaluator.TaskResult.model_validate(
+            await self._do(_Calls.session(name, "finish", body=response))
+        )
 
     async def finish_document(self, name: str, response: Any) -> dict[str, Any]:
         return await self._do(_Calls.session(name, "finish", body=response))
@@ -303,4 +331,4 @@ def proxy_url(session: str, *, host: str = "127.0.0.1", port: int = 8082) -> str
     return f"http://{quote(session, safe='')}:x@{host}:{port}"
 
 
-__all__ = ["AsyncClient", "Client", "ControlAPIError", "Notice", "Started", "proxy_url"]
+__all__ = ["AsyncClient", "Client", "ControlAPIError", "DifferentAnswer", "Notice", "Started", "proxy_url"]

@@ -66,6 +66,11 @@ from .run_verdicts import ReportError as ReportError
 from .run_verdicts import Verdict as Verdict
 from .run_verdicts import VerdictCache as VerdictCache
 from .run_verdicts import read_verdict as read_verdict
+from .site_answers import UNREACHABLE_STATUSES as UNREACHABLE_STATUSES
+from .site_answers import site_origins as site_origins
+from .site_answers import sites_answered_fields as sites_answered_fields
+from .site_answers import unanswered_events as unanswered_events
+from .site_answers import url_origin as url_origin
 from .site_checks import placeholder as placeholder
 from .site_checks import site_key as site_key
 from .site_rules import SiteRule as SiteRule

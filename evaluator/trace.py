@@ -18,7 +18,7 @@ asset) runs over records too, incrementally, when someone asks for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from itertools import islice
 from operator import attrgetter, itemgetter
@@ -177,6 +177,7 @@ RECORD_FIELDS = tuple(f.name for f in fields(NetworkEvent) if f.init)
 
 _record_summary_fields = itemgetter(*(RECORD_FIELDS.index(name) for name in _SUMMARY_FIELDS))
 _event_summary_fields = attrgetter(*_SUMMARY_FIELDS)
+_record_status = itemgetter(RECORD_FIELDS.index("status"))
 
 _TYPE_MASK, _NAVIGATION, _EVALUATION = 0b11, 0b100, 0b1000
 """The bits of a classified event's byte in `NetworkTrace._kinds`."""
@@ -242,6 +243,14 @@ class NetworkTrace:
             _event_summary_fields(item) if isinstance(item, NetworkEvent) else _record_summary_fields(item)
         )
         return _summary(EVENT_TYPES[self._kinds[index] & _TYPE_MASK], values)
+
+    def summaries_with_status(self, statuses: Collection[int]) -> Iterator[dict[str, Any]]:
+        """The summaries of the events whose status is one of `statuses`, in order: each status is read
+        before any summary is built, so asking for a few costs little however long the trace."""
+        for index, item in enumerate(self._items):
+            status = item.status if isinstance(item, NetworkEvent) else _record_status(item)
+            if status in statuses:
+                yield self.summary(index)
 
     def event(self, index: int) -> NetworkEvent:
         """The event at `index`, made an object once and kept (evaluators memoize on it)."""

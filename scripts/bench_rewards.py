@@ -20,7 +20,11 @@ gives the median time per kind and its difference from the baseline's (target: u
 events). Then a fresh interpreter imports `webarena_live.rewards` and scores one session, then a
 second one: its first reward against its warm one (target: within 2x).
 
-    .venv/bin/python scripts/bench_rewards.py [--events 1000] [--rounds 3]
+With `--old-python`, another tree's interpreter (the main checkout's venv: its own `webarena_live`)
+scores beside this one, against the same server: a `score-old` row, and its fresh process in the
+same table, so before and after are measured side by side under the same load.
+
+    .venv/bin/python scripts/bench_rewards.py [--events 1000] [--rounds 3] [--old-python PATH]
 """
 
 from __future__ import annotations
@@ -52,6 +56,18 @@ NAVIGATION = {"Accept": "text/html", "Sec-Fetch-Dest": "document", "Sec-Fetch-Mo
 NAVIGATED = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}
 PRODUCT = "/enamel-camp-mug.html"
 
+OLD_SCORER = r"""
+import json, sys, time
+from webarena_live.rewards import score
+for line in sys.stdin:
+    name = line.strip()
+    started = time.perf_counter()
+    reward = score(name, json.loads(sys.argv[2]), control=sys.argv[1])
+    print(json.dumps({"took": time.perf_counter() - started, "value": reward.value}), flush=True)
+"""
+"""`score` as another tree's interpreter runs it (`--old-python`): one process kept open, one session
+name a line in, one time a line out, so its rewards take turns with this tree's on the same server."""
+
 FRESH = r"""
 import json, sys, time
 started = time.perf_counter()
@@ -64,6 +80,9 @@ warm = time.perf_counter() - done
 print(json.dumps({"import": imported - started, "first": done - imported, "warm": warm,
                   "values": [first.value, second.value]}))
 """
+
+
+FRESH_KEYS = ("first", "warm", "import")
 
 
 def session(control: httpx.Client, shop: str, name: str, events: int, *, success: bool) -> None:
@@ -82,6 +101,46 @@ def session(control: httpx.Client, shop: str, name: str, events: int, *, success
         list(pool.map(get, [f"/?n={i}" for i in range(events - 2)]))
     for path in [f"/?n={events}", PRODUCT] if success else [PRODUCT, "/"]:
         get(path)
+
+
+def old_scorer(python: str, control_url: str) -> tuple[subprocess.Popen[str], Callable[[str], float]]:
+    """`score` in a process of `python` (another tree's venv): the process, and the call that times one
+    reward in it."""
+    process = subprocess.Popen(
+        [python, "-c", OLD_SCORER, control_url, json.dumps(NAVIGATED)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+
+    def judge(name: str) -> float:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(name + "\n")
+        process.stdin.flush()
+        return float(json.loads(process.stdout.readline())["took"])
+
+    return process, judge
+
+
+def fresh_runs(
+    python: str, http: httpx.Client, shop: str, control_url: str, label: str, args: Any
+) -> list[Any]:
+    """The fresh-process measurement with `python`: import, first reward, warm reward, per round."""
+    fresh = []
+    for index in range(args.rounds):
+        names = [f"fresh-{label}-{index}-{n}" for n in (1, 2)]
+        for name in names:
+            session(http, shop, name, args.events, success=True)
+        done = subprocess.run(
+            [python, "-c", FRESH, control_url, *names, json.dumps(NAVIGATED)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        fresh.append(json.loads(done.stdout))
+    return fresh
 
 
 def adapters(control_url: str, http: httpx.Client, work: Path) -> dict[str, Callable[[str], float]]:
@@ -175,6 +234,11 @@ def main() -> int:
         "--adapters", help="comma-separated adapters to time beside the finish (default: all here)"
     )
     parser.add_argument("--no-fresh", action="store_true", help="skip the fresh-process measurement")
+    parser.add_argument(
+        "--old-python",
+        help="another tree's interpreter (e.g. the main checkout's .venv/bin/python): its `score` is timed "
+        "beside this tree's (row `score-old`) and its fresh process too, against the same server",
+    )
     args = parser.parse_args()
     print(bench.machine_line())
     work = Path(tempfile.mkdtemp(prefix="bench-rewards-"))
@@ -190,12 +254,15 @@ def main() -> int:
         env={"XDG_STATE_HOME": str(work / "state")},
     ).start()
     times: dict[tuple[str, bool], list[float]] = {}
+    old_process: subprocess.Popen[str] | None = None
     try:
         with httpx.Client(base_url=served.control_url, timeout=120) as http:
             kinds = adapters(served.control_url, http, work)
             if args.adapters:
                 chosen = {"finish", *args.adapters.split(",")}
                 kinds = {kind: judge for kind, judge in kinds.items() if kind in chosen}
+            if args.old_python:
+                old_process, kinds["score-old"] = old_scorer(args.old_python, served.control_url)
             for kind, judge in kinds.items():  # warm: clients made, connections open, modules loaded
                 session(http, shop.url, f"warm-{kind}", 10, success=False)
                 judge(f"warm-{kind}")
@@ -217,30 +284,25 @@ def main() -> int:
             print(f"\nper reward, {args.events} events per session (median of {args.rounds}; ms):")
             bench.print_table(["adapter", "success", "added", "failure", "added"], rows)
 
-            fresh = []
-            for index in range(0 if args.no_fresh else args.rounds):
-                names = [f"fresh-{index}-{n}" for n in (1, 2)]
-                for name in names:
-                    session(http, shop.url, name, args.events, success=True)
-                done = subprocess.run(
-                    [sys.executable, "-c", FRESH, served.control_url, *names, json.dumps(NAVIGATED)],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                    timeout=120,
-                )
-                fresh.append(json.loads(done.stdout))
-            if not fresh:
+            if args.no_fresh:
                 return 0
-            first = bench.median([f["first"] for f in fresh]) * 1000
-            warm = bench.median([f["warm"] for f in fresh]) * 1000
-            imported = bench.median([f["import"] for f in fresh]) * 1000
-            print(
-                f"\nfresh process ({args.events} events): import {imported:.1f} ms, "
-                f"first reward {first:.2f} ms, "
-                f"warm reward {warm:.2f} ms, first/warm {first / warm:.2f}x (target <= 2x)"
-            )
+            trees = {
+                "this tree": sys.executable,
+                **({"old tree": args.old_python} if args.old_python else {}),
+            }
+            fresh_rows = []
+            for label, python in trees.items():
+                fresh = fresh_runs(python, http, shop.url, served.control_url, label.split()[0], args)
+                first, warm, imported = (bench.median([f[key] for f in fresh]) * 1000 for key in FRESH_KEYS)
+                fresh_rows.append(
+                    [label, f"{imported:.1f}", f"{first:.2f}", f"{warm:.2f}", f"{first / warm:.2f}x"]
+                )
+            print(f"\nfresh process ({args.events} events; median of {args.rounds}; ms; first <= 2x warm):")
+            bench.print_table(["tree", "import", "first reward", "warm reward", "first/warm"], fresh_rows)
     finally:
+        if old_process is not None:
+            old_process.kill()
+            old_process.wait()
         served.stop()
         shop.shutdown()
     return 0

@@ -11,7 +11,8 @@
 # .venv-3.13 with the package installed (not editable) on Python 3.13, which takes mitmproxy 12: the
 # proxy, control, fleet and end-to-end tests run there too (skipped with a warning outside CI when no
 # Python 3.13 is found; in CI its absence fails the run). Beside them, on that Python 3.13, one venv per
-# training framework the rewards are tested with (.venv-openenv, .venv-verifiers, .venv-harbor; with
+# training framework the rewards are tested with (.venv-openenv, .venv-verifiers with the newest
+# verifiers, .venv-verifiers03 with 0.3.1, .venv-harbor; with
 # WEBARENA_LIVE_NEMO_GYM=1 also .venv-nemogym, nemo-gym being 1.4 GB), filled in the background
 # while the rest installs, each from one wheel of the package, and each running its own test file.
 set -euo pipefail
@@ -88,7 +89,7 @@ step "installing webarena-live into .venv"
 # One venv per training framework, each with the package's wheel and its framework (tests/rewards/):
 # started in the background once .venv exists (the wheel is built from a copy of the sources, so no
 # other build shares the checkout's build/ folder), waited for before their tests run.
-reward_frameworks=(openenv verifiers harbor)
+reward_frameworks=(openenv verifiers verifiers03 harbor)
 [ "${WEBARENA_LIVE_NEMO_GYM:-}" = 1 ] && reward_frameworks+=(nemogym)
 reward_venvs() {
     local py="$1" src wheel framework
@@ -100,8 +101,9 @@ reward_venvs() {
         (
             local started=$SECONDS spec
             case "$framework" in
-                openenv) spec=("$wheel[openenv]") ;;
-                verifiers) spec=("$wheel[verifiers]") ;;
+                openenv) spec=("$wheel[openenv]" verifiers) ;;  # verifiers beside: one `openenv` package
+                verifiers) spec=("$wheel[verifiers]") ;;  # the newest: verifiers.v1 only
+                verifiers03) spec=("$wheel[verifiers]" 'verifiers==0.3.1') ;;  # both APIs, the legacy rubric's
                 harbor) spec=("$wheel" 'harbor==0.26.0') ;;
                 nemogym) spec=("$wheel" 'nemo-gym==0.4.0') ;;
             esac
@@ -147,10 +149,15 @@ rewards_tests() {
         return 1
     fi
     cat "$rewards_log"
-    local framework pids=() logs=() failed=0 i
+    local framework pids=() logs=() failed=0 i files
     for framework in "${reward_frameworks[@]}"; do
         logs+=("$(mktemp "${TMPDIR:-/tmp}/webarena-live-$framework.XXXXXX")")
-        ".venv-$framework/bin/pytest" -p no:cacheprovider "tests/rewards/test_$framework.py" >"${logs[-1]}" 2>&1 &
+        case "$framework" in
+            verifiers) files=(tests/rewards/test_verifiers_v1.py) ;;
+            verifiers03) files=(tests/rewards/test_verifiers.py tests/rewards/test_verifiers_v1.py) ;;
+            *) files=("tests/rewards/test_$framework.py") ;;
+        esac
+        ".venv-$framework/bin/pytest" -p no:cacheprovider "${files[@]}" >"${logs[-1]}" 2>&1 &
         pids+=($!)
     done
     for i in "${!pids[@]}"; do

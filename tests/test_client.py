@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.support.serve_process import shop, start_serve
-from webarena_live.client import AsyncClient, Client, ControlAPIError, proxy_url
+from webarena_live.client import AsyncClient, Client, ControlAPIError, DifferentAnswer, proxy_url
 from webarena_live.evaluator.results import EvalStatus, TaskResult
 
 __all__ = ["shop"]
@@ -90,9 +90,12 @@ def test_progress_and_preview_blocking_and_async(serve: tuple[str, str], shop: s
         )
         result = api.finish("sync-preview", NAVIGATED)
         assert preview.model_copy(update={"preview": False}) == result.model_copy(update={"preview": False})
-        with pytest.raises(ControlAPIError) as refused:  # refused exactly as a second finish is
-            api.preview("sync-preview", NAVIGATED)
-        assert (refused.value.status, refused.value.error) == (409, "already_finished")
+        # Finished: the preview says what a second finish says (the same answer's result, or refused)
+        assert api.preview("sync-preview", NAVIGATED) == result.model_copy(update={"preview": True})
+        with pytest.raises(DifferentAnswer) as refused:
+            api.preview("sync-preview", {**NAVIGATED, "status": "FAILURE"})
+        assert (refused.value.status, refused.value.error) == (409, "different_answer")
+        assert refused.value.judged == NAVIGATED
 
     async def main() -> None:
         async with AsyncClient(control) as api:

@@ -247,7 +247,10 @@ def _add_reward_commands(commands: Any) -> None:
         "http://127.0.0.1:8081); the token is read from $WEBARENA_LIVE_CONTROL_TOKEN",
     )
     verify.add_argument(
-        "--out", metavar="DIR", default="/logs/verifier", help="where to write (default: /logs/verifier)"
+        "--out",
+        metavar="DIR",
+        help="where to write (default: /logs/verifier where it exists, as inside Harbor's container; "
+        "else the current directory)",
     )
     export = commands.add_parser(
         "export", help="export tasks for a training framework", description="Export tasks for a framework."
@@ -271,6 +274,12 @@ def _add_reward_commands(commands: Any) -> None:
     harbor.add_argument("--task-ids", type=_task_ids, metavar="1,2,3", help="only these task ids")
     harbor.add_argument(
         "--image", default="python:3.12-slim", help="the environment's base image (default: python:3.12-slim)"
+    )
+    harbor.add_argument(
+        "--requirement",
+        metavar="SPEC",
+        help="install webarena-live in the environment from this pip requirement (default: from its wheel, "
+        "written beside the tasks and into each task's environment/)",
     )
     harbor.add_argument(
         "--control",

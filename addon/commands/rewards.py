@@ -15,10 +15,11 @@ from webarena_live.evaluator import WebArenaLiveError
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from webarena_live.rewards.harbor import verify
+    from webarena_live.rewards.harbor import default_out, verify
 
     answer = Path(args.answer) if args.answer else None
-    status, line = verify(args.session, answer, control=args.control, token=None, out=Path(args.out))
+    out = Path(args.out) if args.out else default_out()
+    status, line = verify(args.session, answer, control=args.control, token=None, out=out)
     print(line, file=sys.stderr if status else sys.stdout)
     return status
 
@@ -28,7 +29,12 @@ def run_export(args: argparse.Namespace) -> int:
 
     try:
         written = export(
-            args.tasks, Path(args.out), task_ids=args.task_ids, image=args.image, control=args.control
+            args.tasks,
+            Path(args.out),
+            task_ids=args.task_ids,
+            image=args.image,
+            control=args.control,
+            requirement=args.requirement,
         )
     except (WebArenaLiveError, OSError) as error:
         print(f"webarena-live export harbor: {error}", file=sys.stderr)

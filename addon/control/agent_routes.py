@@ -23,7 +23,7 @@ from webarena_live.control.context import ControlContext, find_session
 from webarena_live.control.errors import JsonResponse
 from webarena_live.control.leasing import interference_of
 from webarena_live.control.models import SessionName
-from webarena_live.runs.attempt import Attempt, FinishRefused
+from webarena_live.runs.attempt import Attempt, FinishRefused, SessionState
 from webarena_live.runs.sessions import Session
 
 DASHBOARD = resources.files("webarena_live.control") / "dashboard"
@@ -81,10 +81,12 @@ def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> A
         try:
             result = attempt.preview(response)
         except FinishRefused as refused:
-            raise ControlError(409, refused.reason, refused.detail) from None
+            raise ControlError(409, refused.reason, refused.detail_body) from None
         found = find_session(ctx, unquote(session))
-        result = result.model_copy(update={"interference": interference_of(ctx, found, keep=True)})
-        return JsonResponse(result.to_dict(), headers=server_timing(started))
+        if attempt.state is not SessionState.FINISHED:  # a finished one's is the finish's, kept
+            result = result.model_copy(update={"interference": interference_of(ctx, found, keep=True)})
+        answer = {**result.to_dict(), **attempt.sites_answered()}  # as the finish would answer it
+        return JsonResponse(answer, headers=server_timing(started))
 
     @router.get("/", summary="the live dashboard (HTML)", responses={200: {"content": {"text/html": {}}}})
     async def get_dashboard() -> Response:

@@ -47,7 +47,7 @@ from webarena_live.control.pac import PAC_MEDIA_TYPE, proxy_auto_config
 from webarena_live.control.run_view import plotly_script, run_figures
 from webarena_live.control.streams import Streams, global_stream, session_stream
 from webarena_live.evaluator import __version__, trace_to_har
-from webarena_live.runs.attempt import FinishRefused, OutputsFailed
+from webarena_live.runs.attempt import FinishRefused, OutputsFailed, SessionState
 from webarena_live.runs.sessions import Session
 
 PROXY_PORT_HEADER = "X-WebArena-Live-Proxy-Port"
@@ -61,6 +61,9 @@ FLEET_HEADER = "X-WebArena-Live-Fleet"
 """Set by a worker of `serve --ray` on the control requests it passes to the front: the fleet's token,
 which the front's door for its workers asks for (fleet/workers_door.py)."""
 
+REPEATED_HEADER = "X-WebArena-Live-Repeated"
+"""On a finish's answer that is the first finish's again (the same answer sent twice): the front
+forwards it and does none of a first finish's work again (carrying files, ending leases)."""
 CALLER_HEADER = "X-WebArena-Live-Caller"
 """Set by the addon on control requests through the proxy: the caller's session (percent-encoded),
 from the proxy credentials. It only picks the session `POST /sessions` starts when its body names
@@ -363,11 +366,13 @@ def finish(ctx: ControlContext, session: Session, body: bytes) -> Response:
     if session.task is None:  # before reading the body, as any request to a session without a task
         raise ControlError(409, "no_task", no_task_detail(session))
     response = parse_final_response(body)
+    finished = session.attempt.state is SessionState.FINISHED  # a repeat: no new interference to take
     try:
         with ctx.finish_guard():
-            outcome = session.finish(response, interference=interference_of(ctx, session))
+            interference = None if finished else interference_of(ctx, session)
+            outcome = session.finish(response, interference=interference)
     except FinishRefused as refused:
-        raise ControlError(409, refused.reason, refused.detail) from None
+        raise ControlError(409, refused.reason, refused.detail_body) from None
     except OutputsFailed as error:
         raise ControlError(507, "output_failed", str(error)) from None
     timings = outcome.timings
@@ -377,8 +382,13 @@ def finish(ctx: ControlContext, session: Session, body: bytes) -> Response:
     headers = {"X-WebArena-Live-Session": quote(session.name), "Server-Timing": timing}
     if outcome.earlier_attempt:
         headers["X-WebArena-Live-Earlier-Attempt"] = quote(outcome.earlier_attempt)
+    # eval_result.json, with `interference` and whether the sites answered (rewards read both)
+    answer = {**outcome.result.to_dict(), **outcome.sites}
+    if outcome.repeated:  # the front forwards it and does none of a first finish's work again
+        headers[REPEATED_HEADER] = "true"
+        return JsonResponse(answer, headers=headers)
     release(ctx, session.name, "finished")
-    return JsonResponse(outcome.result.to_dict(), headers=headers)  # eval_result.json, with `interference`
+    return JsonResponse(answer, headers=headers)
 
 
 def openapi_document(app: FastAPI | None = None) -> dict[str, Any]:

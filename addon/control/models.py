@@ -148,6 +148,10 @@ class Result(_Open):
     status: Literal["success", "failure", "error"]
     score: float
     evaluators_results: list[dict[str, Any]]
+    sites_answered: bool | None = None
+    """A finish's and a preview's answer only: every judged request to a mapped site got an answer."""
+    unanswered: dict[str, Any] | None = None
+    """With `sites_answered` false: `count` of the requests that got none, and the `first` of them."""
 
 
 class Har(_Open):

@@ -24,7 +24,7 @@ from sse_starlette import EventSourceResponse
 from starlette.responses import Response
 
 from webarena_live.addresses.placement import PlacementError
-from webarena_live.control.app import CALLER_HEADER, CLIENT_HEADER, PROXY_PORT_HEADER
+from webarena_live.control.app import CALLER_HEADER, CLIENT_HEADER, PROXY_PORT_HEADER, REPEATED_HEADER
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.errors import JsonResponse, error_response
 from webarena_live.control.middleware import MAX_CONTROL_BODY
@@ -170,7 +170,7 @@ def create_front_app(front: Front) -> FastAPI:
             return upstream
         content = await upstream.aread()
         await upstream.aclose()
-        if upstream.status_code != 200:
+        if upstream.status_code != 200 or upstream.headers.get(REPEATED_HEADER):
             return Response(content, upstream.status_code, headers=answer_headers(upstream))
         front.placement.release(name)  # the worker closed the session's address; its port is free
         front.starts.pop(name, None)

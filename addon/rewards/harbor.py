@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
-from webarena_live.evaluator import Task, WebArenaLiveError, __version__, load_tasks
+from webarena_live.evaluator import Task, WebArenaLiveError, load_tasks
+from webarena_live.rewards.harbor_wheel import write_wheel
 from webarena_live.rewards.reward import Reward
 from webarena_live.rewards.scoring import score
 
@@ -57,6 +60,13 @@ def reward_numbers(reward: Reward) -> dict[str, float]:
     return numbers
 
 
+def default_out() -> Path:
+    """Where `verify` writes without `--out`: Harbor's verifier folder inside its container (Harbor
+    creates it), else the directory it is run in (never a folder at a host's filesystem root)."""
+    harbor = Path(VERIFIER_DIR)
+    return harbor if harbor.is_dir() else Path.cwd()
+
+
 def verify(
     session: str, answer: Path | None, *, control: str | None, token: str | None, out: Path
 ) -> tuple[int, str]:
@@ -78,28 +88,44 @@ def verify(
 
 
 def export(
-    tasks: str | None, out: Path, *, task_ids: list[int] | None, image: str, control: str
+    tasks: str | None,
+    out: Path,
+    *,
+    task_ids: list[int] | None,
+    image: str,
+    control: str,
+    requirement: str | None = None,
 ) -> list[Path]:
-    """A Harbor task folder per task of the dataset `tasks` (or those of `task_ids`), in `out`."""
+    """A Harbor task folder per task of the dataset `tasks` (or those of `task_ids`), in `out`. The
+    environments install webarena-live from its wheel, written beside the tasks and into each task's
+    build context (`environment/`), or, with `requirement`, from that pip requirement instead."""
     dataset = load_tasks(tasks)
     chosen = task_ids if task_ids is not None else list(dataset)
     missing = [task_id for task_id in chosen if task_id not in dataset]
     if missing:
         raise WebArenaLiveError(f"task(s) {missing} not in the dataset {dataset.source}")
+    wheel = write_wheel(out) if requirement is None else None
     written = []
     for task_id in chosen:
         folder = out / f"webarena-live-{task_id}"
-        _write_task(folder, dataset[task_id], image=image, control=control)
+        _write_task(
+            folder, dataset[task_id], image=image, control=control, wheel=wheel, requirement=requirement
+        )
         written.append(folder)
     return written
 
 
-def _write_task(folder: Path, task: Task, *, image: str, control: str) -> None:
+def _write_task(
+    folder: Path, task: Task, *, image: str, control: str, wheel: Path | None, requirement: str | None
+) -> None:
     (folder / "environment").mkdir(parents=True, exist_ok=True)
     (folder / "tests").mkdir(exist_ok=True)
     (folder / "instruction.md").write_text(_instruction(task))
     (folder / "task.toml").write_text(_task_toml(task, control))
-    (folder / "environment" / "Dockerfile").write_text(_dockerfile(image))
+    if wheel is not None:  # the build context is environment/: the wheel must be inside it
+        shutil.copyfile(wheel, folder / "environment" / wheel.name)
+    install = f"/opt/webarena-live/{wheel.name}" if wheel is not None else (requirement or "")
+    (folder / "environment" / "Dockerfile").write_text(_dockerfile(image, install, wheel))
     (folder / "environment" / "start_session.sh").write_text(_start_script(task))
     (folder / "tests" / "test.sh").write_text(_test_script())
     for script in (folder / "environment" / "start_session.sh", folder / "tests" / "test.sh"):
@@ -131,7 +157,8 @@ def _task_toml(task: Task, control: str) -> str:
     env = {
         "WEBARENA_LIVE_CONTROL": f"${{WEBARENA_LIVE_CONTROL:-{control}}}",
         "WEBARENA_LIVE_CONTROL_TOKEN": "${WEBARENA_LIVE_CONTROL_TOKEN:-}",
-        "WEBARENA_LIVE_SESSION": f"${{WEBARENA_LIVE_SESSION:-harbor-{task.task_id}}}",
+        # empty: each trial starts a session of its own (start_session.sh names it)
+        "WEBARENA_LIVE_SESSION": "${WEBARENA_LIVE_SESSION:-}",
     }
     env_line = ", ".join(f"{key} = {_toml_string(value)}" for key, value in env.items())
     keywords = ", ".join(_toml_string(word) for word in ("webarena", "webarena-live", *task.sites))
@@ -159,12 +186,14 @@ def _task_toml(task: Task, control: str) -> str:
     )
 
 
-def _dockerfile(image: str) -> str:
+def _dockerfile(image: str, install: str, wheel: Path | None) -> str:
+    copy = f"COPY {wheel.name} /opt/webarena-live/{wheel.name}\n" if wheel is not None else ""
     return (
         f"FROM {image}\n"
         "RUN apt-get update && apt-get install -y --no-install-recommends curl \\\n"
         "    && rm -rf /var/lib/apt/lists/*\n"
-        f"RUN pip install --no-cache-dir 'webarena-live=={__version__}'\n"
+        f"{copy}"
+        f"RUN pip install --no-cache-dir {shlex.quote(install)}\n"
         "COPY start_session.sh /opt/webarena-live/start_session.sh\n"
         "RUN mkdir -p /logs/agent\n"
     )
@@ -172,28 +201,40 @@ def _dockerfile(image: str) -> str:
 
 def _start_script(task: Task) -> str:
     return f"""#!/bin/bash
-# Starts this task's webarena-live session (Harbor's healthcheck runs it before the agent starts) and
-# leaves the session's proxy address and start URLs where the instruction says.
+# Starts this trial's webarena-live session (Harbor's healthcheck runs it before the agent starts) and
+# leaves the session's name, proxy address and start URLs where the instruction says. Each trial has a
+# session of its own: $WEBARENA_LIVE_SESSION when set, else harbor-{task.task_id}-<random>, so trials
+# run in parallel never restart each other's. Run again in the same container, it keeps the session
+# it started.
 set -euo pipefail
 control="${{WEBARENA_LIVE_CONTROL:?WEBARENA_LIVE_CONTROL names the control API}}"
-session="${{WEBARENA_LIVE_SESSION:-harbor-{task.task_id}}}"
 out="${{WEBARENA_LIVE_SESSION_FILE:-{SESSION_FILE}}}"
+if [ -s "$out" ]; then
+    exit 0
+fi
+session="${{WEBARENA_LIVE_SESSION:-harbor-{task.task_id}-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \\n')}}"
 mkdir -p "$(dirname "$out")"
 auth=()
 if [ -n "${{WEBARENA_LIVE_CONTROL_TOKEN:-}}" ]; then
     auth=(-H "Authorization: Bearer $WEBARENA_LIVE_CONTROL_TOKEN")
 fi
-body="{{\\"task_id\\": {task.task_id}, \\"session\\": \\"$session\\", \\"restart\\": true}}"
-curl -fsS -X POST "$control/sessions" "${{auth[@]}}" -H 'content-type: application/json' -d "$body" -o "$out"
+body="{{\\"task_id\\": {task.task_id}, \\"session\\": \\"$session\\"}}"
+curl -fsS -X POST "$control/sessions" "${{auth[@]}}" -H 'content-type: application/json' -d "$body" \\
+    -o "$out.part"
+mv "$out.part" "$out"
 """
 
 
 def _test_script() -> str:
     return f"""#!/bin/bash
-# Harbor's verifier: the session's verdict as /logs/verifier/reward.txt and reward.json. A session
-# that cannot be judged writes no reward file and exits non-zero with the reason.
+# Harbor's verifier: the trial's verdict as /logs/verifier/reward.txt and reward.json. A session that
+# cannot be judged writes no reward file and exits non-zero with the reason. The session is the one
+# start_session.sh started (its file), unless $WEBARENA_LIVE_SESSION names it.
 set -uo pipefail
-exec webarena-live verify --session "${{WEBARENA_LIVE_SESSION:?}}" \\
+file="${{WEBARENA_LIVE_SESSION_FILE:-{SESSION_FILE}}}"
+pick='import json, sys; print(json.load(open(sys.argv[1]))["session"])'
+session="${{WEBARENA_LIVE_SESSION:-$(python3 -c "$pick" "$file")}}"
+exec webarena-live verify --session "$session" \\
     --answer "${{WEBARENA_LIVE_ANSWER:-{ANSWER_FILE}}}" \\
     --out "${{WEBARENA_LIVE_VERIFIER_DIR:-{VERIFIER_DIR}}}"
 """

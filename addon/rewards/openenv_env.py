@@ -1,4 +1,5 @@
-"""OpenEnv: an `Environment` whose episode is a webarena-live session, served by openenv-core.
+"""OpenEnv: an `Environment` whose episode is a webarena-live session, served by OpenEnv's server
+(the `openenv` distribution, 0.10 or newer: the one `verifiers[openenv]` installs too).
 
     uvicorn --factory webarena_live.rewards.openenv_env:create_webarena_app --port 8000
     # WEBARENA_LIVE_CONTROL names the control API (default http://127.0.0.1:8081)
@@ -10,13 +11,14 @@ the agent's final response and observes the reward and `done`; `state` is the pr
 expected requests were seen). A masked reward is observed as `reward: None` with `masked`, `kind` and
 `reason`, never as 0.0; a session that cannot start is an error of `reset`.
 
-Each WebSocket connection of openenv-core's server gets an environment of its own
+Each WebSocket connection of OpenEnv's server gets an environment of its own
 (`SUPPORTS_CONCURRENT_SESSIONS`), so many episodes run at once. `WebArenaEnvClient` is the matching
-openenv-core client. Needs `pip install 'webarena-live[openenv]'`.
+OpenEnv client. Needs `pip install 'webarena-live[openenv]'`.
 """
 
 from __future__ import annotations
 
+import inspect
 import uuid
 from typing import Any
 
@@ -30,7 +32,7 @@ try:
     from openenv.core.env_client import EnvClient
     from openenv.core.env_server import Action, Environment, Observation, State, create_app
 except ImportError:
-    raise missing_extra("openenv_env", "openenv", "openenv-core") from None
+    raise missing_extra("openenv_env", "openenv", "openenv 0.10 or newer") from None
 
 MAX_CONCURRENT_EPISODES = 64
 
@@ -190,18 +192,19 @@ async def _astarted(api: AsyncClient, name: str, body: dict[str, Any]) -> dict[s
 def create_webarena_app(
     control: str | None = None, token: str | None = None, max_concurrent_envs: int = MAX_CONCURRENT_EPISODES
 ) -> Any:
-    """openenv-core's server app: one `WebArenaEnvironment` per WebSocket connection."""
+    """OpenEnv's server app: one `WebArenaEnvironment` per WebSocket connection. Where `create_app`
+    takes the state class (openenv 0.10), it is given ours, so `/state` and the schema show
+    `WebArenaState`'s fields (the session, its progress) rather than the base `State`'s."""
+    options: dict[str, Any] = {"env_name": "webarena-live", "max_concurrent_envs": max_concurrent_envs}
+    if "state_cls" in inspect.signature(create_app).parameters:
+        options["state_cls"] = WebArenaState
     return create_app(
-        lambda: WebArenaEnvironment(control, token),
-        WebArenaAction,
-        WebArenaObservation,
-        env_name="webarena-live",
-        max_concurrent_envs=max_concurrent_envs,
+        lambda: WebArenaEnvironment(control, token), WebArenaAction, WebArenaObservation, **options
     )
 
 
 class WebArenaEnvClient(EnvClient[WebArenaAction, WebArenaObservation, WebArenaState]):
-    """openenv-core's WebSocket client for this environment."""
+    """OpenEnv's WebSocket client for this environment."""
 
     def _step_payload(self, action: WebArenaAction) -> dict[str, Any]:
         return action.model_dump()

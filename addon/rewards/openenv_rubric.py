@@ -29,7 +29,7 @@ from webarena_live.rewards.scoring import ascore, score
 try:
     from openenv.core.rubrics import Rubric
 except ImportError:
-    raise missing_extra("openenv_rubric", "openenv", "openenv-core") from None
+    raise missing_extra("openenv_rubric", "openenv", "openenv 0.10 or newer") from None
 
 Reader = Callable[[Any, Any], Any]
 

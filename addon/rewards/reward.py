@@ -9,17 +9,10 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
-from webarena_live.evaluator import WebArenaLiveError
-
-UNREACHABLE_STATUSES = frozenset({0, 502, 503, 504})
-"""Statuses of an exchange the site never answered: 0 (the proxy could not reach it) and the gateway
-and unavailability statuses a site behind a reverse proxy answers while it is down."""
-JUDGED_TYPES = frozenset({"navigation", "mutation"})
-"""The event types the evaluators judge; a failed asset or XHR does not mask a verdict."""
+from webarena_live.evaluator import WebArenaLiveError, unanswered_events
 
 
 class Reward(BaseModel):
@@ -39,7 +32,9 @@ class Reward(BaseModel):
     kind: str | None = None
     """A stable code for why it is masked: the control API's error code (`unknown_session`,
     `session_lost`, `worker_unavailable`, `no_events`, ...), `control_unreachable`, `not_finished`,
-    `site_unreachable`, `lease_ended`, `exposed` or `verdict_error`."""
+    `different_answer` (the session's verdict judged another answer), `already_finished` (an older
+    server would not say which answer it judged), `lease_ended`, `site_unreachable`, `exposed` or
+    `verdict_error`."""
     reason: str | None = None
     result: dict[str, Any] | None = None
 
@@ -99,39 +94,25 @@ def _mutation_text(mutation: Any) -> str:
     return f"{what or 'a mutation'}" + (f" by {who}" if who else "")
 
 
-def site_origins(health: dict[str, Any]) -> frozenset[str]:
-    """The origins (`scheme://host:port`) of every site of the server's map (`GET /health`'s `sites`),
-    replicas included: any URL found in it."""
-    found: set[str] = set()
-    pending: list[Any] = [health.get("sites") or {}]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, dict):
-            pending.extend(value.values())
-        elif isinstance(value, list):
-            pending.extend(value)
-        elif isinstance(value, str) and value.startswith(("http://", "https://")):
-            found.add(origin(value))
-    return frozenset(found)
-
-
-def origin(url: str) -> str:
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
-
-
 def unreachable_site(events: list[dict[str, Any]], origins: frozenset[str]) -> str | None:
     """Why the site was down for this session: its first navigation or mutation to a site of the map
-    that the site never answered; None when every one was answered."""
-    for event in events:
-        if event.get("type") not in JUDGED_TYPES or event.get("status") not in UNREACHABLE_STATUSES:
-            continue
-        url = str(event.get("url", ""))
-        if url.startswith(("http://", "https://")) and origin(url) in origins:
-            said = event.get("error") or f"status {event.get('status')}"
-            return f"the site did not answer {event.get('method', 'GET')} {url}: {said}"
-    return None
+    that the site never answered (the evaluator's `unanswered_events`); None when every one was."""
+    missing = unanswered_events(events, origins)
+    return missing[0] if missing else None
+
+
+def sent_site_check(result: dict[str, Any]) -> tuple[bool, str | None]:
+    """What the finish's answer says of the sites: (whether it says anything, the first unanswered
+    request's sentence or None when they all answered). Servers that send nothing (older ones) leave
+    the trace to be read."""
+    answered = result.get("sites_answered")
+    if answered is True:
+        return True, None
+    if answered is False:
+        unanswered = result.get("unanswered")
+        first = unanswered.get("first") if isinstance(unanswered, dict) else None
+        return True, str(first or "a site of the task did not answer")
+    return False, None
 
 
 def needs_site_check(result: dict[str, Any]) -> bool:
@@ -140,12 +121,17 @@ def needs_site_check(result: dict[str, Any]) -> bool:
 
 
 def judged(session: str, result: dict[str, Any], site_down: str | None = None) -> Reward:
-    """The reward of a verdict: its score, masked when the site was down, the verdict is exposed, or
-    the evaluator itself could not judge (`error`)."""
+    """The reward of a verdict: its score, masked when the session's lease had ended before the finish
+    (`lease_ended`: the answer says why), the site was down, the verdict is exposed, or the evaluator
+    itself could not judge (`error`)."""
+    if (ended := result.get("lease_ended")) is not None:
+        why = ended if isinstance(ended, str) else json.dumps(ended)
+        return masked(
+            session, "lease_ended", f"the session's lease ended before its finish ({why}): its "
+            "address forwarded nothing after that, so the agent did not work on the sites", result,
+        )  # fmt: skip
     if site_down is not None:
         return masked(session, "site_unreachable", site_down, result)
-    if isinstance(ended := result.get("lease_ended"), str):  # its replicas went on without it
-        return masked(session, "lease_ended", f"the session's lease ended before its finish: {ended}", result)
     if (exposed := exposure(result)) is not None:
         return masked(session, "exposed", exposed, result)
     if result.get("status") == "error":

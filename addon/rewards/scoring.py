@@ -8,11 +8,14 @@
         train_on(reward.value)
 
 The steps, the same in both flavours: finish the session with the final response (an answer that is
-not a JSON object is sent as text, and judged as the reference judges it: a failure); when it is
-already finished, or no response is given, read the verdict it has. A 503 (its worker restarting) is
-retried until `patience` runs out. A verdict short of success is checked against the session's trace
-for a site that never answered. Every run-time failure comes back masked with its reason, never as a
-0.0 (`reward.py` says which).
+not a JSON object is sent as text, and judged as the reference judges it: a failure); no response
+given: read the verdict it has. A session already finished with the same answer gives its verdict
+again; with a different answer the reward is masked `different_answer` (the verdict judged the
+other one, and both are named in the reason), never the first verdict as the second's. A 503 (its
+worker restarting) is retried until `patience` runs out. Whether the task's sites answered comes with
+the finish's answer (`sites_answered`); from a server that does not send it, a verdict short of
+success is checked against the session's trace for a site that never answered (a second call).
+Every run-time failure comes back masked with its reason, never as a 0.0 (`reward.py` says which).
 
 The HTTP clients are kept per control URL and token (and per event loop for `ascore`), so a trainer
 that scores thousands of sessions reuses its connections.
@@ -29,17 +32,20 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+# httpx loads its transport (httpcore, and trio or anyio with it where they are installed) only when
+# the first client is made: loaded here with the process's other imports, not inside its first reward.
+import httpcore  # noqa: F401
 import httpx
 
-from webarena_live.client import DEFAULT_URL, AsyncClient, Client, ControlAPIError
+from webarena_live.client import DEFAULT_URL, AsyncClient, Client, ControlAPIError, DifferentAnswer
+from webarena_live.evaluator import UNREACHABLE_STATUSES, site_origins
 from webarena_live.rewards.reward import (
-    UNREACHABLE_STATUSES,
     Reward,
     judged,
     masked,
     needs_site_check,
     refusal,
-    site_origins,
+    sent_site_check,
     unreachable_site,
 )
 
@@ -59,6 +65,8 @@ _async_clients: weakref.WeakKeyDictionary[
 ]
 _async_clients = weakref.WeakKeyDictionary()
 _origins: dict[str, frozenset[str]] = {}
+SHOWN_ANSWER = 300
+"""Characters of each answer a `different_answer` reason shows (the refusal's detail has them whole)."""
 UNANSWERED = sorted(UNREACHABLE_STATUSES)
 """The trace is asked for these events only: the server filters, so a long session costs little."""
 
@@ -149,19 +157,19 @@ def _judge(api: Client, session: str, answer: Any) -> Reward:
         try:
             result = api.finish_document(session, answer)
         except ControlAPIError as error:
-            if error.error != "already_finished":
+            if (refused := answered_another(session, error)) is None:
                 raise
-            view = api.session(session)
+            return refused
     if view is not None:
         read = _finished(session, view)
         if isinstance(read, Reward):
             return read
         result = read
-    site_down = None
-    if needs_site_check(result):
+    said, site_down = sent_site_check(result)
+    if not said and needs_site_check(result):  # a server that does not send it: read the trace
         base = str(api.http.base_url)
         if base not in _origins:
-            _origins[base] = site_origins(api.health())
+            _origins[base] = site_origins(api.health().get("sites"))
         site_down = unreachable_site(api.trace(session, status=UNANSWERED), _origins[base])
     return judged(session, result, site_down)
 
@@ -174,21 +182,48 @@ async def _ajudge(api: AsyncClient, session: str, answer: Any) -> Reward:
         try:
             result = await api.finish_document(session, answer)
         except ControlAPIError as error:
-            if error.error != "already_finished":
+            if (refused := answered_another(session, error)) is None:
                 raise
-            view = await api.session(session)
+            return refused
     if view is not None:
         read = _finished(session, view)
         if isinstance(read, Reward):
             return read
         result = read
-    site_down = None
-    if needs_site_check(result):
+    said, site_down = sent_site_check(result)
+    if not said and needs_site_check(result):  # a server that does not send it: read the trace
         base = str(api.http.base_url)
         if base not in _origins:
-            _origins[base] = site_origins(await api.health())
+            _origins[base] = site_origins((await api.health()).get("sites"))
         site_down = unreachable_site(await api.trace(session, status=UNANSWERED), _origins[base])
     return judged(session, result, site_down)
+
+
+def answered_another(session: str, error: ControlAPIError) -> Reward | None:
+    """The finished session's verdict judged another answer than the one given (masked
+    `different_answer`, both named), or a server before `different_answer` would not say which answer
+    it judged (masked `already_finished`); None for any other refusal. Never the first verdict as the
+    second answer's (DESIGN.md section 6)."""
+    if isinstance(error, DifferentAnswer):
+        return masked(
+            session,
+            "different_answer",
+            f"session {session!r} was judged on another answer: {_shown(error.judged)}; "
+            f"this one was refused: {_shown(error.refused)} (start it again to judge a new answer)",
+        )
+    if error.error == "already_finished":
+        return masked(
+            session,
+            "already_finished",
+            f"session {session!r} is finished and this server does not say which answer its verdict "
+            f"judged: {error.detail}",
+        )
+    return None
+
+
+def _shown(document: Any) -> str:
+    text = json.dumps(document, sort_keys=True)
+    return text if len(text) <= SHOWN_ANSWER else text[: SHOWN_ANSWER - 3] + "..."
 
 
 def _finished(session: str, view: dict[str, Any]) -> dict[str, Any] | Reward:
@@ -206,8 +241,9 @@ def _finished(session: str, view: dict[str, Any]) -> dict[str, Any] | Reward:
             result = json.loads(Path(outputs["eval_result.json"]).read_text())
     except (OSError, ValueError):
         pass  # the files are on another machine: the view's status and score are the verdict's
-    if "interference" in view:  # what the finish answered beside the verdict (it has a file of its own)
-        result["interference"] = view["interference"]
+    for beside in ("interference", "sites_answered", "unanswered"):  # what the finish answered beside
+        if beside in view:  # the verdict (not in eval_result.json)
+            result[beside] = view[beside]
     return result
 
 

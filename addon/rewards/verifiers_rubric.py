@@ -14,8 +14,9 @@ reward cannot travel as an exception. It travels where verifiers puts infrastruc
 `state["error"]` becomes a `vf.InfraError` naming the reason (unless the rollout already has an
 error), the reward function returns 0.0 beside it, the metric `webarena_masked` is 1 and
 `state["webarena_reward"]` holds the whole `Reward`. Filter rollouts with an error (or
-`webarena_masked`) out of training as any infrastructure failure. Targets verifiers 0.3.x, whose
-`vf.Rubric` 0.4 removed. Needs `pip install 'webarena-live[verifiers]'`.
+`webarena_masked`) out of training as any infrastructure failure. The legacy API, for verifiers 0.3.x
+users (`pip install 'verifiers>=0.3.1,<0.4'`): 0.4 removed `vf.Rubric`, and importing this there
+raises an ImportError saying so. New code: `webarena_live.rewards.verifiers_v1` (0.3.1 and 0.4.x).
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ try:
     import verifiers as vf
 except ImportError:
     raise missing_extra("verifiers_rubric", "verifiers", "verifiers") from None
+if not hasattr(vf, "Rubric"):  # 0.4 and newer: only `verifiers.v1`
+    raise ImportError(
+        f"webarena_live.rewards.verifiers_rubric needs the legacy vf.Rubric of verifiers 0.3.x (this is "
+        f"{getattr(vf, '__version__', 'a newer one')}): use webarena_live.rewards.verifiers_v1, or "
+        "pip install 'verifiers>=0.3.1,<0.4'"
+    )
 
 SESSION_KEY = "webarena_session"
 ANSWER_KEY = "webarena_answer"

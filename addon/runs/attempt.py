@@ -16,6 +16,7 @@ Everything runs on the proxy's event loop thread: no locks.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import uuid
@@ -31,6 +32,7 @@ from webarena_live.evaluator import (
     ATTEMPT_FILES,
     EARLIER_ATTEMPT,
     RESULT_FILE,
+    UNREACHABLE_STATUSES,
     EventRecord,
     FinalAnswer,
     NetworkEvent,
@@ -44,9 +46,12 @@ from webarena_live.evaluator import (
     evaluate_task,
     locate_attempt,
     prepare_evaluation,
+    site_origins,
+    sites_answered_fields,
     task_progress,
 )
 from webarena_live.replicas import Lease
+from webarena_live.runs.answers import different_answer
 from webarena_live.runs.har_spool import SPOOL_SUBDIR, HarSpool
 from webarena_live.runs.journal import EntryFilter, Journal, entry_json_bytes, journal_filename
 from webarena_live.runs.outputs import write_outputs
@@ -90,12 +95,15 @@ class RunSettings:
 
 
 class FinishRefused(WebArenaLiveError):
-    """The attempt cannot be finished now; `reason` is a stable code (`already_finished`, `no_events`)."""
+    """The attempt cannot be finished now; `reason` is a stable code (`already_finished`, `no_events`,
+    `different_answer`); `detail` is text, or for `different_answer` the two answers."""
 
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(detail)
+    def __init__(self, reason: str, detail: Any) -> None:
+        super().__init__(detail if isinstance(detail, str) else json.dumps(detail))
         self.reason = reason
-        self.detail = detail
+        self.detail_body = detail
+        """What the refusal's `detail` says (text, or an object)."""
+        self.detail = str(self)
 
 
 class OutputsFailed(WebArenaLiveError):
@@ -111,6 +119,12 @@ class FinishOutcome:
     """Where an earlier attempt's files were moved, when there was one."""
     timings: dict[str, float]
     """Seconds spent: `evaluate`, and `total` (evaluation plus outputs)."""
+    sites: dict[str, Any] = field(default_factory=dict)
+    """Whether the task's sites answered every judged request (`sites_answered`, `unanswered`): sent
+    beside the verdict so a reward short of success needs no second call (never part of the verdict)."""
+    repeated: bool = False
+    """The finish of an attempt already finished with the same answer: its first outcome, nothing
+    judged or written again."""
 
 
 class Attempt:
@@ -136,6 +150,9 @@ class Attempt:
         self.started = started.timestamp() if started is not None else time.time()
         self.finished: float | None = None
         self.result: TaskResult | None = None
+        self.answer: FinalAnswer | None = None
+        """The final answer the finish judged: a later finish is answered for it alone."""
+        self._outcome: FinishOutcome | None = None
         self.id = uuid.uuid4().hex
         """Names the attempt in its files' `ATTEMPT_FILE`, so they are found wherever they are moved."""
         self._written_to: Path | None = None
@@ -259,14 +276,26 @@ class Attempt:
 
     def preview(self, response: Any) -> TaskResult:
         """The result a finish with `response` would give now, marked `preview`; nothing is written or
-        finished. Refused (`FinishRefused`) exactly when the finish would be."""
+        finished. Refused (`FinishRefused`) exactly when the finish would be; a finished attempt
+        previews what a finish answers it then: its own result for the same answer."""
+        answer = FinalAnswer.read(response)
+        if self.state is SessionState.FINISHED and self._outcome is not None and self.answer is not None:
+            again = self._repeat(answer, self._outcome, self.answer)
+            return again.result.model_copy(update={"preview": True})
         self._check_finishable()
         settings = self._settings()
         result = evaluate_task(
-            self._task(), response, self.trace, site_map=settings.site_map,
+            self._task(), answer, self.trace, site_map=settings.site_map,
             data_checksum=settings.data_checksum,
         )  # fmt: skip
         return result.model_copy(update={"preview": True})
+
+    def sites_answered(self, settings: RunSettings | None = None) -> dict[str, Any]:
+        """Whether the task's sites answered every navigation and mutation so far (`sites_answered`,
+        and `unanswered` when not): what a finish (and a preview) answers beside the verdict."""
+        site_map = (settings or self._settings()).site_map
+        events = self.trace.summaries_with_status(UNREACHABLE_STATUSES)  # the few that may count
+        return sites_answered_fields(events, site_origins(site_map.urls))
 
     # --- the finish --------------------------------------------------------------------------------
 
@@ -274,15 +303,22 @@ class Attempt:
         """Judge `response` (the agent's final answer) on the trace, write the outputs and freeze the
         attempt, with the settings as they are now. `interference` (the replica pool's word on other
         sessions' mutations) goes into the answer and the attempt's record, never into the verdict.
-        Raises `FinishRefused` (nothing changed) or `OutputsFailed` (still running)."""
+        Raises `FinishRefused` (nothing changed) or `OutputsFailed` (still running).
+
+        Finished already: the same answer gets the first outcome again (`repeated`: a client that
+        retries after a lost reply gets the verdict it missed); a different answer is refused with
+        `different_answer`, naming both, because the verdict judged the first one (DESIGN.md section 6)."""
+        answer = FinalAnswer.read(response)  # read once for the verdict and agent_response.json
+        if self.state is SessionState.FINISHED and self._outcome is not None and self.answer is not None:
+            return self._repeat(answer, self._outcome, self.answer)
         self._check_finishable()
         task, settings = self._task(), self._settings()
-        answer = FinalAnswer.read(response)  # read once for the verdict and agent_response.json
         started = time.perf_counter()
         result = evaluate_task(
             task, answer, self.trace, site_map=settings.site_map, data_checksum=settings.data_checksum
         )
         evaluated = time.perf_counter()
+        sites = self.sites_answered(settings)
         if interference is not None:
             result = result.model_copy(update={"interference": interference})
         if self.lease is not None and self.lease.ended_early:
@@ -290,7 +326,7 @@ class Attempt:
         finished = time.time()
         outputs = self._write(settings, answer, result, finished) if settings.output_dir is not None else None
         self.stop()
-        self.result = result
+        self.result, self.answer = result, answer
         if outputs:
             self._written_to = self._found = Path(outputs[RESULT_FILE]).parent
             self._earlier = outputs.get(EARLIER_ATTEMPT)
@@ -299,7 +335,16 @@ class Attempt:
             self.journal.mark_finished()
         earlier = outputs.get(EARLIER_ATTEMPT) if outputs else None
         total = time.perf_counter() - started
-        return FinishOutcome(result, outputs, earlier, {"evaluate": evaluated - started, "total": total})
+        self._outcome = FinishOutcome(
+            result, outputs, earlier, {"evaluate": evaluated - started, "total": total}, sites
+        )
+        return self._outcome
+
+    def _repeat(self, answer: FinalAnswer, first: FinishOutcome, judged: FinalAnswer) -> FinishOutcome:
+        if (refused := different_answer(self.session, judged, answer)) is not None:
+            raise FinishRefused("different_answer", refused)
+        no_time = {"evaluate": 0.0, "total": 0.0}
+        return FinishOutcome(first.result, self.outputs, None, no_time, first.sites, repeated=True)
 
     def _task(self) -> Task:
         if self.task is None:
@@ -413,6 +458,8 @@ class Attempt:
             view["result"] = {"status": self.result.status.value, "score": self.result.score}
             if self.result.interference is not None:
                 view["interference"] = self.result.interference
+            if self._outcome is not None:
+                view.update(self._outcome.sites)
         if self.outputs:
             view["outputs"] = self.outputs
         return view

@@ -192,6 +192,8 @@ class Session:
         """Judge the current attempt with the agent's final answer (`Attempt.finish`), then say so."""
         attempt = self.attempt
         outcome = attempt.finish(response, interference=interference)
+        if outcome.repeated:  # the first finish's outcome again: already logged and announced
+            return outcome
         result = outcome.result
         logger.info(
             "session %s finished: task %s %s, score %g, %d events, %.1f s%s",

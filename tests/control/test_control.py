@@ -119,7 +119,7 @@ def test_finish_evaluates_writes_outputs_and_matches_the_oracle(context, tmp_pat
     assert result["status"] == "success" and result["score"] == 1.0 and result["task_id"] == NAVIGATE_TASK
     task_dir = tmp_path / "out" / str(NAVIGATE_TASK)
     assert json.loads((task_dir / "eval_result.json").read_text()) == {
-        k: v for k, v in result.items() if k != "interference"
+        k: v for k, v in result.items() if k not in ("interference", "sites_answered", "unanswered")
     }
     assert result["interference"]["exposed"] is False  # the finish answers it; eval_result.json holds none
     # The seed's names are translated to the official ones for the reference tooling.
@@ -202,9 +202,15 @@ def test_finish_errors_change_nothing(context):
         status, body = call(context, "POST", "/sessions/alice/finish", bad)
         assert (status, body["error"]) == (400, "bad_json")
     assert context.sessions.get_or_create("alice").state.value == "running"
-    assert call(context, "POST", "/sessions/alice/finish", NAVIGATE_DONE)[0] == 200
-    status, body = call(context, "POST", "/sessions/alice/finish", NAVIGATE_DONE)
-    assert (status, body["error"]) == (409, "already_finished")
+    status, first = call(context, "POST", "/sessions/alice/finish", NAVIGATE_DONE)
+    assert status == 200
+    # The same answer again (as text, keys reordered, spaced): the same result, nothing judged anew.
+    same = json.dumps(dict(reversed(NAVIGATE_DONE.items())), indent=4).encode()
+    assert call(context, "POST", "/sessions/alice/finish", same) == (200, first)
+    status, body = call(context, "POST", "/sessions/alice/finish", {**NAVIGATE_DONE, "status": "FAILURE"})
+    assert (status, body["error"]) == (409, "different_answer")
+    assert body["detail"]["judged"] == NAVIGATE_DONE
+    assert body["detail"]["refused"] == {**NAVIGATE_DONE, "status": "FAILURE"}
     assert call(context, "GET", "/sessions/alice")[1]["result"]["status"] == "failure"
 
 
@@ -363,7 +369,10 @@ def test_progress_and_preview_say_what_a_finish_would_without_finishing(context,
     finished = call(context, "POST", "/sessions/p/finish", NAVIGATE_DONE)[1]
     assert preview.pop("preview") is True and "preview" not in finished
     assert preview == finished  # the same document, but for the flag
-    assert call(context, "POST", "/sessions/p/preview", NAVIGATE_DONE)[1]["error"] == "already_finished"
+    # Finished: a preview says what a finish says now (the same answer's result, another's refusal).
+    assert call(context, "POST", "/sessions/p/preview", NAVIGATE_DONE)[1] == {**finished, "preview": True}
+    other = {**NAVIGATE_DONE, "status": "FAILURE"}
+    assert call(context, "POST", "/sessions/p/preview", other)[1]["error"] == "different_answer"
 
 
 def test_progress_and_preview_need_a_task(context):

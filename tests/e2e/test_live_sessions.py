@@ -343,9 +343,12 @@ def test_restarting_a_session_clears_its_trace_and_a_finished_one_stays_finished
     assert_verdict(result, "failure", task_id=9001)
     live_recorder.record("again", live_proxy.output_dir, 9001, result)
     written = (live_proxy.output_dir / "9001" / "eval_result.json").read_text()
-    second = control.post("/sessions/again/finish", agents.NAVIGATE_DONE)
-    assert second.status_code == 409, second.text
-    assert isinstance(second.json()["error"], str)
+    second = control.post("/sessions/again/finish", agents.NAVIGATE_DONE)  # the same answer: its result
+    assert second.status_code == 200 and second.json()["status"] == "failure", second.text
+    other = {**agents.NAVIGATE_DONE, "status": "FAILURE"}
+    third = control.post("/sessions/again/finish", other)  # another answer: refused, both named
+    assert third.status_code == 409 and third.json()["error"] == "different_answer", third.text
+    assert third.json()["detail"]["refused"] == other
     assert control.get("/sessions/again").json()["result"]["status"] == "failure"
     assert (live_proxy.output_dir / "9001" / "eval_result.json").read_text() == written
 

@@ -95,6 +95,15 @@ def test_sixteen_sessions_on_two_workers(fleet: tuple[Served, Path], shop: str) 
         verdict = finish(control, run["session"], run["answer"]).json()
         assert verdict["status"] == CHROMIUM_TASKS[verdict["task_id"]], (run["session"], verdict)
 
+    # Through the front, a finish answers for its own answer: the same one again, the same verdict
+    # (nothing carried or released twice); another one refused with both named, nothing changed.
+    first = requests.post(f"{control}/sessions/{names[0]}/finish", json=NAVIGATED, timeout=30)
+    assert first.headers.get("X-WebArena-Live-Repeated") == "true" and first.json()["status"] == "success"
+    other = {**NAVIGATED, "status": "FAILURE"}
+    refused = requests.post(f"{control}/sessions/{names[0]}/finish", json=other, timeout=30)
+    assert (refused.status_code, refused.json()["error"]) == (409, "different_answer"), refused.text
+    assert refused.json()["detail"]["judged"] == NAVIGATED and refused.json()["detail"]["refused"] == other
+
     # One output directory, the reference's layout (OUT/<run>/<task_id>/), each HAR its own session's.
     for name in names:
         har = json.loads((out / name / "1003" / "network.har").read_text())

@@ -10,9 +10,10 @@ from importlib.util import find_spec
 import pytest
 
 ADAPTERS = {
-    "openenv_env": ("openenv", "openenv-core", "openenv"),
-    "openenv_rubric": ("openenv", "openenv-core", "openenv"),
+    "openenv_env": ("openenv", "openenv 0.10 or newer", "openenv"),
+    "openenv_rubric": ("openenv", "openenv 0.10 or newer", "openenv"),
     "verifiers_rubric": ("verifiers", "verifiers", "verifiers"),
+    "verifiers_v1": ("verifiers", "verifiers 0.3.1 or newer (verifiers.v1)", "verifiers"),
 }
 
 

@@ -35,7 +35,7 @@ def export(out: Path) -> list[Path]:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    return sorted(out.iterdir())
+    return sorted(p for p in out.iterdir() if p.is_dir())  # the task folders (the wheel beside them)
 
 
 def harbor_rewards(verifier_dir: Path) -> dict[str, float]:
@@ -70,22 +70,32 @@ def test_the_task_scripts_run_for_real(served: tuple[Served, Path], shop: str, t
     env = {
         **os.environ,
         "WEBARENA_LIVE_CONTROL": served[0].control,
-        "WEBARENA_LIVE_SESSION": "harbor-1003",
         "WEBARENA_LIVE_SESSION_FILE": str(tmp_path / "session.json"),
         "WEBARENA_LIVE_ANSWER": str(tmp_path / "agent" / "answer.json"),
         "WEBARENA_LIVE_VERIFIER_DIR": str(tmp_path / "trial" / "verifier"),
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
     }
-    started = subprocess.run(
-        ["bash", str(folder / "environment" / "start_session.sh")],
-        env=env,
-        timeout=60,
-        capture_output=True,
-        text=True,
-    )
-    assert started.returncode == 0, started.stderr
-    session = json.loads((tmp_path / "session.json").read_text())
-    assert session["session"] == "harbor-1003" and session["task_id"] == 1003
+    env.pop("WEBARENA_LIVE_SESSION", None)  # as Harbor runs a trial: no session named
+
+    def start(session_file: Path) -> dict:
+        started = subprocess.run(
+            ["bash", str(folder / "environment" / "start_session.sh")],
+            env={**env, "WEBARENA_LIVE_SESSION_FILE": str(session_file)},
+            timeout=60,
+            capture_output=True,
+            text=True,
+        )
+        assert started.returncode == 0, started.stderr
+        return json.loads(session_file.read_text())
+
+    # Each trial a session of its own (two trials of the task at once restart nothing of each other's);
+    # the healthcheck run again in the same trial keeps its session.
+    session = start(tmp_path / "session.json")
+    other = start(tmp_path / "other-trial.json")
+    assert session["session"].startswith("harbor-1003-") and session["task_id"] == 1003
+    assert other["session"].startswith("harbor-1003-") and other["session"] != session["session"]
+    assert other["proxy"] != session["proxy"]
+    assert start(tmp_path / "session.json") == session
 
     for path in PLANS["navigate-right"].paths:  # the agent, through the address it was given
         browse(session["proxy"], shop, path)

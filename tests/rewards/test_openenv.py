@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from importlib.util import find_spec
 from pathlib import Path
 
 import httpx
@@ -207,3 +208,18 @@ def test_the_rubric_scores_an_environment_that_drives_chromium(browser_env_serve
                 await env.step({"answer": NAVIGATED, "metadata": {"session": "no-such-session"}})
 
     asyncio.run(run())
+
+
+def test_the_server_knows_the_state_class_and_openenv_is_the_distribution(environment_server: str) -> None:
+    """openenv 0.10's `create_app` takes the state class: `/schema` shows `WebArenaState`'s fields. The
+    extra installs the `openenv` distribution (the one `verifiers[openenv]` takes), never openenv-core,
+    which would overwrite the same import package; verifiers imports beside it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    state = httpx.get(f"{environment_server}/schema", timeout=10).json()["state"]
+    assert {"session", "task_id", "finished", "progress"} <= set(state["properties"]), state
+    assert tuple(int(part) for part in version("openenv").split(".")[:2]) >= (0, 10)
+    with pytest.raises(PackageNotFoundError):
+        version("openenv-core")
+    if find_spec("verifiers") is not None:  # the bootstrap's openenv venv has it beside
+        import verifiers.v1  # noqa: F401

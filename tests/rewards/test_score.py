@@ -18,10 +18,12 @@ import requests
 
 from tests.support.rewards import PLANS, reference_verdicts, run_http_agent, serve_shop
 from tests.support.serve_process import NAVIGATED, Served, browse, run_chromium_agent, start_session
+from webarena_live.client import AsyncClient, Client, DifferentAnswer
 from webarena_live.demo import site as demo_site
+from webarena_live.evaluator import site_origins
 from webarena_live.launch import free_ports
 from webarena_live.rewards import Reward, RewardUnavailable, ascore, score
-from webarena_live.rewards.reward import judged
+from webarena_live.rewards.reward import judged, sent_site_check, unreachable_site
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -55,20 +57,53 @@ def test_rewards_are_the_verdicts_and_the_reference_agrees(
         run_dir = out / ("score-" + label)
         (task_dir,) = [p for p in run_dir.iterdir() if p.name.isdigit()]
         file = json.loads((task_dir / "eval_result.json").read_text())
-        assert file == {k: v for k, v in reward.result.items() if k != "interference"}, label
+        assert file == {k: v for k, v in reward.result.items() if k not in BESIDE_THE_VERDICT}, label
         assert reward.result["interference"]["exposed"] is False, label  # the finish's, beside the verdict
         reference = reference_verdicts(oracle_python, official_dataset, shop, run_dir, tmp_path)
         assert reference == {int(task_dir.name): (reward.status, reward.value)}, label
 
 
-def test_a_finished_session_is_read_not_judged_again(served: tuple[Served, Path], shop: str) -> None:
+BESIDE_THE_VERDICT = ("interference", "sites_answered", "unanswered")
+"""What the finish answers beside the verdict; `eval_result.json` holds the verdict alone."""
+
+
+def test_a_finished_session_answers_for_its_own_answer_only(served: tuple[Served, Path], shop: str) -> None:
+    """The same answer (however written) gets the same reward; a different one is masked and named,
+    never given the first answer's verdict (DESIGN.md section 6), in `score`, `ascore` and the client."""
     control = served[0].control
     plan = PLANS["navigate-right"]
     run_http_agent(control, shop, "again", plan)
     first = score("again", plan.answer, control=control)
+    assert first.value == 1.0 and first.result is not None and first.result["sites_answered"] is True
     assert score("again", control=control) == first  # no response: its verdict is read
-    assert score("again", {"task_type": "RETRIEVE"}, control=control) == first  # a retry after a lost answer
+    same = "```json\n" + json.dumps(dict(reversed(plan.answer.items())), indent=3) + "\n```"
+    assert score("again", same, control=control) == first  # a retry after a lost answer
+    wrong = {"task_type": "RETRIEVE", "status": "SUCCESS", "retrieved_data": [1]}
+    for other in (
+        score("again", wrong, control=control),
+        asyncio.run(ascore("again", wrong, control=control)),
+    ):
+        assert (other.masked, other.kind, other.value, other.result) == (True, "different_answer", None, None)
+        assert json.dumps(wrong, sort_keys=True) in (other.reason or "")
+        assert json.dumps(plan.answer, sort_keys=True) in (other.reason or "")
+        with pytest.raises(RewardUnavailable, match="different_answer"):
+            other.require()
     assert asyncio.run(ascore("again", control=control)) == first
+
+    with Client(control) as api:
+        assert api.finish("again", plan.answer).score == 1.0
+        with pytest.raises(DifferentAnswer) as refused:
+            api.finish("again", wrong)
+    assert (refused.value.status, refused.value.judged, refused.value.refused) == (409, plan.answer, wrong)
+
+    async def async_refusal() -> DifferentAnswer:
+        async with AsyncClient(control) as api:
+            with pytest.raises(DifferentAnswer) as refused:
+                await api.finish("again", wrong)
+            return refused.value
+
+    assert asyncio.run(async_refusal()).judged == plan.answer
+    assert score("again", control=control) == first  # the refusals changed nothing
 
 
 def test_ascore_gives_what_score_gives(served: tuple[Served, Path], shop: str) -> None:
@@ -132,6 +167,15 @@ def test_a_site_that_went_down_mid_episode_masks_the_reward(tmp_path: Path, shop
         reward = score("outage", NAVIGATED, control=server.control)
         assert (reward.masked, reward.kind, reward.status) == (True, "site_unreachable", "failure"), reward
         assert "/enamel-camp-mug.html" in (reward.reason or "")
+        # the finish said so itself (no second call); a server that does not is read the old way, from
+        # the trace, and both ways find the same request
+        assert reward.result is not None and reward.result["sites_answered"] is False
+        assert reward.result["unanswered"]["count"] == 1
+        origins = site_origins(requests.get(f"{server.control}/health", timeout=10).json()["sites"])
+        from_trace = unreachable_site(unanswered.json()["events"], origins)
+        assert from_trace == reward.result["unanswered"]["first"] == reward.reason
+        old_server = {k: v for k, v in reward.result.items() if k not in ("sites_answered", "unanswered")}
+        assert sent_site_check(old_server) == (False, None)  # nothing said: `score` reads the trace
         # a session of the same serve whose site answered keeps its verdict
         other = start_session(server.control, "other", 1003)
         assert other["proxy"]
@@ -154,3 +198,27 @@ def test_an_exposed_verdict_is_masked_and_keeps_its_score() -> None:
     assert "POST http://shop/checkout/cart/add/ by s2" in (reward.reason or "")
     assert judged("s1", {**result, "interference": {"exposed": False, "mutations": []}}).masked is False
     assert judged("s1", result).masked is False
+
+
+def test_a_finish_after_the_lease_ended_is_masked() -> None:
+    """A finish whose answer says the session's lease had ended (timeout, abandon, lost) is not the
+    agent's doing: masked `lease_ended` with the reason, the verdict kept."""
+    result = {"task_id": 1003, "status": "failure", "score": 0.0, "evaluators_results": []}
+    ended = judged("s1", {**result, "lease_ended": "timeout", "sites_answered": True})
+    assert (ended.masked, ended.kind, ended.value, ended.status) == (True, "lease_ended", 0.0, "failure")
+    assert "timeout" in (ended.reason or "")
+    with pytest.raises(RewardUnavailable, match="lease_ended"):
+        ended.require()
+    # ... and it is the first word: a lease that ended explains a site that stopped answering too
+    down = judged("s1", {**result, "lease_ended": "abandoned"}, "the site did not answer GET http://x/")
+    assert down.kind == "lease_ended"
+
+
+def test_what_the_finish_says_of_the_sites_is_read_without_a_second_call() -> None:
+    result = {"task_id": 1003, "status": "failure", "score": 0.0, "evaluators_results": []}
+    assert sent_site_check({**result, "sites_answered": True}) == (True, None)
+    first = "the site did not answer GET http://shop/: status 502"
+    said = {**result, "sites_answered": False, "unanswered": {"count": 2, "first": first}}
+    assert sent_site_check(said) == (True, first)
+    reward = judged("s1", said, sent_site_check(said)[1])
+    assert (reward.masked, reward.kind, reward.reason) == (True, "site_unreachable", first)

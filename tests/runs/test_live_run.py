@@ -63,18 +63,23 @@ def test_finish_evaluates_writes_the_outputs_and_marks_the_session_finished(stor
     assert list((tmp_path / "out" / SPOOL_SUBDIR).iterdir()) == []  # the spool became network.har
 
 
-def test_finish_twice_and_without_events_are_refused_and_change_nothing(store, tasks, tmp_path):
+def test_finish_again_and_without_events_are_refused_and_change_nothing(store, tasks, tmp_path):
     empty = store.start("empty", tasks[NAVIGATE_TASK])
     with pytest.raises(FinishRefused) as refused:
         empty.finish(NAVIGATE_DONE)
     assert refused.value.reason == "no_events" and empty.state is SessionState.RUNNING
     session = store.start("a", tasks[NAVIGATE_TASK])
     session.append(visit("/products/7"))
-    session.finish(NAVIGATE_DONE)
+    first = session.finish(NAVIGATE_DONE)
     before = (tmp_path / "out" / str(NAVIGATE_TASK) / "eval_result.json").read_bytes()
+    other = {"task_type": "NAVIGATE", "status": "FAILURE"}
     with pytest.raises(FinishRefused) as again:
-        session.finish({"task_type": "NAVIGATE", "status": "FAILURE"})
-    assert again.value.reason == "already_finished"
+        session.finish(other)
+    assert again.value.reason == "different_answer"
+    assert again.value.detail_body["judged"] == NAVIGATE_DONE and again.value.detail_body["refused"] == other
+    # The same answer, fenced text this time: the first outcome again, judged once.
+    repeat = session.finish("```json\n" + json.dumps(NAVIGATE_DONE) + "\n```")
+    assert repeat.repeated and repeat.result is first.result and repeat.sites == first.sites
     assert (tmp_path / "out" / str(NAVIGATE_TASK) / "eval_result.json").read_bytes() == before
 
 
