@@ -96,6 +96,10 @@ class TaskResult(_Frozen):
     """A live finish's answer only (never `eval_result.json`): the mutations other sessions made on
     the session's replicas while it ran, `exposed` true when there were any. The verdict is the
     reference's either way."""
+    lease_ended: str | None = None
+    """A live finish's answer only (never `eval_result.json`): why the session's lease of its replicas
+    ended before the finish (`timeout`, `abandoned`, `lost`). The verdict is the reference's on what was
+    captured while the lease held; a reward is masked for it."""
     webarena_verified_version: str = REFERENCE_VERSION
     webarena_verified_data_checksum: str | None = None
     webarena_live_version: str = __version__
@@ -125,12 +129,12 @@ class TaskResult(_Frozen):
 
     def to_dict(self) -> dict[str, Any]:
         """The result as the finish answers it (fields that are None are left out, as the reference
-        does); `eval_result.json` is the same without `interference` (`to_file_dict`)."""
+        does); `eval_result.json` is the same without `interference` and `lease_ended` (`to_file_dict`)."""
         return self.model_dump(mode="json", exclude_none=True)
 
     def to_file_dict(self) -> dict[str, Any]:
-        """The `eval_result.json` document: the interference has a file of its own."""
-        return self.model_dump(mode="json", exclude_none=True, exclude={"interference"})
+        """The `eval_result.json` document: the interference and the lease's end are in `attempt.json`."""
+        return self.model_dump(mode="json", exclude_none=True, exclude={"interference", "lease_ended"})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)

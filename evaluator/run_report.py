@@ -169,18 +169,20 @@ class RunReport:
     def failing_checks(self) -> list[dict[str, Any]]:
         """Each failing check, the most frequent first: the attempts and tasks it failed, and its reasons
         (each with the attempt folders it was given for, the most frequent first)."""
-        checks: dict[str, dict[str, list[Verdict]]] = {}
+        # each attempt once per check and reason, however many of its evaluators failed that way
+        checks: dict[str, dict[str, dict[str, Verdict]]] = {}
         for tried in self.attempts.values():
             for verdict in tried:
                 for failure in verdict.failing:
-                    checks.setdefault(failure.check, {}).setdefault(failure.reason, []).append(verdict)
+                    by_reason = checks.setdefault(failure.check, {})
+                    by_reason.setdefault(failure.reason, {})[verdict.folder] = verdict
         listed = []
         for check, reasons in checks.items():
-            seen = [verdict for given in reasons.values() for verdict in given]
+            seen = {folder: verdict for given in reasons.values() for folder, verdict in given.items()}
             listed.append({
                 "check": check, "count": len(seen),
-                "task_ids": sorted({v.task_id for v in seen}),
-                "reasons": [{"reason": reason, "count": len(given), "folders": [v.folder for v in given]}
+                "task_ids": sorted({v.task_id for v in seen.values()}),
+                "reasons": [{"reason": reason, "count": len(given), "folders": list(given)}
                             for reason, given in sorted(reasons.items(), key=lambda item: -len(item[1]))],
             })  # fmt: skip
         return sorted(listed, key=lambda item: (-item["count"], item["check"]))
@@ -200,6 +202,11 @@ class RunReport:
             "environment_task_ids": sorted({v.task_id for v in every if v.environment}),
             "error_task_ids": sorted({v.task_id for v in every if v.status == "error"}),
             "exposed_task_ids": sorted({v.task_id for v in every if v.exposed}),
+            "lease_ended": [
+                {"task_id": v.task_id, "folder": v.folder, "lease_ended": v.lease_ended}
+                for v in every
+                if v.lease_ended
+            ],
             "by_site": {name: rate.to_dict() for name, rate in self.by("site").items()},
             "by_action": {name: rate.to_dict() for name, rate in self.by("action").items()},
             "by_template": by_template,

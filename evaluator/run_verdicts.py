@@ -73,6 +73,14 @@ class Verdict:
         interference = (self.attempt or {}).get("interference")
         return isinstance(interference, dict) and interference.get("exposed") is True
 
+    @property
+    def lease_ended(self) -> str | None:
+        """Why the attempt's lease of its site copies ended before its finish (`timeout`, `abandoned`,
+        `lost`: its `attempt.json`), None when it held to the end: the verdict judges what was captured
+        while it held."""
+        ended = (self.attempt or {}).get("lease_ended")
+        return ended if isinstance(ended, str) else None
+
 
 def _messages(entry: Mapping[str, Any]) -> str:
     messages = [str(m).rstrip(".") for m in entry.get("assertion_msgs") or () if str(m).strip()]

@@ -20,8 +20,11 @@ from rich.table import Table
 from webarena_live.commands.evaluate import dataset_source
 from webarena_live.commands.report_text import (
     TEMPLATES_SHOWN,
+    exposure_line,
     headline,
+    lease_ended_line,
     percent,
+    pool_line,
     repeated,
     template_name,
     templates_title,
@@ -103,29 +106,6 @@ def _rates(title: str, rows: dict[str, dict[str, Any]], *, per_task: bool) -> Ta
     return table
 
 
-def pool_line(pool: dict[str, Any]) -> str:
-    """The replica pool's resets per site, as the proxy kept them."""
-    sites = "; ".join(
-        f"{site} {c['resets']} resets ({c['reset_seconds']:g} s), {c['resets_skipped']} skipped, "
-        f"{c['resets_failed']} failed"
-        for site, c in pool.get("sites", {}).items()
-    )
-    return f"replicas (--isolation {pool.get('isolation')}; {pool.get('scope')}): {sites}"
-
-
-def exposure_line(document: dict[str, Any]) -> str:
-    """How many verdicts another session's change could have decided, and the rate with and without them."""
-    clean = document["unexposed"]
-    low, high = clean["interval"]
-    ids = document["exposed_task_ids"][:20]
-    return (
-        f"exposed: {document['exposed']} of {document['attempts']} attempts saw another session change a "
-        f"site copy they used (task ids {ids}); success {document['rate'] * 100:.1f}% with them, "
-        f"{clean['rate'] * 100:.1f}% [{low * 100:.0f}-{high * 100:.0f}] over the {clean['tasks']} attempts "
-        "nobody else's change reached"
-    )
-
-
 def _reason(check: dict[str, Any], width: int = 160) -> str:
     reasons = check["reasons"]
     first = reasons[0]["reason"] or "(no reason given)" if reasons else ""
@@ -154,6 +134,8 @@ def print_report(console: Console, document: dict[str, Any], note: str) -> None:
                       f"{document['environment_task_ids'][:20]}")  # fmt: skip
     if document.get("pool"):
         console.print(pool_line(document["pool"]), markup=False, highlight=False, soft_wrap=True)
+    if document.get("lease_ended"):
+        console.print(lease_ended_line(document), markup=False, highlight=False, soft_wrap=True)
     if document.get("exposed"):
         console.print(exposure_line(document), markup=False, highlight=False, soft_wrap=True)
         exposed = {name: rate for name, rate in document["by_site"].items() if rate.get("exposed")}

@@ -22,7 +22,14 @@ from urllib.request import pathname2url
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from webarena_live.commands.report_text import headline, repeated, templates_title
+from webarena_live.commands.report_text import (
+    exposure_line,
+    headline,
+    lease_ended_line,
+    pool_line,
+    repeated,
+    templates_title,
+)
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #222; }
@@ -221,6 +228,7 @@ def render(document: dict[str, Any], note: str, page: Path) -> str:
 <p><b>{html.escape(document["directory"])}</b>: {html.escape(note)}; {document["missing"]} missing
 (not counted as failures), {document["environment"]} environment problem(s).</p>
 <p id=headline>{html.escape(headline(document))}</p>
+{_pool_lines(document)}
 {_table(overall, per_task=per_task)}
 {charts}
 <h2>By site</h2>{_table(document["by_site"], per_task=per_task)}
@@ -233,6 +241,22 @@ def render(document: dict[str, Any], note: str, page: Path) -> str:
 <script type="application/json" id="report-data">{_script_text(document)}</script>
 </body></html>
 """
+
+
+def _pool_lines(document: dict[str, Any]) -> str:
+    """What the terminal report says of the replica pool, as paragraphs: resets per site, the attempts
+    finished after their lease ended, and the exposed verdicts by site."""
+    lines = []
+    if document.get("pool"):
+        lines.append(("pool", pool_line(document["pool"])))
+    if document.get("lease_ended"):
+        lines.append(("lease-ended", lease_ended_line(document)))
+    if document.get("exposed"):
+        lines.append(("exposed", exposure_line(document)))
+        exposed = {name: rate for name, rate in document["by_site"].items() if rate.get("exposed")}
+        by_site = ", ".join(f"{name} {rate['exposed']}" for name, rate in exposed.items())
+        lines.append(("exposed-by-site", f"exposed by site: {by_site}"))
+    return "".join(f"<p id={key}>{html.escape(text)}</p>" for key, text in lines)
 
 
 def _script_text(document: dict[str, Any]) -> str:

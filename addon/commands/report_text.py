@@ -50,3 +50,34 @@ def templates_title(count: int, shown: int = TEMPLATES_SHOWN) -> str:
     if count <= shown:
         return "By intent template"
     return f"By intent template: the {shown} lowest of {count}"
+
+
+def pool_line(pool: dict[str, Any]) -> str:
+    """The replica pool's resets per site, as the proxy kept them."""
+    sites = "; ".join(
+        f"{site} {c['resets']} resets ({c['reset_seconds']:g} s), {c['resets_skipped']} skipped, "
+        f"{c['resets_failed']} failed"
+        for site, c in pool.get("sites", {}).items()
+    )
+    return f"replicas (--isolation {pool.get('isolation')}; {pool.get('scope')}): {sites}"
+
+
+def exposure_line(document: dict[str, Any]) -> str:
+    """How many verdicts another session's change could have decided, and the rate with and without them."""
+    clean = document["unexposed"]
+    low, high = clean["interval"]
+    ids = document["exposed_task_ids"][:20]
+    return (
+        f"exposed: {document['exposed']} of {document['attempts']} attempts saw another session change a "
+        f"site copy they used (task ids {ids}); success {document['rate'] * 100:.1f}% with them, "
+        f"{clean['rate'] * 100:.1f}% [{low * 100:.0f}-{high * 100:.0f}] over the {clean['tasks']} attempts "
+        "nobody else's change reached"
+    )
+
+
+def lease_ended_line(document: dict[str, Any]) -> str:
+    """The attempts finished after their lease ended (their verdict judges only what was captured before)."""
+    ended = document["lease_ended"]
+    shown = ", ".join(f"{e['folder']} ({e['lease_ended']})" for e in ended[:20])
+    more = f" (+{len(ended) - 20} more)" if len(ended) > 20 else ""
+    return f"lease ended before the finish: {len(ended)} attempt(s): {shown}{more}"

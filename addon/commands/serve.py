@@ -36,6 +36,7 @@ from webarena_live.proxy.addon import WebArenaLive
 from webarena_live.proxy.kept_listeners import adopt_kept_listeners
 from webarena_live.proxy.options import options_from_flags
 from webarena_live.proxy.strangers import exposure_problem
+from webarena_live.replicas.build import banner_line
 
 
 def proxy_modes(*, port: int, session_port: int) -> list[str]:
@@ -128,6 +129,8 @@ class Banner:
                 lines.append(f"  site          {name} = {', '.join(urls)}")
         else:
             lines.append("  sites         none mapped (--config); task URLs keep their placeholders")
+        if context.pool is not None and context.site_map.environments:
+            lines.append(banner_line(context.pool, confine=ctx.options.webarena_confine))
         confdir = Path(ctx.options.confdir).expanduser()
         lines.append(f"  HTTPS CA      {confdir / 'mitmproxy-ca-cert.pem'}")
         print("\n".join(lines), flush=True)

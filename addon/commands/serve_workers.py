@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 from webarena_live.addresses.placement import PlacementError, PortRange
-from webarena_live.control.isolation import parse_isolation, parse_lease_timeout
 from webarena_live.evaluator import WebArenaLiveError
 from webarena_live.fleet.service import FleetPlan, RayPlan, ray_problem, run_fleet
 from webarena_live.launch import free_ports
 from webarena_live.proxy.options import options_from_flags, with_flags
+from webarena_live.replicas import parse_isolation, parse_lease_timeout
 
 _FRONT_ONLY = frozenset(
     {"webarena_session_port", "webarena_control_port", "webarena_control_host", "webarena_session_ports",
@@ -103,7 +103,8 @@ def plan_of(args: argparse.Namespace, count: int) -> FleetPlan | str:
         session_ports=ports, token=args.control_token or None,
         web_ports=tuple(args.worker_web_ports) if getattr(args, "web", False) else None, ray=ray,
         tasks=args.tasks, config=args.config, isolation=isolation, lease_timeout=lease_timeout,
-        output_dir=args.output_dir,
+        reset_at_start=bool(getattr(args, "reset_at_start", False)), output_dir=args.output_dir,
+        confine=bool(getattr(args, "confine", False)),
     )  # fmt: skip
 
 

@@ -223,7 +223,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
             if secret:  # beyond loopback: the password that lets any client in
                 reply["secret"] = secret
         if outcomes is not None:
-            reply["reset"] = [outcome.model_dump() for outcome in outcomes]
+            reply["reset"] = [outcome.view() for outcome in outcomes]
         return JsonResponse(reply)
 
     @app.get(
@@ -346,7 +346,14 @@ def create_app(control: ControlContext | None) -> FastAPI:
             }
         )
     )
-    app.include_router(lease_router(_documented(models.Mutations, 400, *_GUARDED)))
+    app.include_router(
+        lease_router(
+            {
+                "mutations": _documented(models.Mutations, 400, *_GUARDED),
+                "abandon": _documented(models.Abandoned, 400, 409, *_GUARDED),
+            }
+        )
+    )
     app.mount("/dashboard", dashboard_files())
     return app
 

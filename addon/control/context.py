@@ -18,7 +18,6 @@ from typing import Any, Protocol
 
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.models import StartSession
-from webarena_live.control.replicas import ReplicaPool
 from webarena_live.evaluator import (
     ANSWER_STATUSES,
     ANSWER_TASK_TYPES,
@@ -32,8 +31,9 @@ from webarena_live.evaluator import (
     __version__,
     run_name_problem,
 )
+from webarena_live.replicas import Lease, MutationLog
+from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.attempt import RunSettings
-from webarena_live.runs.leases import AttemptLease
 from webarena_live.runs.recovery import (
     JournalNotFoundError,
     find_journal,
@@ -89,7 +89,7 @@ class ControlContext:
         finish_guard: Callable[[], AbstractContextManager[object]] = nullcontext,
         addresses: SessionAddresses | None = None,
         pool: ReplicaPool | None = None,
-        leases_here: bool = True,
+        mutations: MutationLog | None = None,
     ) -> None:
         self.tasks = tasks
         self.sessions = sessions
@@ -104,10 +104,11 @@ class ControlContext:
         self.refused_page_requests = 0
         """Control requests refused because a web page sent them (shown by /health)."""
         self.pool = pool
-        """The site map's replicas (`control/replicas.py`): their leases, and every mutation seen."""
-        self.leases_here = leases_here
-        """Whether this process leases replicas itself; a worker's front leases them
-        (`control/leasing.py`)."""
+        """The site map's replicas (`replicas/pool.py`) when this process leases them; None on a fleet's
+        worker (its front leases) and without a site map."""
+        self.mutations = mutations if mutations is not None or pool is None else pool.log
+        """The mutations of the traffic this process sees (`GET /mutations`): the pool's own log, or a
+        worker's (`control/leasing.py`)."""
         self.front_interference: dict[str, dict[str, Any]] = {}
         """A worker's: the interference its front gave for a session's next finish."""
 
@@ -152,6 +153,8 @@ def find_session(ctx: ControlContext, name: str) -> Session:
     session = ctx.sessions.get(name)
     if session is None:
         raise ControlError(404, "unknown_session", f"no session named {name!r}")
+    if session.attempt.lease is not None and session.attempt.lease.ended is None:
+        session.attempt.lease.touch()  # a control call is use too (--lease-timeout counts idle time)
     return session
 
 
@@ -176,7 +179,7 @@ def health(ctx: ControlContext) -> dict[str, Any]:
         "control_token": bool(ctx.token),
         "redact": ctx.settings.redact,
         "sites": {name: list(urls) for name, urls in ctx.site_map.urls.items()},
-        **({"pool": ctx.pool.status()} if ctx.pool is not None and ctx.leases_here else {}),
+        **({"pool": ctx.pool.status()} if ctx.pool is not None else {}),
         **ctx.extra_health,
     }
 
@@ -236,7 +239,7 @@ def plan_start(ctx: ControlContext, request: StartSession, *, caller: str | None
     return StartPlan(name=name, task=task, run=request.run, resumed=resumed, started=started, journal=journal)
 
 
-def begin_session(ctx: ControlContext, plan: StartPlan, lease: AttemptLease | None = None) -> dict[str, Any]:
+def begin_session(ctx: ControlContext, plan: StartPlan, lease: Lease | None = None) -> dict[str, Any]:
     """Start the planned session (restarting it if it ran) on its replicas (`lease`) and answer what the
     agent needs: its start URLs rendered on them."""
     session = ctx.sessions.start(plan.name, plan.task, run=plan.run, started=plan.started, lease=lease)

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
 
 from webarena_live.control.bodies import ControlError
+from webarena_live.replicas import NoReplica, PoolError
 
 logger = logging.getLogger("webarena_live.control")
 
@@ -45,10 +46,21 @@ def validation_detail(errors: Any) -> list[str]:
 
 
 _CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+_POOL_STATUS = {"no_replica": 503, "reset_failed": 502}
+"""The replica pool's refusals as HTTP statuses; any other pool error is the server's (500)."""
+
+
+def as_control_error(error: PoolError) -> ControlError:
+    """A refusal of the replica pool as the control API answers it: `no_replica` is a 503 with
+    `Retry-After`, a failed reset of the leased replicas a 502."""
+    headers = {"Retry-After": str(error.retry_after)} if isinstance(error, NoReplica) else None
+    return ControlError(_POOL_STATUS.get(error.code, 500), error.code, error.detail, headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:
     async def control_error(request: Request, error: Exception) -> Response:
+        if isinstance(error, PoolError):
+            error = as_control_error(error)
         assert isinstance(error, ControlError)
         response = error_response(
             error.status, error.error, error.detail, method=request.method, path=request.url.path
@@ -80,6 +92,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return JsonResponse({"error": "internal_error", "detail": detail}, status_code=500)
 
     app.add_exception_handler(ControlError, control_error)
+    app.add_exception_handler(PoolError, control_error)
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(Exception, crashed)

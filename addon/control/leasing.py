@@ -1,15 +1,18 @@
 """The replica work behind the session routes: a lease at the start, the interference at the finish,
-the release after it (docs/architecture.md, Replicas).
+the release after it (docs/architecture.md, Replicas). A thin adapter of the pool (`replicas/`): its
+refusals become JSON errors here (`as_control_error`).
 
 In one process the pool is the control API's own (`ControlContext.pool`). Under `serve --workers` the
-front holds the pool: it leases before it forwards `POST /sessions` (the worker reads the lease from
-`LEASE_HEADER`), gathers every worker's mutations (`GET /mutations`) and hands the session's
-interference to its worker (`PUT /sessions/{s}/interference`) before it forwards the finish.
+front holds the pool and a worker has none, only its mutation log (`ControlContext.mutations`): the front
+leases before it forwards `POST /sessions` (the worker reads the lease from `LEASE_HEADER`), gathers
+every worker's mutations (`GET /mutations`) and hands the session's interference to its worker
+(`PUT /sessions/{s}/interference`) before it forwards the finish.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Annotated, Any
 from urllib.parse import unquote
 
@@ -18,13 +21,15 @@ from starlette.responses import Response
 
 from webarena_live.control.bodies import ControlError, parse_json_body
 from webarena_live.control.context import ControlContext, StartPlan, find_session
-from webarena_live.control.errors import JsonResponse
-from webarena_live.control.models import SessionName
-from webarena_live.control.replicas import ReplicaPool
-from webarena_live.control.reset import ResetOutcome, reset_sites, sites_without_reset
-from webarena_live.evaluator import placeholder, site_key
-from webarena_live.runs.leases import AttemptLease, read_lease
+from webarena_live.control.errors import JsonResponse, as_control_error
+from webarena_live.control.models import Abandon, SessionName
+from webarena_live.evaluator import site_key
+from webarena_live.replicas import Lease, PoolError, lease_of, read_lease, write_lease
+from webarena_live.replicas.reset import ResetOutcome, reset_sites, sites_without_reset
+from webarena_live.runs.attempt import SessionState
 from webarena_live.runs.sessions import Session
+
+logger = logging.getLogger("webarena_live.replicas")
 
 LEASE_HEADER = "X-WebArena-Live-Lease"
 """Set by a fleet's front on the `POST /sessions` it forwards: the session's lease, `{site: index}`."""
@@ -33,50 +38,41 @@ INTERFERENCE_LISTED = 100
 NO_INTERFERENCE: dict[str, Any] = {"exposed": False, "count": 0, "mutations": [], "replicas": {}}
 
 
-def attempt_lease(pool: ReplicaPool, indexes: dict[str, int]) -> AttemptLease:
-    urls = {placeholder(site): pool.replicas[site][index].url for site, index in indexes.items()}
-    return AttemptLease(dict(indexes), urls)
-
-
-def front_lease(ctx: ControlContext, header: str) -> AttemptLease:
+def front_lease(ctx: ControlContext, header: str, session: str) -> Lease:
     """The lease a front gave (`LEASE_HEADER`); a 400 when it does not fit this worker's site map."""
-    pool = ctx.pool
     try:
         indexes = {site_key(str(k)): int(v) for k, v in json.loads(header).items()}
-        if pool is None or any(not 0 <= i < len(pool.replicas[s]) for s, i in indexes.items()):
-            raise ValueError(header)
+        return lease_of(ctx.site_map, indexes, session)
     except (ValueError, AttributeError, KeyError, TypeError):
         raise ControlError(400, "bad_lease", f"the front's lease {header!r} names no replica here") from None
-    return attempt_lease(pool, indexes)
 
 
-async def lease_for(
-    ctx: ControlContext, plan: StartPlan, *, wait: float, header: str | None
-) -> AttemptLease | None:
+async def lease_for(ctx: ControlContext, plan: StartPlan, *, wait: float, header: str | None) -> Lease | None:
     """The replicas the planned session works on: the front's, when a front leases (`header`), else one
     per site of its task from this process's pool (a resumed session's own, as it was); None when no
     site map is loaded. Raises the pool's 503 when no replica fits within `wait` seconds."""
     if header is not None:
-        return front_lease(ctx, header)
+        return front_lease(ctx, header, plan.name)
     pool = ctx.pool
-    if pool is None or not ctx.leases_here:
+    if pool is None:
         return None
     kept = None
-    if plan.journal is not None and (before := read_lease(plan.journal)) is not None:
+    if plan.journal is not None and (before := read_lease(plan.journal)) is not None and not before.ended:
         kept = {s: i for s, i in before.indexes.items() if s in pool.replicas and i < len(pool.replicas[s])}
-    lease = await pool.lease(plan.name, plan.task, wait=wait, keep=kept)
-    return attempt_lease(pool, lease.replicas)
+    try:
+        return await pool.lease(plan.name, plan.task, wait=wait, keep=kept)
+    except PoolError as error:
+        raise as_control_error(error) from None
 
 
 async def reset_leased(ctx: ControlContext, name: str, timeout: float) -> list[ResetOutcome] | None:
     """`"reset": true` with a pool: reset the session's own replicas; None without a pool here."""
-    if ctx.pool is None or not ctx.leases_here or name not in ctx.pool.leases:
+    if ctx.pool is None or name not in ctx.pool.leases:
         return None
-    outcomes = await ctx.pool.reset_leased(name, timeout)
-    if not all(outcome.ok for outcome in outcomes):
-        ctx.pool.release(name, "reset failed")
-        raise ControlError(502, "reset_failed", [outcome.model_dump() for outcome in outcomes])
-    return outcomes
+    try:
+        return await ctx.pool.reset_leased(name, timeout)  # a failure gives the lease back
+    except PoolError as error:
+        raise as_control_error(error) from None
 
 
 async def reset_first(ctx: ControlContext, sites: tuple[str, ...], timeout: float) -> list[ResetOutcome]:
@@ -89,12 +85,12 @@ async def reset_first(ctx: ControlContext, sites: tuple[str, ...], timeout: floa
         raise ControlError(409, "reset_unavailable", detail)
     outcomes = await reset_sites(ctx.site_map, sites, timeout=timeout)
     if not all(outcome.ok for outcome in outcomes):
-        raise ControlError(502, "reset_failed", [outcome.model_dump() for outcome in outcomes])
+        raise ControlError(502, "reset_failed", [outcome.view() for outcome in outcomes])
     return outcomes
 
 
 def release(ctx: ControlContext, name: str, reason: str) -> None:
-    if ctx.pool is not None and ctx.leases_here:
+    if ctx.pool is not None:
         ctx.pool.release(name, reason)
 
 
@@ -106,7 +102,7 @@ def interference_of(ctx: ControlContext, session: Session, *, keep: bool = False
     )
     if given is not None:
         return given
-    if ctx.pool is None or not ctx.leases_here:
+    if ctx.pool is None:
         return dict(NO_INTERFERENCE)
     return listed(ctx.pool.interference(session.name, since=session.attempt.started))
 
@@ -117,22 +113,91 @@ def listed(interference: dict[str, Any]) -> dict[str, Any]:
     return {**interference, "count": len(mutations), "mutations": mutations[:INTERFERENCE_LISTED]}
 
 
-def lease_router(documented: dict[int | str, dict[str, Any]]) -> APIRouter:
-    """`GET /mutations` (what a front gathers from its workers) and `PUT /sessions/{s}/interference`
-    (what a front hands a worker before the session's finish)."""
+def abandon(ctx: ControlContext, session: Session, reason: str | None, ended: str = "abandoned") -> Lease:
+    """End `session`'s lease before its finish (`ended`: `abandoned`, or what a front says: `timeout`,
+    `lost`): this process's pool gives the replicas back now; the attempt's record (the same lease
+    object, or on a worker its own) says so, beside its journal too. From now on the proxy forwards
+    nothing more for the session (`proxy/leases.py`: `hold`); a finish still judges what was captured,
+    with `lease_ended`. A lease that ended already stays as it ended."""
+    attempt = session.attempt
+    lease = attempt.lease
+    if lease is None:  # no replicas to give back (no pool here): the session still ends its lease
+        lease = attempt.lease = Lease({}, {}, session=session.name, started=attempt.started)
+    if lease.ended_early is None:
+        if ctx.pool is not None and ctx.pool.leases.get(session.name) is lease:
+            if ended == "abandoned":
+                ctx.pool.abandon(session.name, reason)
+            else:
+                lease.end(ended, reason)
+                ctx.pool.release(session.name, ended)
+        else:
+            lease.end(ended, reason)
+        logger.warning(
+            "webarena-live: session %s's lease ended (%s%s): replicas given back, its requests refused",
+            session.name, ended, f": {reason}" if reason else "",
+        )  # fmt: skip
+        if attempt.journal is not None:
+            write_lease(attempt.journal.path, lease)
+        ctx.sessions.notices.publish(session, "pool", {"kind": "release", "reason": ended})
+    return lease
+
+
+def lease_router(documented: dict[str, dict[int | str, dict[str, Any]]]) -> APIRouter:
+    """`POST /sessions/{s}/abandon`, `GET /mutations` (what a front gathers from its workers),
+    `PUT /sessions/{s}/interference` (what a front hands a worker before the session's finish) and
+    `PUT /sessions/{s}/lease_ended` (a front telling a worker the lease it gave ended)."""
     router = APIRouter()
+
+    @router.post(
+        "/sessions/{session}/abandon",
+        summary="give the session's replicas back now: its lease ends (abandoned), its finish says so",
+        responses=documented["abandon"],
+    )
+    async def post_abandon(session: SessionName, request: Request, body: Abandon | None = None) -> Response:
+        ctx: ControlContext = request.app.state.control
+        found = find_session(ctx, unquote(session))
+        if found.task is None:
+            raise ControlError(409, "no_task", f"session {found.name!r} has no task; nothing to abandon")
+        if found.attempt.state is SessionState.FINISHED:
+            raise ControlError(
+                409, "already_finished", f"session {found.name!r} is finished; its lease ended"
+            )
+        lease = abandon(ctx, found, body.reason if body is not None else None)
+        return JsonResponse({"session": found.name, "lease_ended": lease.ended_early,
+                             "reason": lease.ended_detail, "replicas": dict(lease.replicas)})  # fmt: skip
+
+    @router.put("/sessions/{session}/lease_ended", include_in_schema=False)
+    async def put_lease_ended(session: SessionName, request: Request) -> Response:
+        ctx: ControlContext = request.app.state.control
+        found = find_session(ctx, unquote(session))
+        document = parse_json_body(await request.body())
+        if not isinstance(document, dict) or not isinstance(document.get("ended"), str):
+            raise ControlError(400, "bad_lease_end", "an object with a string `ended`")
+        reason = document.get("reason")
+        if found.attempt.state is not SessionState.FINISHED:
+            abandon(ctx, found, reason if isinstance(reason, str) else None, document["ended"])
+        return JsonResponse({"session": found.name})
 
     @router.get(
         "/mutations",
         summary="the mutations this proxy saw on the site map's replicas, after a sequence number",
-        responses=documented,
+        responses=documented["mutations"],
     )
     async def get_mutations(
         request: Request, after: Annotated[int, Query(ge=0, description="the last sequence number seen")] = 0
     ) -> Response:
         ctx: ControlContext = request.app.state.control
-        mutations = ctx.pool.mutations_after(after) if ctx.pool is not None else []
-        return JsonResponse({"mutations": mutations, "epoch": id(ctx.pool) if ctx.pool is not None else None})
+        log = ctx.mutations
+        mutations = log.mutations_after(after) if log is not None else []
+        # when each leased session last used its lease, so a front's --lease-timeout counts idle time
+        active = {
+            s.name: s.attempt.lease.touched
+            for s in ctx.sessions
+            if s.attempt.lease is not None and s.attempt.lease.ended is None
+        }
+        return JsonResponse(
+            {"mutations": mutations, "epoch": id(log) if log is not None else None, "active": active}
+        )
 
     @router.put("/sessions/{session}/interference", include_in_schema=False)
     async def put_interference(session: SessionName, request: Request) -> Response:

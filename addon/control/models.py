@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from webarena_live.control.reset import RESET_TIMEOUT
+from webarena_live.replicas.reset import RESET_TIMEOUT
 
 SessionName = Annotated[
     str,
@@ -184,3 +184,24 @@ class Mutations(_Open):
     epoch: int | None = Field(
         None, description="changes when the proxy's pool is made anew (sequence restarts)"
     )
+
+
+class Abandon(BaseModel):
+    """Body of `POST /sessions/{s}/abandon` (optional: no body is no reason)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reason: StrictStr | None = Field(
+        None, max_length=1000, description="why the agent or harness gives up, kept in the session's record"
+    )
+
+
+class Abandoned(_Open):
+    """What `POST /sessions/{s}/abandon` answers: the lease ended, the replicas given back."""
+
+    session: str
+    lease_ended: str = Field(
+        description="`abandoned`, or why the lease had ended already (`timeout`, `lost`)"
+    )
+    reason: str | None = None
+    replicas: dict[str, str] = Field(description="the replicas the session held: placeholder -> URL")

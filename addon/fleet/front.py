@@ -195,6 +195,11 @@ class Front:
             return [worker.index for worker in self.pool]
         return [w.index for w in self.pool if near in (w.node, w.host) and w.index not in self.placement.down]
 
+    def owner_worker(self, name: str) -> Worker | None:
+        """The worker that holds session `name`, None when none does."""
+        owner = self.placement.owner(name)
+        return self.pool[owner] if owner is not None else None
+
     def up_workers(self) -> list[Worker]:
         """The workers that are up and answer."""
         return [w for w in self.pool if w.up and w.responsive and w.index not in self.placement.down]

@@ -180,6 +180,32 @@ def create_front_app(front: Front) -> FastAPI:
         await front.remember_finished(worker, name)
         return Response(content, upstream.status_code, headers=answer_headers(upstream))
 
+    @app.post("/sessions/{session}/abandon")
+    async def post_abandon(session: str, request: Request) -> Response:
+        """The worker ends the attempt's lease (it checks the body and the session); then the front
+        gathers the workers' mutations and its pool gives the replicas back."""
+        name = unquote(session)
+        worker = _owner_of(front, name, request)
+        if isinstance(worker, Response):
+            return worker
+        body = await _bounded_body(request)
+        if body is None:
+            return error_response(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
+        upstream = await front.send(worker, request, body)
+        if isinstance(upstream, Response):
+            return upstream
+        content = await upstream.aread()
+        await upstream.aclose()
+        if upstream.status_code == 200 and front.leases is not None:
+            # what its traffic changed first: a replica released as clean would be leased unreset
+            await front.leases.gather(front.http, front.up_workers(), front.auth())
+            try:
+                reason = json.loads(content).get("reason")
+            except (ValueError, AttributeError):
+                reason = None
+            front.leases.pool.abandon(name, reason if isinstance(reason, str) else None)
+        return Response(content, upstream.status_code, headers=answer_headers(upstream))
+
     @app.get("/sessions/{session}")
     async def get_session(session: str, request: Request) -> Response:
         name = unquote(session)

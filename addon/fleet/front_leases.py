@@ -6,7 +6,9 @@ them when asked, and tells the worker the lease (`LEASE_HEADER`). The workers se
 records the mutations through it, and the front gathers them (`GET /mutations`) before a finish or a
 preview, to hand the worker the session's interference (`PUT /sessions/{s}/interference`), and every
 few seconds, so a changed replica is known as changed when its lease ends. A finish, a lost worker or
-`--lease-timeout` ends a lease; changed replicas are reset from here, in the background.
+`--lease-timeout` (idle time: the workers tell when each session last used its lease) or
+`POST /sessions/{s}/abandon` ends a lease; the session's worker is told (`PUT /sessions/{s}/lease_ended`)
+so its proxy forwards nothing more for it; changed replicas are reset from here, in the background.
 """
 
 from __future__ import annotations
@@ -15,16 +17,18 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-from webarena_live.control.bodies import ControlError
+from webarena_live.control.errors import as_control_error
 from webarena_live.control.leasing import LEASE_HEADER, listed
-from webarena_live.control.replicas import ReplicaPool
-from webarena_live.evaluator import TaskSet, UnknownTaskError
+from webarena_live.evaluator import TaskSet, UnknownTaskError, site_key
 from webarena_live.fleet.workers import Worker
+from webarena_live.replicas import Mutation, PoolError
+from webarena_live.replicas.pool import ReplicaPool
 
 logger = logging.getLogger("webarena_live.fleet")
 
@@ -57,17 +61,17 @@ class FrontLeases:
             return {}, json.dumps(document).encode()  # the worker answers the 400 or the 404
         wait = document.get("wait", 0)
         wait = float(wait) if isinstance(wait, int | float) and not isinstance(wait, bool) else 0.0
-        lease = await self.pool.lease(name, task, wait=min(max(wait, 0.0), 3600.0))
-        if document.get("reset") is True:
-            timeout = document.get("reset_timeout")
-            outcomes = await self.pool.reset_leased(
-                name, float(timeout) if isinstance(timeout, int | float) else self.pool.reset_timeout
-            )
-            if not all(outcome.ok for outcome in outcomes):
-                self.pool.release(name, "reset failed")
-                raise ControlError(502, "reset_failed", [outcome.model_dump() for outcome in outcomes])
-            document = {**document, "reset": False}  # done here, on the session's own replicas
-        return {LEASE_HEADER: json.dumps(lease.replicas)}, json.dumps(document).encode()
+        try:
+            lease = await self.pool.lease(name, task, wait=min(max(wait, 0.0), 3600.0))
+            if document.get("reset") is True:
+                timeout = document.get("reset_timeout")
+                await self.pool.reset_leased(  # a failure gives the lease back
+                    name, float(timeout) if isinstance(timeout, int | float) else self.pool.reset_timeout
+                )
+                document = {**document, "reset": False}  # done here, on the session's own replicas
+        except PoolError as error:
+            raise as_control_error(error) from None
+        return {LEASE_HEADER: json.dumps(lease.indexes)}, json.dumps(document).encode()
 
     def release(self, name: str, reason: str) -> None:
         self.pool.release(name, reason)
@@ -95,15 +99,27 @@ class FrontLeases:
         for worker, answer in zip(workers, answers, strict=True):
             if answer is None:
                 continue
-            epoch, mutations = answer
+            epoch, mutations, active = answer
             for mutation in mutations:
-                self.pool.record(mutation["url"], mutation["session"], mutation["method"], mutation["time"])
+                self._take(mutation)
+            for session, touched in active.items():  # used through the worker: not idle
+                lease = self.pool.leases.get(session)
+                if lease is not None and isinstance(touched, int | float):
+                    lease.touch(float(touched))
             last = mutations[-1]["seq"] if mutations else self.cursors.get(worker.index, (epoch, 0))[1]
             self.cursors[worker.index] = (epoch, last)
 
+    def _take(self, told: dict[str, Any]) -> None:
+        """One mutation a worker's log told (`MutationLog.mutations_after`), judged there, into the pool."""
+        site, index = site_key(str(told["site"])), int(told["index"])
+        if site not in self.pool.replicas or not 0 <= index < len(self.pool.replicas[site]):
+            return  # a worker on another site map: nothing of ours changed
+        mutation = Mutation(str(told["session"]), str(told["method"]), str(told["url"]), float(told["time"]))
+        self.pool.take(site, index, mutation)
+
     async def _ask(
         self, http: httpx.AsyncClient, worker: Worker, auth: dict[str, str]
-    ) -> tuple[Any, list[dict[str, Any]]] | None:
+    ) -> tuple[Any, list[dict[str, Any]], dict[str, Any]] | None:
         epoch, after = self.cursors.get(worker.index, (None, 0))
         try:
             reply = await http.get(
@@ -117,15 +133,41 @@ class FrontLeases:
         if document.get("epoch") != epoch and after:  # a restarted worker counts from the start again
             self.cursors[worker.index] = (document.get("epoch"), 0)
             return await self._ask(http, worker, auth)
-        return document.get("epoch"), list(document.get("mutations", []))
+        active = document.get("active")
+        return (
+            document.get("epoch"),
+            list(document.get("mutations", [])),
+            active if isinstance(active, dict) else {},
+        )
 
-    async def watch(self, http: httpx.AsyncClient, workers: Any, auth: dict[str, str]) -> None:
-        """Gather the workers' mutations every few seconds and end leases held past `--lease-timeout`."""
+    async def watch(
+        self,
+        http: httpx.AsyncClient,
+        workers: Callable[[], list[Worker]],
+        auth: dict[str, str],
+        owner_of: Callable[[str], Worker | None],
+    ) -> None:
+        """Gather the workers' mutations (and when each session last used its lease) every few seconds,
+        and end the leases idle past `--lease-timeout`, telling each one's worker."""
         while True:
             await asyncio.sleep(GATHER_SECONDS)
             try:
                 await self.gather(http, list(workers()), auth)
-                for name in self.pool.abandoned():
-                    logger.warning("webarena-live: session %s held its replicas past --lease-timeout", name)
+                for name in self.pool.expire():
+                    logger.warning(
+                        "webarena-live: session %s was idle past --lease-timeout (%g s): its replicas are "
+                        "given back; its requests are refused until it finishes",
+                        name, self.pool.lease_timeout,
+                    )  # fmt: skip
+                    if (owner := owner_of(name)) is not None:
+                        await self.tell_ended(http, owner, name, "timeout", auth)
             except Exception:  # the watch must outlive any one bad answer
                 logger.exception("webarena-live: gathering the workers' mutations failed")
+
+    async def tell_ended(
+        self, http: httpx.AsyncClient, owner: Worker, name: str, ended: str, auth: dict[str, str]
+    ) -> None:
+        """Tell the session's worker its lease ended here, so its proxy forwards nothing more for it."""
+        url = f"{owner.control_url}/sessions/{quote(name, safe='')}/lease_ended"
+        with contextlib.suppress(httpx.HTTPError):  # a worker away: its session is lost anyway
+            await http.put(url, json={"ended": ended}, headers=auth, timeout=ASK_TIMEOUT)

@@ -23,11 +23,8 @@ from fastapi import FastAPI
 from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV, WEB_TOKEN_ENV, mitmweb_url
 from webarena_live.addresses.placement import Placement, PortRange
 from webarena_live.control.context import RESERVED_HOST
-from webarena_live.control.isolation import Isolation, default_isolation, isolation_problems
-from webarena_live.control.replicas import ReplicaPool
 from webarena_live.control.server import ControlServer
 from webarena_live.evaluator import (
-    POOL_FILE,
     SiteMap,
     WebArenaLiveError,
     __version__,
@@ -42,6 +39,8 @@ from webarena_live.fleet.router import SharedPort
 from webarena_live.fleet.workers import WorkerPool, Workers
 from webarena_live.fleet.workers_door import WorkersDoor
 from webarena_live.launch import LaunchError
+from webarena_live.replicas import Isolation
+from webarena_live.replicas.build import banner_line, build_pool, pool_file
 
 logger = logging.getLogger("webarena_live.fleet")
 
@@ -88,8 +87,12 @@ class FleetPlan:
     """`--config`: the site map whose replicas the front leases."""
     isolation: Isolation | None = None
     lease_timeout: float | None = None
+    confine: bool = False
+    """`--confine` (the workers apply it; the banner names it)."""
+    reset_at_start: bool = False
+    """`--reset-at-start`: the front resets every replica before the first lease."""
     output_dir: str | None = None
-    """`--output-dir`: where the front keeps the pool's counters for the run report."""
+    """`--output-dir`: where the front keeps the pool's state (a restart reads it) and counters."""
 
 
 def ray_problem() -> str | None:
@@ -120,6 +123,7 @@ async def run_fleet(plan: FleetPlan) -> int:
             front.leases.pool.on_change = lambda session, notice: front.announce(
                 "pool", {"session": session, **notice}
             )
+            front.leases.pool.start()  # the resets a restart (or --reset-at-start) calls for, first
     except WebArenaLiveError as error:
         for line in str(error).splitlines():
             print(f"webarena-live serve: {line}", file=sys.stderr)
@@ -191,7 +195,7 @@ async def run_fleet(plan: FleetPlan) -> int:
     watch = None
     if front.leases is not None:
         watch = asyncio.get_running_loop().create_task(
-            front.leases.watch(front.http, front.up_workers, headers)
+            front.leases.watch(front.http, front.up_workers, headers, front.owner_worker)
         )
     health = (await front.http.get(f"{pool[0].control_url}/health", headers=headers)).json()
     if plan.web_ports and 0 in plan.web_ports:  # each worker picked its mitmweb port on its machine
@@ -220,13 +224,12 @@ def front_leases(plan: FleetPlan) -> FrontLeases | None:
     if not plan.config:
         return None
     site_map = SiteMap.load(plan.config)
-    isolation = plan.isolation or default_isolation(site_map)
-    if problems := isolation_problems(site_map, isolation):
-        raise WebArenaLiveError("\n".join(problems))
+    output_dir = prepare_output_dir(plan.output_dir) if plan.output_dir else None
+    pool = build_pool(
+        site_map, plan.isolation, plan.lease_timeout,
+        state_file=pool_file(output_dir), reset_at_start=plan.reset_at_start,
+    )  # fmt: skip
     tasks = load_tasks(plan.tasks) if plan.tasks else load_tasks()
-    pool = ReplicaPool(site_map, isolation, lease_timeout=plan.lease_timeout)
-    if plan.output_dir:
-        pool.counters_file = prepare_output_dir(plan.output_dir) / POOL_FILE
     return FrontLeases(pool, tasks)
 
 
@@ -257,6 +260,8 @@ def banner(
         # A Ray worker by the pid Ray prints beside its lines (its actor's); its `serve` child's after.
         pid = f"{worker.actor_pid} (serve {worker.pid})" if worker.actor_pid is not None else str(worker.pid)
         lines.append(f"  worker {worker.index}      pid {pid}, control {worker.control_url}/{web}{node}")
+    if front.leases is not None:
+        lines.append(banner_line(front.leases.pool, confine=plan.confine))
     if plan.ray is not None:
         outputs = front.outputs.output_dir if front.outputs is not None else None
         carried = f"{outputs}  (carried from each worker's node)" if outputs else "none (--output-dir DIR)"

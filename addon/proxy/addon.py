@@ -23,16 +23,15 @@ from mitmproxy.proxy import server_hooks
 
 from webarena_live.control.app import create_app
 from webarena_live.control.context import RESERVED_HOST, ControlContext
-from webarena_live.control.replicas import ReplicaPool
 from webarena_live.control.server import ControlServer
-from webarena_live.evaluator import POOL_FILE, SiteMap, load_tasks, prepare_output_dir
+from webarena_live.evaluator import SiteMap, WebArenaLiveError, load_tasks, prepare_output_dir
 from webarena_live.proxy.browser_traffic import BrowserServices, answer
 from webarena_live.proxy.capture import record_from_flow, tunnel_failure_event
 from webarena_live.proxy.credentials import PROXY_AUTHORIZATION, challenge, take_credentials
 from webarena_live.proxy.flow_notes import FlowNotes
 from webarena_live.proxy.header_login import HeaderLogin
 from webarena_live.proxy.leases import check as check_lease
-from webarena_live.proxy.leases import pool_for, watch_abandoned
+from webarena_live.proxy.leases import hold, log_for, pool_for, watch_idle
 from webarena_live.proxy.leases import record as record_mutation
 from webarena_live.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING
 from webarena_live.proxy.reserved_host import route_control, serve_on_flow
@@ -45,6 +44,7 @@ from webarena_live.proxy.startup import (
     site_map_problems,
     unfinished_lines,
 )
+from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.sessions import DEFAULT_SESSION, SessionStore
 
@@ -90,7 +90,7 @@ class WebArenaLive:
         self._front: tuple[str, int] | None = None
         self.confine = False
         self._watcher: asyncio.Task[None] | None = None
-        """Ends the leases held past `--lease-timeout` (`proxy/leases.py`)."""
+        """Ends the leases idle past `--lease-timeout` (`proxy/leases.py`)."""
         self.started = False
         """The proxy runs (`running` was called): a reconfiguration from now on says what it loaded."""
 
@@ -121,10 +121,14 @@ class WebArenaLive:
         if tasks is not None and (site_map is not None or not config):  # an unreadable map: told once
             problems += site_map_problems(tasks, site_map or SiteMap(), config=options.webarena_config)
         site_map = site_map or SiteMap()
-        pool = checked(problems, self._pool, site_map)
-        if problems or tasks is None or pool is None:
-            raise exceptions.OptionsError("\n".join(problems))
         journal_dir = Path(options.webarena_journal_dir or default_journal_dir(options.webarena_output_dir))
+        pool = None
+        try:  # a worker's is None: its front leases
+            pool = self._pool(site_map, output_dir, journal_dir)
+        except WebArenaLiveError as error:
+            problems.extend(str(error).splitlines())
+        if problems or tasks is None:
+            raise exceptions.OptionsError("\n".join(problems))
         settings = RunSettings(
             site_map=site_map,
             output_dir=output_dir,
@@ -156,20 +160,23 @@ class WebArenaLive:
             finish_guard=self.finish_guard,
             addresses=self.addresses,
             pool=pool,
-            leases_here=not options.webarena_front,
+            mutations=log_for(site_map, pool, self.context.mutations if self.context is not None else None),
         )
         self.confine = options.webarena_confine
-        if output_dir is not None and not options.webarena_front:  # the front keeps a fleet's
-            pool.counters_file = output_dir / POOL_FILE
         self.app.state.control = self.context  # options changed while running: both ways in serve it
         self.body_cap = options.webarena_body_cap
         self.session_port = options.webarena_session_port
         if self.started:  # at start the line waits for `running`: options given after this one may fail
             self._tell_dataset()
+            if pool is not None:
+                pool.start()
 
-    def _pool(self, site_map: SiteMap) -> ReplicaPool:
+    def _pool(self, site_map: SiteMap, output_dir: Path | None, journal_dir: Path) -> ReplicaPool | None:
         current = self.context.pool if self.context is not None else None
-        return pool_for(site_map, ctx.options, current, on_change=self._pool_notice)
+        return pool_for(
+            site_map, ctx.options, current,
+            output_dir=output_dir, journal_dir=journal_dir, on_change=self._pool_notice,
+        )  # fmt: skip
 
     def _pool_notice(self, session: str, notice: dict[str, Any]) -> None:
         found = self.context.sessions.get(session) if self.context is not None else None
@@ -188,8 +195,10 @@ class WebArenaLive:
         if self.context is not None and not self.started:
             self._tell_dataset()
         self.started = True
+        if self.context is not None and self.context.pool is not None:
+            self.context.pool.start()  # the resets a restart found needed, before the first lease
         if self.context is not None and self._watcher is None:
-            self._watcher = asyncio.get_running_loop().create_task(watch_abandoned(self.context))
+            self._watcher = asyncio.get_running_loop().create_task(watch_idle(self.context))
         options = ctx.options
         if self.context is None or not options.webarena_control_port or self.server is not None:
             return
@@ -349,10 +358,13 @@ class WebArenaLive:
         flow.metadata[SESSION_KEY] = username
         if self.header_login.by_origin:  # called from here, not as an addon: no hook dispatch per flow
             self.header_login.requestheaders(flow)
-        if not is_control and self.context is not None and self.context.pool is not None:
+        if not is_control and self.context is not None:
             session = self.context.sessions.get(username or DEFAULT_SESSION)
-            if session is not None:
-                check_lease(self.context, session, flow, confine=self.confine)
+            if session is not None and session.attempt.lease is not None:
+                if hold(session, flow):  # its lease ended: answered here, no event of its trace
+                    flow.metadata[SKIP_KEY] = True
+                else:
+                    check_lease(self.context, session, flow, confine=self.confine)
 
     def _route_control(self, flow: http.HTTPFlow, caller: str | None) -> None:
         server = (self.server.host, self.server.port) if self.server is not None else None

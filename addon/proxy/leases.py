@@ -1,10 +1,11 @@
 """Leases on the wire: each request held against its session's replicas, each mutation told to the pool.
 
-A session's lease names one replica per site of its task (`control/replicas.py` hands it out). A request
+A session's lease names one replica per site of its task (`replicas/pool.py` hands it out). A request
 to a replica the session does not hold, or to a host that is no site of the map (and no browser
 service), is counted and listed in the session; with `--confine` the proxy answers it itself with a 403
 page that says why, so an agent cannot wander into another session's copy or the open web. Every POST,
-PUT, PATCH or DELETE that reached a replica marks it changed (`ReplicaPool.record`), whoever sent it.
+PUT, PATCH or DELETE that reached a replica goes to the mutation log (`MutationLog.record`), whoever sent
+it; the pool reads it there.
 See docs/architecture.md, Replicas.
 """
 
@@ -14,20 +15,18 @@ import asyncio
 import html
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from mitmproxy import http
 
 from webarena_live.control.context import RESERVED_HOST, ControlContext
-from webarena_live.control.isolation import (
-    default_isolation,
-    isolation_problems,
-    parse_isolation,
-    parse_lease_timeout,
-)
-from webarena_live.control.replicas import MUTATING_METHODS, ReplicaPool
-from webarena_live.evaluator import SiteMap, WebArenaLiveError, placeholder
+from webarena_live.evaluator import SiteMap, placeholder
 from webarena_live.proxy.browser_traffic import is_service_host
+from webarena_live.replicas import MUTATING_METHODS, MutationLog, parse_isolation, parse_lease_timeout
+from webarena_live.replicas.build import build_pool, pool_file
+from webarena_live.replicas.pool import ReplicaPool
+from webarena_live.runs.attempt import SessionState
 from webarena_live.runs.sessions import Session
 
 logger = logging.getLogger(__name__)
@@ -35,7 +34,9 @@ logger = logging.getLogger(__name__)
 REFUSED_KEY = "webarena_live.outside_lease"
 """Set on a flow `--confine` answered with a 403: it never reached a site, so it changed nothing."""
 WATCH_SECONDS = 1.0
-"""How often abandoned leases (`--lease-timeout`) are looked for."""
+"""How often idle leases (`--lease-timeout`) are looked for."""
+ENDED_STATUS = 410
+"""What the proxy answers, itself, to a request of a session whose lease ended before its finish."""
 
 
 def outside_reason(context: ControlContext, session: Session, url: str, host: str) -> str | None:
@@ -83,11 +84,11 @@ def check(context: ControlContext, session: Session, flow: http.HTTPFlow, *, con
 
 def record(context: ControlContext, session: str, flow: http.HTTPFlow) -> None:
     """A finished flow that may have changed a replica (any session's, any lease's)."""
-    pool = context.pool
+    log = context.mutations
     request = flow.request
-    if pool is None or request.method not in MUTATING_METHODS or flow.metadata.get(REFUSED_KEY):
+    if log is None or request.method not in MUTATING_METHODS or flow.metadata.get(REFUSED_KEY):
         return
-    pool.record(request.url, session, request.method, request.timestamp_start)
+    log.record(request.url, session, request.method, request.timestamp_start)
 
 
 def pool_for(
@@ -95,33 +96,76 @@ def pool_for(
     options: Any,
     current: ReplicaPool | None,
     *,
+    output_dir: Path | None,
+    journal_dir: Path | None,
     on_change: Callable[[str, dict[str, Any]], None],
-) -> ReplicaPool:
-    """The replicas of `site_map` under `--isolation`, with `--lease-timeout` (`options`: mitmproxy's);
-    the pool in use when neither changed (a reconfiguration keeps its leases). A worker's pool only
-    records mutations (its front leases), so it needs no reset endpoints."""
+) -> ReplicaPool | None:
+    """The replicas of `site_map` under `--isolation`, with `--lease-timeout` (`options`: mitmproxy's),
+    built as a fleet's front builds its own (`build_pool`); None on a fleet's worker, whose front leases
+    (the worker keeps only a mutation log: `log_for`)."""
     isolation = parse_isolation(options.webarena_isolation)
     timeout = parse_lease_timeout(options.webarena_lease_timeout)
-    wanted = isolation or default_isolation(site_map)
-    if current is not None and current.site_map == site_map and current.isolation is wanted:
-        current.lease_timeout = timeout
+    if options.webarena_front:
+        return None
+    return build_pool(
+        site_map, isolation, timeout, state_file=pool_file(output_dir, journal_dir),
+        reset_at_start=options.webarena_reset_at_start, current=current, on_change=on_change,
+    )  # fmt: skip
+
+
+def log_for(site_map: SiteMap, pool: ReplicaPool | None, current: MutationLog | None) -> MutationLog:
+    """The mutation log of the traffic here: the pool's own, else a worker's (kept while its site map
+    is the same, so its front's reading position holds)."""
+    if pool is not None:
+        return pool.log
+    if current is not None and current.site_map == site_map:
         return current
-    if not options.webarena_front and (problems := isolation_problems(site_map, wanted)):
-        raise WebArenaLiveError("\n".join(problems))
-    return ReplicaPool(site_map, wanted, lease_timeout=timeout, on_change=on_change)
+    return MutationLog(site_map)
 
 
-async def watch_abandoned(context: ControlContext) -> None:
-    """End the leases held past `--lease-timeout` (`ReplicaPool.abandoned`), and say so in the session."""
+def ended_page(url: str, session: str, reason: str) -> http.Response:
+    """The page a session whose lease ended gets instead of the site: what was refused and why."""
+    why = {
+        "timeout": "it was idle longer than --lease-timeout",
+        "abandoned": "it was abandoned (POST /sessions/{s}/abandon)",
+        "lost": "its worker or node was lost",
+    }.get(reason, reason)
+    body = (
+        "<!doctype html><meta charset=utf-8><title>This session's lease has ended</title>"
+        f"<h1>{ENDED_STATUS}: session {html.escape(session)}'s lease has ended</h1>"
+        f"<p>webarena-live did not forward <code>{html.escape(url)}</code>: the session's lease of its "
+        f"replicas ended ({html.escape(reason)}: {html.escape(why)}). Its replicas may now serve another "
+        "session, so nothing more is forwarded for it. Finish the session (its verdict will say "
+        "<code>lease_ended</code>) or start it again.</p>"
+    )
+    return http.Response.make(ENDED_STATUS, body, {"Content-Type": "text/html; charset=utf-8"})
+
+
+def hold(session: Session, flow: http.HTTPFlow) -> bool:
+    """A request of `session`: when its lease ended before its finish, answered here (`ended_page`),
+    counted and kept out of the trace (True); else its lease counts it as use (`--lease-timeout`)."""
+    lease = session.attempt.lease
+    if lease is None or session.attempt.state is SessionState.FINISHED:
+        return False
+    if lease.ended_early is None:
+        lease.touch()
+        return False
+    lease.refused_after_end += 1
+    flow.metadata[REFUSED_KEY] = True
+    flow.response = ended_page(flow.request.url, session.name, lease.ended_early)
+    return True
+
+
+async def watch_idle(context: ControlContext) -> None:
+    """End the leases idle past `--lease-timeout` (`ReplicaPool.expire`), and say so in the log."""
     pool = context.pool
     if pool is None or pool.lease_timeout is None:
         return
     while True:
         await asyncio.sleep(WATCH_SECONDS)
-        for name in pool.abandoned():
-            session = context.sessions.get(name)
-            if session is not None and session.attempt.lease is not None:
-                session.attempt.lease.ended = "abandoned"
-                logger.warning(
-                    "webarena-live: session %s held its replicas past --lease-timeout: released", name
-                )
+        for name in pool.expire():
+            logger.warning(
+                "webarena-live: session %s was idle past --lease-timeout (%g s): its replicas are given "
+                "back; its requests are refused until it finishes",
+                name, pool.lease_timeout,
+            )  # fmt: skip

@@ -139,10 +139,21 @@ OPTIONS = (
     ),
     AddonOption(
         "webarena_lease_timeout", str, "",
-        "Seconds after which an unfinished session's lease of its replicas ends (abandoned); empty: never.",
+        "Seconds a session's lease of its replicas may stay idle (no request through it, no control call) "
+        "before it ends (timeout); empty: never.",
         flag="lease-timeout", metavar="SECONDS",
-        flag_help="seconds after which a session that has not finished gives its replicas back (abandoned); "
-        "default: never",
+        flag_help="seconds a session may stay idle (no request through it, no control call) before its lease "
+        "ends (timeout): its replicas go back and its requests are refused; default: never",
+    ),
+    AddonOption(
+        "webarena_reset_at_start", bool, False,
+        "Reset every replica of the site map through its reset_url before the first lease (copies of "
+        "unknown state). Without it, replicas a previous run on the same output directory left changed, "
+        "resetting or out of service are reset before their first lease.",
+        flag="reset-at-start",
+        flag_help="reset every replica before the first lease (a run that begins on copies of unknown "
+        "state); without it only those the last run on this output directory left changed are",
+        reconfigures=False,
     ),
     AddonOption(
         "webarena_forward_browser_traffic", bool, False,

@@ -8,7 +8,6 @@ its option error), tested directly.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +16,7 @@ from mitmproxy import exceptions
 from mitmproxy.proxy import mode_specs
 
 from webarena_live.evaluator import SiteMap, TaskSet, WebArenaLiveError
+from webarena_live.replicas.memory import state_dir
 from webarena_live.runs.attempt import SessionState
 from webarena_live.runs.sessions import SessionStore
 
@@ -30,8 +30,7 @@ def default_journal_dir(output_dir: str) -> Path:
     """`OUT/.journal`, else a stable per-user state directory, so a restarted proxy finds its journals."""
     if output_dir:
         return Path(output_dir) / JOURNAL_SUBDIR
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "webarena-live" / "journal"
+    return state_dir() / "journal"
 
 
 def checked(problems: list[str], load: Callable[[Any], T], argument: Any) -> T | None:

@@ -39,7 +39,7 @@ class Reward(BaseModel):
     kind: str | None = None
     """A stable code for why it is masked: the control API's error code (`unknown_session`,
     `session_lost`, `worker_unavailable`, `no_events`, ...), `control_unreachable`, `not_finished`,
-    `site_unreachable`, `exposed` or `verdict_error`."""
+    `site_unreachable`, `lease_ended`, `exposed` or `verdict_error`."""
     reason: str | None = None
     result: dict[str, Any] | None = None
 
@@ -144,6 +144,8 @@ def judged(session: str, result: dict[str, Any], site_down: str | None = None) -
     the evaluator itself could not judge (`error`)."""
     if site_down is not None:
         return masked(session, "site_unreachable", site_down, result)
+    if isinstance(ended := result.get("lease_ended"), str):  # its replicas went on without it
+        return masked(session, "lease_ended", f"the session's lease ended before its finish: {ended}", result)
     if (exposed := exposure(result)) is not None:
         return masked(session, "exposed", exposed, result)
     if result.get("status") == "error":

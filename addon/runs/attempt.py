@@ -46,9 +46,9 @@ from webarena_live.evaluator import (
     prepare_evaluation,
     task_progress,
 )
+from webarena_live.replicas import Lease
 from webarena_live.runs.har_spool import SPOOL_SUBDIR, HarSpool
 from webarena_live.runs.journal import EntryFilter, Journal, entry_json_bytes, journal_filename
-from webarena_live.runs.leases import AttemptLease
 from webarena_live.runs.outputs import write_outputs
 from webarena_live.runs.redact import redact_har_entry
 
@@ -171,8 +171,9 @@ class Attempt:
                 redacted=self._entry_filter is not None,
             )
         self._prepare_timer: asyncio.TimerHandle | None = None
-        self.lease: AttemptLease | None = None
-        """The replicas it works on (`runs/leases.py`), when the site map has replicas to lease."""
+        self.lease: Lease | None = None
+        """The replicas it works on (`replicas/lease.py`: the pool's own record), when the site map has
+        replicas to lease."""
 
     # --- while it runs ---------------------------------------------------------------------------
 
@@ -284,6 +285,8 @@ class Attempt:
         evaluated = time.perf_counter()
         if interference is not None:
             result = result.model_copy(update={"interference": interference})
+        if self.lease is not None and self.lease.ended_early:
+            result = result.model_copy(update={"lease_ended": self.lease.ended_early})
         finished = time.time()
         outputs = self._write(settings, answer, result, finished) if settings.output_dir is not None else None
         self.stop()
@@ -345,6 +348,11 @@ class Attempt:
             record["replicas"] = self.lease.replicas
         if interference is not None:
             record["interference"] = interference
+        if self.lease is not None and self.lease.ended_early:
+            record["lease_ended"] = self.lease.ended_early
+            if self.lease.ended_detail:
+                record["lease_ended_reason"] = self.lease.ended_detail
+            record["refused_after_lease_end"] = self.lease.refused_after_end
         return record
 
     def _write(

@@ -23,8 +23,8 @@ from datetime import datetime
 from typing import Any
 
 from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Revalidations, Task, TaskResult
+from webarena_live.replicas import Lease, write_lease
 from webarena_live.runs.attempt import Attempt, FinishOutcome, RunSettings, SessionState
-from webarena_live.runs.leases import AttemptLease, write_lease
 
 DEFAULT_SESSION = "default"
 MAX_SESSION_NAME = 128
@@ -146,7 +146,7 @@ class Session:
         *,
         run: str | None = None,
         started: datetime | None = None,
-        lease: AttemptLease | None = None,
+        lease: Lease | None = None,
     ) -> None:
         """Begin (or begin again) an attempt at `task`, forgetting every event so far.
 
@@ -203,6 +203,16 @@ class Session:
             (attempt.finished or attempt.started) - attempt.started,
             f"; earlier attempt kept in {outcome.earlier_attempt}" if outcome.earlier_attempt else "",
         )
+        if result.interference and result.interference.get(
+            "exposed"
+        ):  # the verdict stands; say why to doubt it
+            logger.warning(
+                "session %s's verdict is exposed: %s mutation(s) by other sessions on its replicas (%s)",
+                self.name, result.interference.get("count", len(result.interference.get("mutations", []))),
+                ", ".join(sorted({str(m.get("session")) for m in result.interference.get("mutations", [])})),
+            )  # fmt: skip
+        if result.lease_ended:
+            logger.warning("session %s finished after its lease ended (%s)", self.name, result.lease_ended)
         self._store.notices.publish(self, FINISHED, result.to_dict())
         return outcome
 
@@ -258,7 +268,7 @@ class SessionStore:
         *,
         run: str | None = None,
         started: datetime | None = None,
-        lease: AttemptLease | None = None,
+        lease: Lease | None = None,
     ) -> Session:
         session = self.get_or_create(name)
         session.start(task, run=run, started=started, lease=lease)

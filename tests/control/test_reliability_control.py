@@ -303,6 +303,7 @@ def test_openapi_document_lists_every_route_and_is_served(context):
         "/sessions/{session}/progress",
         "/sessions/{session}/preview",
         "/sessions/{session}/proxy.pac",
+        "/sessions/{session}/abandon",
         "/report",
         "/events",
         "/",

@@ -1,4 +1,4 @@
-"""The replica pool (`control/replicas.py`) on its own: leases under each isolation policy, resets only
+"""The replica pool (`replicas/pool.py`) on its own: leases under each isolation policy, resets only
 where something changed, failing reset endpoints, interference. Reset endpoints are real HTTP servers on
 127.0.0.1 in the environment-control shape (`tests/support/reset_endpoint.py`)."""
 
@@ -14,12 +14,11 @@ import pytest
 from tests.support.addon_helpers import browser_headers, make_flow
 from tests.support.control_in_process import call
 from tests.support.reset_endpoint import ResetEndpoint, reset_endpoints
-from webarena_live.control.bodies import ControlError
 from webarena_live.control.context import ControlContext
-from webarena_live.control.isolation import Isolation, default_isolation, isolation_problems
-from webarena_live.control.replicas import ReplicaPool
 from webarena_live.evaluator import SiteMap, load_tasks
 from webarena_live.proxy.capture import event_from_flow
+from webarena_live.replicas import Isolation, NoReplica, default_isolation, isolation_problems
+from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.sessions import SessionStore
 
@@ -65,17 +64,17 @@ def test_exclusive_one_session_a_replica_and_a_503_with_retry_after_when_none_is
         pool = ReplicaPool(site_map(endpoints), Isolation.EXCLUSIVE)
         first = await pool.lease("a", READ)
         second = await pool.lease("b", READ_TOO)
-        assert {first.replicas["shopping"], second.replicas["shopping"]} == {0, 1}
-        with pytest.raises(ControlError) as refused:
+        assert {first.indexes["shopping"], second.indexes["shopping"]} == {0, 1}
+        with pytest.raises(NoReplica) as refused:
             await pool.lease("c", READ)
-        assert refused.value.status == 503 and refused.value.headers["Retry-After"].isdigit()
+        assert refused.value.code == "no_replica" and refused.value.retry_after > 0
         assert "c" not in pool.leases
         waiting = asyncio.create_task(pool.lease("c", READ, wait=5))
         await asyncio.sleep(0.1)
         assert pool.status()["waiting"] == 1
         pool.release("a")  # read only: back at once, no reset
         third = await waiting
-        assert third.replicas == first.replicas and endpoints[0].calls == endpoints[1].calls == 0
+        assert third.indexes == first.indexes and endpoints[0].calls == endpoints[1].calls == 0
         assert pool.status()["sites"]["__SHOPPING__"]["resets_skipped"] == 1
 
     run(scenario)
@@ -86,11 +85,11 @@ def test_readers_share_and_a_mutating_task_holds_its_replica_alone() -> None:
         pool = ReplicaPool(site_map(endpoints), Isolation.READERS)
         readers = [await pool.lease(f"r{i}", READ) for i in range(3)]
         writer = await pool.lease("w", MUTATE)
-        taken = {lease.replicas["shopping"] for lease in readers}
-        assert writer.replicas["shopping"] not in taken and len(taken) == 1  # readers together, writer alone
-        with pytest.raises(ControlError):  # a second writer: one replica has readers, the other a writer
+        taken = {lease.indexes["shopping"] for lease in readers}
+        assert writer.indexes["shopping"] not in taken and len(taken) == 1  # readers together, writer alone
+        with pytest.raises(NoReplica):  # a second writer: one replica has readers, the other a writer
             await pool.lease("w2", MUTATE_TOO)
-        assert (await pool.lease("r3", READ_TOO)).replicas == readers[0].replicas
+        assert (await pool.lease("r3", READ_TOO)).indexes == readers[0].indexes
 
     run(scenario)
 
@@ -99,8 +98,8 @@ def test_none_puts_everyone_anywhere_the_least_busy_first_and_resets_nothing_una
     async def scenario(endpoints: list[ResetEndpoint]) -> None:
         pool = ReplicaPool(site_map(endpoints), Isolation.NONE)
         leases = [await pool.lease(f"s{i}", MUTATE) for i in range(4)]
-        assert sorted(lease.replicas["shopping"] for lease in leases) == [0, 0, 1, 1]
-        pool.record(f"{URLS[0]}/checkout/cart/add/", "s0", "POST")
+        assert sorted(lease.indexes["shopping"] for lease in leases) == [0, 0, 1, 1]
+        pool.log.record(f"{URLS[0]}/checkout/cart/add/", "s0", "POST")
         for lease in leases:
             pool.release(lease.session)
         await settled(pool)
@@ -113,21 +112,21 @@ def test_only_a_changed_replica_is_reset_once_and_leased_only_after() -> None:
     async def scenario(endpoints: list[ResetEndpoint]) -> None:
         pool = ReplicaPool(site_map(endpoints), Isolation.EXCLUSIVE)
         a, b = await pool.lease("a", MUTATE), await pool.lease("b", READ)
-        changed = URLS[a.replicas["shopping"]]
-        assert pool.record(f"{changed}/checkout/cart/add/?x=1", "a", "POST") is not None
-        assert pool.record(f"{changed}/", "a", "GET") is None  # a read changes nothing
+        changed = URLS[a.indexes["shopping"]]
+        assert pool.log.record(f"{changed}/checkout/cart/add/?x=1", "a", "POST") is not None
+        assert pool.log.record(f"{changed}/", "a", "GET") is None  # a read changes nothing
         pool.release("a")
         pool.release("b")
         assert "resetting" in states(pool)
         waiting = await pool.lease("c", READ, wait=5)  # only the clean replica, until the reset is done
-        assert waiting.replicas == b.replicas
+        assert waiting.indexes == b.indexes
         await settled(pool)
         counts = pool.status()["sites"]["__SHOPPING__"]
-        assert [e.done for e in endpoints][a.replicas["shopping"]] == 1 and sum(
+        assert [e.done for e in endpoints][a.indexes["shopping"]] == 1 and sum(
             e.calls for e in endpoints
         ) == 1
         assert (counts["resets"], counts["resets_skipped"]) == (1, 1) and counts["reset_seconds"] >= 0.2
-        assert states(pool)[a.replicas["shopping"]] == "free"
+        assert states(pool)[a.indexes["shopping"]] == "free"
 
     run(scenario, delay=0.2)
 
@@ -137,9 +136,9 @@ def test_a_failing_reset_takes_its_replica_out_and_the_run_goes_on_on_the_others
     async def scenario(endpoints: list[ResetEndpoint]) -> None:
         pool = ReplicaPool(site_map(endpoints), Isolation.EXCLUSIVE, reset_timeout=0.5)
         lease = await pool.lease("a", MUTATE)
-        broken = lease.replicas["shopping"]
+        broken = lease.indexes["shopping"]
         endpoints[broken].mode = fault
-        pool.record(f"{URLS[broken]}/checkout/cart/add/", "a", "POST")
+        pool.log.record(f"{URLS[broken]}/checkout/cart/add/", "a", "POST")
         pool.release("a")
         deadline = time.monotonic() + 5
         while states(pool)[broken] != "out_of_service":
@@ -150,8 +149,8 @@ def test_a_failing_reset_takes_its_replica_out_and_the_run_goes_on_on_the_others
         for name in ("b", "c"):  # never the broken one
             got = await pool.lease(name, READ, wait=1) if name == "b" else None
             if got is not None:
-                assert got.replicas["shopping"] != broken
-        with pytest.raises(ControlError):
+                assert got.indexes["shopping"] != broken
+        with pytest.raises(NoReplica):
             await pool.lease("c", READ)
         endpoints[broken].mode = "ok"  # mended: the retry brings it back, clean
         pool.release("b")
@@ -166,12 +165,12 @@ def test_interference_names_other_sessions_mutations_on_the_replicas_held() -> N
     async def scenario(endpoints: list[ResetEndpoint]) -> None:
         pool = ReplicaPool(site_map(endpoints), Isolation.NONE)
         reader = await pool.lease("reader", READ)
-        here = URLS[reader.replicas["shopping"]]
+        here = URLS[reader.indexes["shopping"]]
         assert pool.interference("reader")["exposed"] is False
-        pool.record(f"{here}/wishlist/add", "reader", "POST")  # its own change is no interference
-        pool.record(f"{URLS[1 - reader.replicas['shopping']]}/cart", "other", "POST")  # another copy
+        pool.log.record(f"{here}/wishlist/add", "reader", "POST")  # its own change is no interference
+        pool.log.record(f"{URLS[1 - reader.indexes['shopping']]}/cart", "other", "POST")  # another copy
         assert pool.interference("reader")["exposed"] is False
-        pool.record(f"{here}/checkout/cart/add/", "writer", "PUT")
+        pool.log.record(f"{here}/checkout/cart/add/", "writer", "PUT")
         seen = pool.interference("reader")
         assert seen["exposed"] is True and [(m["session"], m["method"]) for m in seen["mutations"]] == [
             ("writer", "PUT")
@@ -181,18 +180,64 @@ def test_interference_names_other_sessions_mutations_on_the_replicas_held() -> N
     run(scenario)
 
 
-def test_an_abandoned_lease_ends_and_its_changed_replica_is_reset() -> None:
+def test_an_idle_lease_ends_a_used_one_stays_and_its_changed_replica_is_reset() -> None:
+    """`--lease-timeout` counts idle time: a lease touched (a request, a control call) within it
+    stays, however long ago it started; one left idle ends as `timeout`."""
+
     async def scenario(endpoints: list[ResetEndpoint]) -> None:
-        pool = ReplicaPool(site_map(endpoints), Isolation.EXCLUSIVE, lease_timeout=0.2)
+        pool = ReplicaPool(site_map(endpoints), Isolation.EXCLUSIVE, lease_timeout=0.4)
         lease = await pool.lease("gone", MUTATE)
-        pool.record(f"{URLS[lease.replicas['shopping']]}/x", "gone", "DELETE")
-        assert pool.abandoned() == []
-        await asyncio.sleep(0.3)
-        assert pool.abandoned() == ["gone"] and "gone" not in pool.leases
+        busy = await pool.lease("busy", READ)
+        pool.log.record(f"{URLS[lease.indexes['shopping']]}/x", "gone", "DELETE")
+        assert pool.expire() == []
+        for _ in range(5):  # 0.75 s in all, past the timeout since the start, touched all along
+            await asyncio.sleep(0.15)
+            busy.touch()
+            assert "busy" in pool.leases
+        assert pool.expire() == ["gone"] and "gone" not in pool.leases
+        assert lease.ended == "timeout" and lease.ended_early == "timeout" and "busy" in pool.leases
         await settled(pool)
-        assert endpoints[lease.replicas["shopping"]].done == 1
+        assert endpoints[lease.indexes["shopping"]].done == 1
 
     run(scenario)
+
+
+def test_abandon_ends_the_lease_with_its_reason_and_frees_the_replica_at_once() -> None:
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints[:1], URLS[:1]), Isolation.EXCLUSIVE)
+        lease = await pool.lease("quitter", READ)
+        with pytest.raises(NoReplica) as refused:
+            await pool.lease("next", READ)
+        assert "replica 0 held by 1 reader (quitter)" in str(refused.value.detail)
+        assert pool.abandon("quitter", "the gym closed") is lease
+        assert (lease.ended, lease.ended_detail) == ("abandoned", "the gym closed")
+        assert (await pool.lease("next", READ)).indexes == {"shopping": 0}  # read only: no reset needed
+
+    run(scenario, count=1)
+
+
+def test_readers_pack_so_the_free_copies_stay_free_for_mutating_tasks_and_the_503_says_why() -> None:
+    """Three copies under `readers`: four readers first take one copy together, so both mutating tasks
+    after them get a copy of their own; the next start is refused naming each copy's state in words."""
+    urls = ("http://shop-a.test:7771", "http://shop-b.test:7772", "http://shop-c.test:7773")
+
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints, urls), Isolation.READERS)
+        readers = [await pool.lease(f"r{i}", READ) for i in range(4)]
+        assert {lease.indexes["shopping"] for lease in readers} == {0}
+        writers = [await pool.lease(f"w{i}", MUTATE) for i in range(2)]
+        assert sorted(lease.indexes["shopping"] for lease in writers) == [1, 2]
+        pool.log.record(f"{urls[1]}/checkout/cart/add/", "w0", "POST")
+        pool.release("w0")  # changed: reset in the background, leased to nobody meanwhile
+        with pytest.raises(NoReplica) as refused:
+            await pool.lease("w2", MUTATE_TOO)
+        detail = refused.value.detail
+        assert "replica 0 held by 4 readers (r0, r1, r2, r3)" in detail, detail
+        assert "replica 1 resetting" in detail and "replica 2 held by a mutating task (session w1)" in detail
+        await settled(pool)
+        assert (await pool.lease("w2", MUTATE_TOO)).indexes == {"shopping": 1}
+
+    run(scenario, count=3, delay=0.3)
 
 
 def test_a_resumed_session_keeps_its_lease_and_its_start_urls_name_its_replica(tmp_path) -> None:
@@ -222,7 +267,7 @@ def test_a_resumed_session_keeps_its_lease_and_its_start_urls_name_its_replica(t
         status, resumed = call(again, "POST", "/sessions", body)
         assert status == 200 and resumed["resumed_events"] == 1
         assert resumed["replicas"] == {"__SHOPPING__": held} and again.pool is not None
-        assert again.pool.leases["s"].replicas == {"shopping": 1}
+        assert again.pool.leases["s"].indexes == {"shopping": 1}
         assert call(again, "GET", "/sessions/s")[1]["replicas"] == {"__SHOPPING__": held}
 
     run(scenario)

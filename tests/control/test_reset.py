@@ -1,4 +1,4 @@
-"""Environment reset (`addon/control/reset.py`) against real endpoints on 127.0.0.1."""
+"""Environment reset (`addon/replicas/reset.py`) against real endpoints on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 from tests.support.addon_helpers import NAVIGATE_TASK, SHOP, write_tasks
 from tests.support.control_in_process import handle_request
 from webarena_live.control.context import ControlContext
-from webarena_live.control.reset import reset_sites, sites_without_reset
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import load_tasks
+from webarena_live.replicas.reset import reset_sites, sites_without_reset
 from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.sessions import SessionStore
 

@@ -329,12 +329,31 @@ def test_with_the_ray_fleet_the_leases_live_in_the_front_whatever_node_captures(
             while not (pool := proxy.client.health()["pool"]["sites"]["__WIKIPEDIA__"])["resets"]:
                 assert time.monotonic() < deadline, pool
                 time.sleep(0.2)
+            quit = abandon_on_a_node(proxy, nodes[1])
         finally:
             proxy.stop()
     finally:
         cluster.shutdown()
+    assert quit["abandoned"]["lease_ended"] == "abandoned" and quit["page"] == 410
+    assert quit["finish"]["lease_ended"] == "abandoned" and quit["leases_after"] == 0
     assert {run.started["node"] for run in runs.values()} == set(nodes)  # one session on each node
     assert {task_id: run.result["status"] for task_id, run in runs.items()} == ALONE
     assert not any(run.result["interference"]["exposed"] for run in runs.values())
     assert sum(r.reset.done - b for r, b in zip(replicas, before, strict=True)) == 1
     judge(runs, proxy, replicas, "ray", workdir, oracle_python, official_dataset)
+
+
+def abandon_on_a_node(proxy: ProxyProcess, node: str) -> dict[str, Any]:
+    """A reader on a worker of `node` that gives up: its lease ends at the front, the worker's proxy
+    answers its address itself, its finish says so."""
+    control = proxy.control_url
+    body = {"task_id": 9201, "session": "ray-quitter", "near": node}
+    started = requests.post(f"{control}/sessions", json=body, timeout=30).json()
+    wiki, through = started["replicas"]["__WIKIPEDIA__"], {"http": started["proxy"]}
+    assert requests.get(f"{wiki}/doku.php?id=start", proxies=through, timeout=30).status_code == 200
+    abandoned = requests.post(f"{control}/sessions/ray-quitter/abandon", json={"reason": "done"}, timeout=30)
+    page = requests.get(f"{wiki}/doku.php?id=start", proxies=through, timeout=30).status_code
+    answer = {"task_type": "RETRIEVE", "status": "SUCCESS", "retrieved_data": ["x"]}
+    finish = requests.post(f"{control}/sessions/ray-quitter/finish", json=answer, timeout=60).json()
+    leases = requests.get(f"{control}/health", timeout=30).json()["pool"]["leases"]
+    return {"abandoned": abandoned.json(), "page": page, "finish": finish, "leases_after": leases}

@@ -162,6 +162,13 @@ async function refreshSessions() {
     // A lost session (its worker's node left the cluster) says why where its verdict would be.
     const verdict = view.state === "lost" ? view.reason || "" : verdictText(view.result);
     cell(row, verdict, view.result ? view.result.status : view.state === "lost" ? "lost" : "").title = verdict;
+    // After the verdict, so the events column keeps its place (drawCounts writes it by index).
+    const copies = Object.entries(view.replicas || {}).map(([site, url]) => `${site} ${url}`).join(", ");
+    const ended = view.lease_ended ? ` (lease ended: ${view.lease_ended})` : "";
+    cell(row, copies + ended, view.lease_ended ? "lease-ended" : "");
+    const interference = view.interference || (view.result || {}).interference;
+    const exposed = interference ? (interference.exposed ? `exposed (${interference.count})` : "no") : "";
+    cell(row, exposed, interference && interference.exposed ? "exposed" : "");
     row.addEventListener("click", () => select(view.session));
   }
   $("#no-sessions").hidden = sessions.length > 0;
@@ -301,7 +308,11 @@ function onSessionMessage(kind, data) {
     scheduleProgress();
   } else if (kind === "finished") {
     state.finished = true;
-    showTimes(state.started, Date.now() / 1000);
+    showTimes(state.started, Date.now() / 1000); // until the server's own finish time arrives
+    const shown = state.selected;
+    api(`sessions/${encodeURIComponent(shown)}`).then((view) => {
+      if (state.selected === shown && view.finished) showTimes(view.started, view.finished);
+    }, () => {});
     showVerdict(data);
     scheduleProgress();
     sessionsChanged();

@@ -1,5 +1,6 @@
 // The replica pool (docs/architecture.md, Replicas): a strip with each site's copies and what each is
-// doing (free, leased and by whom, dirty, resetting, out of service), from GET /health's `pool`; and,
+// doing (free, leased and by whom, dirty, resetting, out of service) and its resets (when, after whom,
+// how long), the starts refused for want of a copy, from GET /health's `pool`; and,
 // for the session shown, its lease, the traffic it sent outside it and the interference its verdict
 // names. Drawn when the page is ready, then asked again every few seconds while there is a pool. Uses
 // app.js's `api()` and `plural()`.
@@ -17,8 +18,35 @@ function replicaLine(site, replica) {
   title.textContent = `${site} ${replica.index}`;
   const who = replica.sessions.length ? ` (${replica.sessions.join(", ")})` : "";
   item.append(title, ` ${replica.state.replace(/_/g, " ")}${who}`);
-  item.title = [replica.url, replica.reason].filter(Boolean).join("\n");
+  const resets = replica.resets || [];
+  if (resets.length) {
+    const last = resets[resets.length - 1];
+    const small = document.createElement("small");
+    small.textContent = ` · ${plural(resets.length, "reset")}, last ${resetText(last)}`;
+    item.append(small);
+  }
+  item.title = [replica.url, replica.reason, ...resets.map(resetText)].filter(Boolean).join("\n");
   return item;
+}
+
+// One reset: when, after which session (or why), how long, and how it went.
+function resetText(reset) {
+  const when = new Date(reset.at * 1000).toLocaleTimeString();
+  const after = reset.after ? `after ${reset.after}` : reset.why || "";
+  return `${when} ${after} in ${Number(reset.seconds).toFixed(1)} s${reset.ok ? "" : ` (failed: ${reset.detail})`}`;
+}
+
+// The starts refused for want of a copy (503 no_replica), newest first, with the pool's words.
+function drawRefused(refused) {
+  const box = document.querySelector("#pool-refused");
+  box.hidden = !refused || refused.length === 0;
+  if (box.hidden) return;
+  box.querySelector("summary").textContent = `${plural(refused.length, "start")} refused for want of a copy`;
+  box.querySelector("ul").replaceChildren(...[...refused].reverse().map((r) => {
+    const item = document.createElement("li");
+    item.textContent = `${new Date(r.at * 1000).toLocaleTimeString()} ${r.session} (task ${r.task_id}): ${r.detail}`;
+    return item;
+  }));
 }
 
 function drawPool(status) {
@@ -32,6 +60,7 @@ function drawPool(status) {
     `${site}: ${entry.resets} reset${entry.resets === 1 ? "" : "s"}, ${entry.resets_skipped} skipped`);
   const waiting = status.waiting ? ` · ${status.waiting} waiting for a copy` : "";
   document.querySelector("#pool-summary").textContent = `--isolation ${status.isolation}${waiting} · ${counts.join(" · ")}`;
+  drawRefused(status.refused);
 }
 
 async function refreshPool() {

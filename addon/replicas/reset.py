@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict
 
 from webarena_live.evaluator import SiteMap, placeholder, site_key
 
@@ -25,17 +26,20 @@ RESET_TIMEOUT = 300.0
 """Seconds one reset may take (a container restart is slow); `POST /sessions` may ask for less."""
 
 
-class ResetOutcome(BaseModel):
+@dataclass(frozen=True)
+class ResetOutcome:
     """What one site's reset endpoint answered."""
-
-    model_config = ConfigDict(frozen=True)
 
     site: str
     url: str | None
     ok: bool
-    status: int | None = None
     seconds: float
     detail: str
+    status: int | None = None
+
+    def view(self) -> dict[str, Any]:
+        """As a reply lists it: every field, `status` included (None when nothing answered)."""
+        return asdict(self)
 
 
 def sites_without_reset(site_map: SiteMap, sites: tuple[str, ...]) -> list[str]:

@@ -1,15 +1,16 @@
-"""The bookkeeping of the replica pool (`control/replicas.py`): one replica's state, one lease, one
-mutation seen through the proxy, and a site's reset counters."""
+"""The bookkeeping of the replica pool (`replicas/pool.py`): one replica's state, one mutation seen
+through the proxy, and a site's reset counters (the lease is `replicas/lease.py`)."""
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 MUTATIONS_KEPT = 10_000
 """Mutations remembered per replica (the oldest go first); a session's interference reads them."""
+RESETS_KEPT = 20
+"""Resets a replica's view lists (the newest), for `/health` and the dashboard."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class ReplicaState:
     out_of_service: str | None = None
     """Why it is out of service (its last reset failed); None when it is not."""
     mutations: deque[Mutation] = field(default_factory=lambda: deque(maxlen=MUTATIONS_KEPT))
+    resets: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RESETS_KEPT))
+    """Its resets, newest last: when, after which session (or why), how long, and how it went."""
 
     @property
     def leasable(self) -> bool:
@@ -53,7 +56,27 @@ class ReplicaState:
         view = {"index": self.index, "url": self.url, "state": state, "sessions": sorted(self.holders)}
         if self.out_of_service:
             view["reason"] = self.out_of_service
+        if self.resets:
+            view["resets"] = list(self.resets)
         return view
+
+    def in_words(self) -> str:
+        """One replica's state as a refusal names it: `replica 0 held by 2 readers (a, b)`."""
+        name = f"replica {self.index}"
+        if self.out_of_service:
+            return f"{name} out of service (its reset failed: {self.out_of_service})"
+        if self.resetting:
+            return f"{name} resetting"
+        writers = sorted(s for s, mutating in self.holders.items() if mutating)
+        if writers:
+            return f"{name} held by a mutating task (session {', '.join(writers)})"
+        if self.holders:
+            count = len(self.holders)
+            who = ", ".join(sorted(self.holders))
+            return f"{name} held by {count} reader{'s' if count > 1 else ''} ({who})"
+        if self.dirty:
+            return f"{name} changed, waiting for its reset"
+        return f"{name} free"
 
 
 @dataclass
@@ -65,14 +88,3 @@ class SiteCounters:
     failed: int = 0
     seconds: float = 0.0
     """Seconds spent in reset endpoints, all resets together."""
-
-
-@dataclass
-class Lease:
-    session: str
-    task_id: int
-    mutating: bool
-    replicas: dict[str, int]
-    """Site -> index of its replica."""
-    started: float = field(default_factory=time.time)
-    ended: str | None = None

@@ -10,7 +10,8 @@ node is lost. Who may share a replica is the isolation policy:
   holds; a mutating task holds its replica alone;
 - `none`: everyone on any replica, the least busy first, as on a single copy.
 
-Every mutation through the proxy (POST, PUT, PATCH, DELETE: `record`) marks its replica changed. Under
+Every mutation through the proxy (POST, PUT, PATCH, DELETE: `MutationLog.record`, `replicas/mutations.py`)
+marks its replica changed. Under
 `readers` and `exclusive` a changed replica is reset through its endpoint once its last holder leaves,
 in the background, before anyone leases it again; one that saw only reads goes back at once; a reset
 that fails or times out takes its replica out of service (reported, retried with a growing pause, never
@@ -28,30 +29,26 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from webarena_live.control.bodies import ControlError
-from webarena_live.control.isolation import Isolation, default_isolation, is_mutating
-from webarena_live.control.replica_state import MUTATIONS_KEPT, Lease, Mutation, ReplicaState, SiteCounters
-from webarena_live.control.reset import RESET_TIMEOUT, ResetOutcome, reset_endpoint
-from webarena_live.evaluator import (
-    SiteMap,
-    Task,
-    placeholder,
-    site_key,
-    write_json_atomically,
-)
+from webarena_live.evaluator import SiteMap, Task, placeholder, site_key, write_json_atomically
+from webarena_live.replicas import memory
+from webarena_live.replicas.errors import NoReplica, ResetFailed
+from webarena_live.replicas.lease import Lease
+from webarena_live.replicas.mutations import MutationLog
+from webarena_live.replicas.policy import Isolation, default_isolation, is_mutating
+from webarena_live.replicas.reset import RESET_TIMEOUT, ResetOutcome, reset_endpoint
+from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters
 
 logger = logging.getLogger("webarena_live.replicas")
 
-MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+REFUSED_KEPT = 20
 RETRY_PAUSE = (2.0, 60.0)
 """Seconds before a failed reset is tried again, doubling from the first to the second."""
-RETRY_AFTER = 5
-"""What a 503 tells an agent that found no free replica to wait before asking again (seconds)."""
 
 
 class ReplicaPool:
@@ -73,8 +70,9 @@ class ReplicaPool:
         self.reset_timeout = reset_timeout
         self.on_change = on_change
         """Told `(session, notice)` when a lease starts or ends and when a replica's state changes."""
-        self.counters_file: Path | None = None
-        """Where the reset counters are kept for the run report (`OUT/.pool.json`), when set."""
+        self.state_file: Path | None = None
+        """Where the replicas' state and the reset counters are kept (`OUT/.pool.json`: `memory.py`),
+        for a restart and the run report, when set."""
         self.replicas: dict[str, list[ReplicaState]] = {
             name: [ReplicaState(name, i, r.url, r.reset_url) for i, r in enumerate(env.replicas)]
             for name, env in site_map.environments.items()
@@ -82,11 +80,35 @@ class ReplicaPool:
         self.counters = {name: SiteCounters() for name in self.replicas}
         self.leases: dict[str, Lease] = {}
         self.waiting = 0
+        self.refused: deque[dict[str, Any]] = deque(maxlen=REFUSED_KEPT)
+        """The starts refused for want of a replica, newest last (`/health`, the dashboard)."""
         self._changed = asyncio.Condition()
         self._tasks: set[asyncio.Task[None]] = set()
         self._seq = 0
-        self._log: deque[tuple[int, str, int, Mutation]] = deque(maxlen=MUTATIONS_KEPT)
-        """Every replica's mutations in order, for `mutations_after` (the fleet's front reads workers')."""
+        self.log = MutationLog(site_map)
+        """The mutations of the traffic this process sees, handed to the pool as they are recorded; a
+        fleet's front hands it its workers' instead (`take`)."""
+        self.log.listen(self.take)
+        self._pending: list[tuple[ReplicaState, str]] = []
+        """Resets to run once the event loop does (`start`): replicas a restart found changed."""
+
+    def restore(self, *, reset_all: bool = False) -> list[ReplicaState]:
+        """Read what the state file remembers: every replica it names changed, resetting or out of
+        service (with `reset_all`: every replica) is reset before its first lease (`start` runs the
+        resets). The replicas to reset."""
+        if self.state_file is None:
+            return []
+        chosen = memory.restore(self.state_file, self.replicas, self.counters, reset_all=reset_all)
+        why = "--reset-at-start" if reset_all else "changed before a restart"
+        self._pending += [(replica, why) for replica in chosen if replica.resetting]
+        self._keep()
+        return chosen
+
+    def start(self) -> None:
+        """Run the resets `restore` found needed; called once the event loop runs (again: nothing)."""
+        pending, self._pending = self._pending, []
+        for replica, why in pending:
+            self._spawn(self._reset(replica, "", why=why))
 
     # --- leases ------------------------------------------------------------------------------------
 
@@ -95,7 +117,7 @@ class ReplicaPool:
     ) -> Lease:
         """One replica per site of `task` for `session` (its current lease is given up first). `keep`:
         the lease a resumed session held, taken back as it was. With no fitting replica, waits up to
-        `wait` seconds, then raises a JSON 503 with `Retry-After`."""
+        `wait` seconds, then raises `NoReplica`."""
         self.release(session, "restarted")
         sites = tuple(site_key(s) for s in task.sites if site_key(s) in self.replicas)
         mutating = is_mutating(task)
@@ -108,12 +130,10 @@ class ReplicaPool:
                 return self._grant(session, task, mutating, chosen)
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ControlError(
-                    503,
-                    "no_replica",
-                    self._busy_detail(sites, mutating),
-                    headers={"Retry-After": str(RETRY_AFTER)},
-                )
+                detail = self._busy_detail(sites, mutating)
+                self.refused.append({"at": time.time(), "session": session, "task_id": task.task_id,
+                                     "detail": detail})  # fmt: skip
+                raise NoReplica(detail)
             self.waiting += 1
             try:
                 async with self._changed:
@@ -132,20 +152,19 @@ class ReplicaPool:
         return chosen
 
     def _best(self, fitting: list[ReplicaState], mutating: bool) -> ReplicaState:
-        """The least busy of `fitting`; under `readers`, a read-only task joins other readers rather
-        than take the last free replica, which a mutating task may need."""
+        """The least busy of `fitting`; under `readers`, a read-only task joins a replica other readers
+        hold before it takes a free one: readers pack, and the free copies stay free for mutating tasks."""
         least_busy = min(fitting, key=lambda r: (len(r.holders), r.dirty, r.index))
         if self.isolation is not Isolation.READERS or mutating:
             return least_busy
-        free = [r for r in fitting if not r.holders]
         shared = [r for r in fitting if r.holders]
-        if shared and len(free) <= 1:
+        if shared:
             return min(shared, key=lambda r: (len(r.holders), r.index))
         return least_busy
 
     def _fits(self, replica: ReplicaState, mutating: bool) -> bool:
         if self.isolation is Isolation.NONE:
-            return not replica.out_of_service
+            return replica.leasable  # a replica reset after a restart waits for it, whatever the policy
         if not replica.leasable or replica.dirty:  # a changed replica is reset before its next lease
             return False
         if self.isolation is Isolation.EXCLUSIVE or mutating:
@@ -153,11 +172,11 @@ class ReplicaPool:
         return not any(replica.holders.values())  # readers share what no mutating session holds
 
     def _grant(self, session: str, task: Task, mutating: bool, chosen: dict[str, int]) -> Lease:
-        lease = Lease(session, task.task_id, mutating, chosen)
+        lease = Lease(chosen, self._urls(chosen), session=session, task_id=task.task_id, mutating=mutating)
         self.leases[session] = lease
         for replica in self._leased(lease):
             replica.holders[session] = mutating
-        self._tell(session, "lease", {"replicas": self.replica_urls(lease), "isolation": str(self.isolation)})
+        self._tell(session, "lease", {"replicas": dict(lease.replicas), "isolation": str(self.isolation)})
         return lease
 
     def release(self, session: str, reason: str = "finished") -> Lease | None:
@@ -166,7 +185,7 @@ class ReplicaPool:
         lease = self.leases.pop(session, None)
         if lease is None:
             return None
-        lease.ended = reason
+        lease.end(reason)
         for replica in self._leased(lease):
             replica.holders.pop(session, None)
             if replica.holders:
@@ -176,57 +195,49 @@ class ReplicaPool:
                 self._spawn(self._reset(replica, session))
             elif not replica.dirty:
                 self.counters[replica.site].skipped += 1
-                self._keep_counters()
+                self._keep()
         self._tell(session, "release", {"reason": reason})
         self._wake()
         return lease
 
-    def abandoned(self, now: float | None = None) -> list[str]:
-        """End the leases held past `--lease-timeout`; the sessions whose lease ended."""
+    def abandon(self, session: str, detail: str | None = None) -> Lease | None:
+        """`POST /sessions/{s}/abandon`: the session gives its replicas back now (`ended`: `abandoned`)."""
+        lease = self.leases.get(session)
+        if lease is not None:
+            lease.end("abandoned", detail)
+        return self.release(session, "abandoned")
+
+    def expire(self, now: float | None = None) -> list[str]:
+        """End the leases idle past `--lease-timeout` (no request through the session, no control call:
+        `Lease.touched`), as `timeout`; the sessions whose lease ended."""
         if self.lease_timeout is None:
             return []
         now = time.time() if now is None else now
-        expired = [s for s, lease in self.leases.items() if now - lease.started > self.lease_timeout]
+        expired = [s for s, lease in self.leases.items() if now - lease.touched > self.lease_timeout]
         for session in expired:
-            self.release(session, "abandoned")
+            self.release(session, "timeout")
         return expired
 
-    def replica_urls(self, lease: Lease) -> dict[str, str]:
-        """The lease as an agent reads it: placeholder -> its replica's URL."""
-        return {placeholder(site): self.replicas[site][index].url for site, index in lease.replicas.items()}
+    def _urls(self, indexes: dict[str, int]) -> dict[str, str]:
+        return {placeholder(site): self.replicas[site][index].url for site, index in indexes.items()}
 
     def _leased(self, lease: Lease) -> Iterator[ReplicaState]:
-        for site, index in lease.replicas.items():
+        for site, index in lease.indexes.items():
             yield self.replicas[site][index]
 
     # --- mutations and interference ------------------------------------------------------------------
 
-    def record(self, url: str, session: str, method: str, when: float | None = None) -> Mutation | None:
-        """A request through the proxy; a mutating one marks its replica changed. None when it changed
-        nothing the map knows of."""
-        if method.upper() not in MUTATING_METHODS:
-            return None
-        found = self.site_map.replicas_of(url)
-        if not found:
-            return None
-        site, index = found[0]
-        self._seq += 1
-        mutation = Mutation(session, method.upper(), url, time.time() if when is None else when, self._seq)
+    def take(self, site: str, index: int, mutation: Mutation) -> None:
+        """A mutation on replica `index` of `site` (from this process's log, or gathered from a worker's):
+        it marks the replica changed and counts in the interference of whoever else holds it."""
+        self._seq += 1  # the pool's own order: a worker's numbers are its own
+        mutation = replace(mutation, seq=self._seq)
         replica = self.replicas[site][index]
         replica.mutations.append(mutation)
-        self._log.append((self._seq, site, index, mutation))
         if not replica.dirty:
             replica.dirty = True
-            self._tell(session, "replica", {"site": placeholder(site), **replica.view()})
-        return mutation
-
-    def mutations_after(self, seq: int) -> list[dict[str, Any]]:
-        """The mutations recorded after `seq`, oldest first (what a fleet's front asks its workers)."""
-        return [
-            {"seq": s, "site": placeholder(site), "index": index, **mutation.view()}
-            for s, site, index, mutation in self._log
-            if s > seq
-        ]
+            self._keep()  # on disk before anything else: a killed serve must not lease it unreset
+            self._tell(mutation.session, "replica", {"site": placeholder(site), **replica.view()})
 
     def interference(self, session: str, *, since: float | None = None) -> dict[str, Any]:
         """The mutations other sessions made on `session`'s replicas while it held them: `exposed`
@@ -243,30 +254,45 @@ class ReplicaPool:
         return {
             "exposed": bool(others),
             "mutations": [m.view() for m in others],
-            "replicas": self.replica_urls(lease),
+            "replicas": dict(lease.replicas),
         }
 
     # --- resets ---------------------------------------------------------------------------------------
 
     async def reset_leased(self, session: str, timeout: float) -> list[ResetOutcome]:
-        """`POST /sessions {"reset": true}`: reset the session's replicas now, before it starts."""
+        """`POST /sessions {"reset": true}`: reset the session's replicas now, before it starts. When one
+        fails the lease is given back and `ResetFailed` raised."""
         lease = self.leases.get(session)
         if lease is None:
             return []
         replicas = [r for r in self._leased(lease) if r.reset_url]
         async with httpx.AsyncClient(trust_env=False) as client:
             outcomes = await asyncio.gather(*(self._reset_once(client, r, timeout) for r in replicas))
+        if not all(outcome.ok for outcome in outcomes):
+            self.release(session, "reset failed")
+            raise ResetFailed([outcome.view() for outcome in outcomes])
         return list(outcomes)
 
-    async def _reset(self, replica: ReplicaState, after: str) -> None:
-        """Reset a changed replica nobody holds, retrying with a growing pause until it succeeds."""
+    async def _reset(self, replica: ReplicaState, after: str, *, why: str | None = None) -> None:
+        """Reset a changed replica nobody holds, retrying with a growing pause until it succeeds.
+        `after`: the session whose leaving called for it ("" when `why` says: a restart)."""
+        self._keep()
         self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
         pause = RETRY_PAUSE[0]
         try:
             async with httpx.AsyncClient(trust_env=False) as client:
                 while True:
                     outcome = await self._reset_once(client, replica, self.reset_timeout)
+                    replica.resets.append(
+                        {"at": time.time(), "after": after or None, "why": why, "seconds": outcome.seconds,
+                         "ok": outcome.ok, "detail": outcome.detail}
+                    )  # fmt: skip
                     if outcome.ok:
+                        logger.info(
+                            "replica %d of %s (%s) reset in %.1f s, %s",
+                            replica.index, placeholder(replica.site), replica.url, outcome.seconds,
+                            f"after session {after}" if after else why,
+                        )  # fmt: skip
                         return
                     replica.out_of_service = outcome.detail
                     logger.warning(
@@ -278,6 +304,7 @@ class ReplicaPool:
                     pause = min(pause * 2, RETRY_PAUSE[1])
         finally:
             replica.resetting = False
+            self._keep()
             self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
             self._wake()
 
@@ -296,7 +323,7 @@ class ReplicaPool:
             replica.dirty = any(m.seq > seq for m in replica.mutations)
         else:
             counters.failed += 1
-        self._keep_counters()
+        self._keep()
         return outcome
 
     # --- views ----------------------------------------------------------------------------------------
@@ -322,7 +349,7 @@ class ReplicaPool:
                 "reset_seconds": round(counters.seconds, 3),
             }
         return {"isolation": str(self.isolation), "waiting": self.waiting, "leases": len(self.leases),
-                "sites": sites}  # fmt: skip
+                "sites": sites, "refused": list(self.refused)}  # fmt: skip
 
     def counters_view(self) -> dict[str, Any]:
         """Per site: resets done, skipped (released clean), failed, and seconds spent resetting."""
@@ -332,23 +359,21 @@ class ReplicaPool:
             for name, c in sorted(self.counters.items())
         }  # fmt: skip
 
-    def _keep_counters(self) -> None:
-        """The counters where the run report reads them; a write that fails costs only the report."""
-        if self.counters_file is None:
+    def _keep(self) -> None:
+        """The replicas' state and the counters on disk (`memory.py`), atomically; a write that fails
+        is told and costs what a restart would remember."""
+        if self.state_file is None:
             return
+        document = memory.document_of(str(self.isolation), self.counters_view(), self.replicas)
         try:
-            write_json_atomically(
-                self.counters_file, {"isolation": str(self.isolation), "sites": self.counters_view()}
-            )
+            write_json_atomically(self.state_file, document)
         except OSError as error:
-            logger.warning("cannot keep the pool's counters in %s: %s", self.counters_file, error)
+            logger.warning("cannot keep the pool's state in %s: %s", self.state_file, error)
 
     def _busy_detail(self, sites: tuple[str, ...], mutating: bool) -> str:
         kind = "a mutating task" if mutating else "a read-only task"
         busy = [
-            f"{placeholder(site)}: "
-            + ", ".join(f"{r.index} {r.view()['state']}" for r in self.replicas[site])
-            for site in sites
+            f"{placeholder(site)}: " + ", ".join(r.in_words() for r in self.replicas[site]) for site in sites
         ]
         return f"no replica is free for {kind} under --isolation {self.isolation} ({'; '.join(busy)})"
 

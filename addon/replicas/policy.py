@@ -1,5 +1,5 @@
 """Who may share a replica of a site (`--isolation`), and how long a lease may be held (`--lease-timeout`):
-the policy the replica pool (`control/replicas.py`) applies, read and checked before anything runs.
+the policy the replica pool (`replicas/pool.py`) applies, read and checked before anything runs.
 """
 
 from __future__ import annotations

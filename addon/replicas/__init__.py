@@ -1,0 +1,46 @@
+"""The replica pool: which copy of each site a session works on, who may share it, when it is reset, and
+what other sessions changed under it (docs/architecture.md, Replicas).
+
+Below `control`, `proxy` and `fleet`, which keep thin adapters; it depends on the evaluator, httpx and
+the standard library only. `runs` imports its lease record (`Lease`), which the attempt and the pool
+share. The package's own names are the records (lease, mutation log, policy, errors), free of any HTTP
+client; the pool itself, its builder and its resets are imported from their modules
+(`replicas.pool`, `replicas.build`, `replicas.reset`), so that `runs` loads none of them.
+"""
+
+from webarena_live.replicas.errors import RETRY_AFTER, NoReplica, PoolError, PoolSetupError, ResetFailed
+from webarena_live.replicas.lease import Lease, lease_of, read_lease, replica_urls, write_lease
+from webarena_live.replicas.mutations import MUTATING_METHODS, MutationLog
+from webarena_live.replicas.policy import (
+    Isolation,
+    default_isolation,
+    is_mutating,
+    isolation_problems,
+    parse_isolation,
+    parse_lease_timeout,
+)
+from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters
+
+__all__ = [
+    "MUTATING_METHODS",
+    "RETRY_AFTER",
+    "Isolation",
+    "Lease",
+    "Mutation",
+    "MutationLog",
+    "NoReplica",
+    "PoolError",
+    "PoolSetupError",
+    "ReplicaState",
+    "ResetFailed",
+    "SiteCounters",
+    "default_isolation",
+    "is_mutating",
+    "isolation_problems",
+    "lease_of",
+    "parse_isolation",
+    "parse_lease_timeout",
+    "read_lease",
+    "replica_urls",
+    "write_lease",
+]

@@ -1,0 +1,62 @@
+"""One way to build the pool, for the single process (`proxy/leases.py`) and a fleet's front
+(`fleet/service.py`) alike: the same checks, the same counters file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from webarena_live.evaluator import POOL_FILE, SiteMap
+from webarena_live.replicas.errors import PoolSetupError
+from webarena_live.replicas.memory import state_dir
+from webarena_live.replicas.policy import Isolation, default_isolation, isolation_problems
+from webarena_live.replicas.pool import ReplicaPool
+
+
+def build_pool(
+    site_map: SiteMap,
+    isolation: Isolation | None,
+    lease_timeout: float | None,
+    *,
+    state_file: Path | None = None,
+    reset_at_start: bool = False,
+    current: ReplicaPool | None = None,
+    on_change: Callable[[str, dict[str, Any]], None] | None = None,
+) -> ReplicaPool:
+    """The replicas of `site_map` under `isolation` (None: the map decides), leases ending after
+    `lease_timeout` idle seconds (None: with their session). `state_file` (`OUT/.pool.json`): where it
+    remembers its replicas' state; a new pool reads it and resets every replica it names changed (all of
+    them with `reset_at_start`) before leasing it, once the loop runs (`ReplicaPool.start`). `current`,
+    the pool in use, is kept when the map and the policy did not change (a reconfiguration keeps its
+    leases). `PoolSetupError`, one problem a line, when the policy cannot hold on this map."""
+    wanted = isolation or default_isolation(site_map)
+    if current is not None and current.site_map == site_map and current.isolation is wanted:
+        current.lease_timeout = lease_timeout
+        pool = current
+    else:
+        if problems := isolation_problems(site_map, wanted):
+            raise PoolSetupError("\n".join(problems))
+        pool = ReplicaPool(site_map, wanted, lease_timeout=lease_timeout, on_change=on_change)
+        pool.state_file = state_file
+        pool.restore(reset_all=reset_at_start)
+    return pool
+
+
+def banner_line(pool: ReplicaPool, *, confine: bool) -> str:
+    """What `serve`'s banner says of the pool: its policy, `--confine`, the lease timeout, its memory."""
+    copies = sum(len(replicas) for replicas in pool.replicas.values())
+    timeout = f"{pool.lease_timeout:g} s idle" if pool.lease_timeout is not None else "never"
+    kept = f"; remembered in {pool.state_file}" if pool.state_file is not None else ""
+    return (
+        f"  replicas      {copies} of {len(pool.replicas)} sites, --isolation {pool.isolation}, "
+        f"--confine {'on' if confine else 'off'}, --lease-timeout {timeout}{kept}"
+    )
+
+
+def pool_file(output_dir: Path | None, journal_dir: Path | None = None) -> Path:
+    """Where a pool remembers its replicas: `OUT/.pool.json`, else beside the journals, else in the
+    per-user state directory."""
+    if output_dir is not None:
+        return output_dir / POOL_FILE
+    return (journal_dir or state_dir()) / POOL_FILE
