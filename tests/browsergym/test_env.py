@@ -1,0 +1,124 @@
+"""`webarena_live.browsergym.make_env` driven by scripted BrowserGym agents on three demo-shop replicas.
+
+Right and wrong runs of a navigate, a retrieve and two mutate tasks, and a `report_infeasible`: every
+reward is the reference's verdict (webarena-verified 1.2.3) on the HAR the proxy wrote, given once on
+the step that sent the message to the user; every other step's reward is 0. Beside it, the reward
+BrowserGym's webarena-verified task would give the same run (the mean of the reference's evaluator
+scores), for docs/browsergym.md. An episode closed before its answer gives its replica back at once.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browsergym.agents import PLANS
+from tests.site.harness import ProxyProcess, oracle_verdicts
+from webarena_live.browsergym import make_env
+from webarena_live.client import Client, ControlAPIError
+
+pytestmark = pytest.mark.timeout(400)
+
+
+@dataclass
+class Episode:
+    plan: str
+    task_id: int
+    planned: str
+    rewards: list[float] = field(default_factory=list)
+    terminated: list[bool] = field(default_factory=list)
+    finish: dict[str, Any] = field(default_factory=dict)
+    replica: str = ""
+
+
+def run_plan(proxy: ProxyProcess, plan: str) -> Episode:
+    task_id, steps, planned = PLANS[plan]
+    episode = Episode(plan, task_id, planned)
+    env = make_env(task_id, control=proxy.control_url, session=f"bgym-{plan}", run=f"bgym-{plan}", slow_mo=0)
+    try:
+        obs, info = env.reset()
+        episode.replica = info["webarena_live"]["replicas"]["__SHOPPING__"]
+        for step in steps:
+            obs, reward, terminated, _, info = env.step(step(obs))
+            assert not obs["last_action_error"], obs["last_action_error"]
+            episode.rewards.append(reward)
+            episode.terminated.append(terminated)
+            if terminated:
+                episode.finish = info["webarena_live"]
+                break
+    finally:
+        env.close()
+    return episode
+
+
+def test_a_closed_unfinished_episode_gives_its_replica_back_at_once(proxy: ProxyProcess) -> None:
+    """Three mutating episodes hold the three replicas; a fourth cannot start. Closing one before its
+    answer abandons its session, and the fourth starts at once (wait 0) on the replica it held."""
+    client = Client(proxy.control_url)
+    holders = [client.start(1005, session=f"holder-{n}") for n in range(2)]
+    env = make_env(1004, control=proxy.control_url, session="closed-early", slow_mo=0)
+    try:
+        obs, info = env.reset()
+        held = info["webarena_live"]["replicas"]["__SHOPPING__"]
+        assert held not in {h.replicas["__SHOPPING__"] for h in holders if h.replicas}
+        with pytest.raises(ControlAPIError) as refused:
+            client.start(1004, session="fourth", wait=0)
+        assert refused.value.status == 503
+        env.step(PLANS["mutate-right"][1][0](obs))  # opens the product page, changes nothing
+    finally:
+        env.close()
+    state = client.session("closed-early")
+    print("closed episode's session:", json.dumps(state)[:600])
+    assert state.get("lease_ended"), state
+    fourth = client.start(1004, session="fourth", wait=0)
+    assert fourth.replicas == {"__SHOPPING__": held}
+    for name in ("fourth", "holder-0", "holder-1"):
+        client.abandon(name, "test over")
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def episodes(proxy: ProxyProcess) -> list[Episode]:
+    return [run_plan(proxy, plan) for plan in PLANS]
+
+
+def test_reward_is_the_score_given_once_on_the_answering_step(episodes: list[Episode]) -> None:
+    for episode in episodes:
+        assert episode.terminated[-1] and not any(episode.terminated[:-1]), episode
+        assert all(reward == 0.0 for reward in episode.rewards[:-1]), episode
+        assert (
+            episode.rewards[-1]
+            == episode.finish["score"]
+            == (1.0 if episode.finish["status"] == "success" else 0.0)
+        )
+        assert episode.finish["evaluators"] and "interference" in episode.finish
+        assert episode.finish["status"] == episode.planned, (episode.plan, episode.finish["status"])
+
+
+def test_every_reward_equals_the_reference_on_the_proxys_har(
+    episodes: list[Episode], proxy: ProxyProcess, oracle_python: Path, oracle_config: Path, workdir: Path
+) -> None:
+    rows = []
+    for episode in episodes:
+        folder = workdir / "judged" / episode.plan
+        shutil.copytree(
+            proxy.output_dir / f"bgym-{episode.plan}" / str(episode.task_id), folder / str(episode.task_id)
+        )
+        for stale in ("eval_result.json", "attempt.json"):
+            (folder / str(episode.task_id) / stale).unlink(missing_ok=True)
+        reference = oracle_verdicts(oracle_python, folder, oracle_config)[episode.task_id]
+        official = 1.0 if reference["status"] == "success" else 0.0
+        scores = [e["score"] for e in reference["evaluators_results"]]
+        browsergym = sum(scores) / len(scores) if scores else reference["score"]  # its partial credit
+        rows.append((episode.plan, episode.rewards[-1], official, browsergym))
+        assert episode.rewards[-1] == official, (episode.plan, episode.finish, reference["status"])
+    print("\nplan | our reward | reference | BrowserGym's webarena-verified reward (mean of evaluators)")
+    for row in rows:
+        print(" | ".join(str(cell) for cell in row))
+    # The wrong answers that still navigated right earn partial credit from BrowserGym's formula.
+    assert any(ours == 0.0 and theirs > 0.0 for _, ours, _, theirs in rows)
