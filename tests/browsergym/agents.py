@@ -10,8 +10,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from browsergym.core.action.highlevel import HighLevelActionSet
+from browsergym.experiments import loop
 from browsergym.experiments.agent import Agent
 from browsergym.experiments.loop import AbstractAgentArgs
+
+# BrowserGym's loop counts each observation's tokens with tiktoken, which downloads its encoding from
+# the web on first use; these machines reach none. The counts are step statistics only (no reward or
+# verdict reads them), so here they are word counts. Imported wherever an experiment runs (this module
+# defines the agent every worker unpickles).
+loop.count_tokens = lambda text, model="gpt-4": len(str(text).split())
 
 Step = Callable[[dict[str, Any]], str]
 ACTIONS = HighLevelActionSet(subsets=["bid", "nav", "chat", "infeas"], strict=False, multiaction=False)
@@ -74,6 +81,9 @@ class ScriptedAgent(Agent):
     def __init__(self, plan: str) -> None:
         self.steps = list(PLANS[plan][1])
         self.action_set = ACTIONS
+
+    def obs_preprocessor(self, obs: dict[str, Any]) -> dict[str, Any]:
+        return obs  # it reads the accessibility tree itself (BrowserGym's default flattens it to text)
 
     def get_action(self, obs: Any) -> tuple[str | None, dict[str, Any]]:
         if not self.steps:
