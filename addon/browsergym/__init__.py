@@ -7,7 +7,9 @@ the agent's `send_msg_to_user` is its final response, judged by the proxy, and t
 the reward of that one step. `close()` of an unfinished episode gives the replica back at once
 (`POST /sessions/{s}/abandon`). README, "BrowserGym and AgentLab"; docs/browsergym.md.
 
-Imports the client and the evaluator's exported names only (pyproject.toml, [tool.importlinter]).
+Owns BrowserGym's side of a session: the environment (`env`), its task (`task`), the gym ids (`names`),
+Playwright pointed at the system's Chromium (`chromium`). May import the client, the evaluator's
+exported names, BrowserGym and Playwright; never the server's parts (pyproject.toml, [tool.importlinter]).
 """
 
 try:

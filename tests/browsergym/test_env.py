@@ -2,15 +2,16 @@
 
 Right and wrong runs of a navigate, a retrieve and two mutate tasks, and a `report_infeasible`: every
 reward is the reference's verdict (webarena-verified 1.2.3) on the HAR the proxy wrote, given once on
-the step that sent the message to the user; every other step's reward is 0. Beside it, the reward
-BrowserGym's webarena-verified task would give the same run (the mean of the reference's evaluator
+the step that sent the message to the user; every other step's reward is 0. Each run is judged three
+ways (tests/support/threeway.py): live, the reference on our HAR, the reference on the HAR BrowserGym's
+own browser context recorded (Playwright's `record_har_path`, through `pw_context_kwargs`). Beside it,
+the reward BrowserGym's webarena-verified task would give the same run (the mean of the reference's evaluator
 scores), for docs/browsergym.md. An episode closed before its answer gives its replica back at once.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,8 @@ from typing import Any
 import pytest
 
 from tests.browsergym.agents import PLANS
-from tests.site.harness import ProxyProcess, oracle_verdicts
+from tests.site.harness import ProxyProcess
+from tests.support.threeway import Judged, assert_three_ways, judge_three_ways
 from webarena_live.browsergym import make_env
 from webarena_live.client import Client, ControlAPIError
 
@@ -34,12 +36,15 @@ class Episode:
     terminated: list[bool] = field(default_factory=list)
     finish: dict[str, Any] = field(default_factory=dict)
     replica: str = ""
+    browser_har: Path | None = None
 
 
-def run_plan(proxy: ProxyProcess, plan: str) -> Episode:
+def run_plan(proxy: ProxyProcess, plan: str, hars: Path) -> Episode:
     task_id, steps, planned = PLANS[plan]
-    episode = Episode(plan, task_id, planned)
-    env = make_env(task_id, control=proxy.control_url, session=f"bgym-{plan}", run=f"bgym-{plan}", slow_mo=0)
+    episode = Episode(plan, task_id, planned, browser_har=hars / f"{plan}.har")
+    record = {"record_har_path": str(episode.browser_har)}  # written when BrowserGym closes its context
+    env = make_env(task_id, control=proxy.control_url, session=f"bgym-{plan}", run=f"bgym-{plan}", slow_mo=0,
+                   pw_context_kwargs=record)  # fmt: skip
     try:
         obs, info = env.reset()
         episode.replica = info["webarena_live"]["replicas"]["__SHOPPING__"]
@@ -83,8 +88,9 @@ def test_a_closed_unfinished_episode_gives_its_replica_back_at_once(proxy: Proxy
 
 
 @pytest.fixture(scope="module")
-def episodes(proxy: ProxyProcess) -> list[Episode]:
-    return [run_plan(proxy, plan) for plan in PLANS]
+def episodes(proxy: ProxyProcess, workdir: Path) -> list[Episode]:
+    (workdir / "browser-hars").mkdir()
+    return [run_plan(proxy, plan, workdir / "browser-hars") for plan in PLANS]
 
 
 def test_reward_is_the_score_given_once_on_the_answering_step(episodes: list[Episode]) -> None:
@@ -100,25 +106,35 @@ def test_reward_is_the_score_given_once_on_the_answering_step(episodes: list[Epi
         assert episode.finish["status"] == episode.planned, (episode.plan, episode.finish["status"])
 
 
-def test_every_reward_equals_the_reference_on_the_proxys_har(
+def written(proxy: ProxyProcess, episode: Episode) -> Path:
+    return proxy.output_dir / f"bgym-{episode.plan}" / str(episode.task_id)
+
+
+def test_every_reward_equals_the_reference_three_ways(
     episodes: list[Episode], proxy: ProxyProcess, oracle_python: Path, oracle_config: Path, workdir: Path
 ) -> None:
+    runs = [
+        Judged(e.plan, e.task_id, str(e.finish["status"]), written(proxy, e), e.browser_har, "on", e.planned)
+        for e in episodes
+    ]
+    judge_three_ways(runs, oracle_python, oracle_config, workdir / "judged")
+    assert_three_ways(runs)
     rows = []
-    for episode in episodes:
-        folder = workdir / "judged" / episode.plan
-        shutil.copytree(
-            proxy.output_dir / f"bgym-{episode.plan}" / str(episode.task_id), folder / str(episode.task_id)
-        )
-        for stale in ("eval_result.json", "attempt.json"):
-            (folder / str(episode.task_id) / stale).unlink(missing_ok=True)
-        reference = oracle_verdicts(oracle_python, folder, oracle_config)[episode.task_id]
-        official = 1.0 if reference["status"] == "success" else 0.0
+    for episode, run in zip(episodes, runs, strict=True):
+        assert episode.rewards[-1] == (1.0 if run.oracle_on_proxy == "success" else 0.0), run
+        # BrowserGym's webarena-verified reward on the same run: the mean of the reference's evaluator
+        # scores (its partial credit), from the result the reference wrote beside our HAR.
+        generation = [r.task_id for r in runs[: runs.index(run)]].count(run.task_id)
+        written = workdir / "judged" / "proxy" / f"run{generation}" / str(run.task_id) / "eval_result.json"
+        reference = json.loads(written.read_text())
         scores = [e["score"] for e in reference["evaluators_results"]]
-        browsergym = sum(scores) / len(scores) if scores else reference["score"]  # its partial credit
-        rows.append((episode.plan, episode.rewards[-1], official, browsergym))
-        assert episode.rewards[-1] == official, (episode.plan, episode.finish, reference["status"])
-    print("\nplan | our reward | reference | BrowserGym's webarena-verified reward (mean of evaluators)")
+        browsergym = sum(scores) / len(scores) if scores else reference["score"]
+        rows.append((episode.plan, episode.rewards[-1], run.oracle_on_proxy, round(browsergym, 2)))
+    print("\nplan | our reward | reference on our HAR | BrowserGym's reward (the mean of the evaluators)")
     for row in rows:
         print(" | ".join(str(cell) for cell in row))
-    # The wrong answers that still navigated right earn partial credit from BrowserGym's formula.
-    assert any(ours == 0.0 and theirs > 0.0 for _, ours, _, theirs in rows)
+    # The wrong runs whose answer was right earn partial credit from BrowserGym's formula, none from ours.
+    assert {plan for plan, ours, _, theirs in rows if ours == 0.0 and theirs > 0.0} == {
+        "navigate-wrong",
+        "mutate-wrong",
+    }
