@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -63,13 +64,30 @@ def run_plan(proxy: ProxyProcess, plan: str, hars: Path) -> Episode:
 
 def test_a_closed_unfinished_episode_gives_its_replica_back_at_once(proxy: ProxyProcess) -> None:
     """Three mutating episodes hold the three replicas; a fourth cannot start. Closing one before its
-    answer abandons its session, and the fourth starts at once (wait 0) on the replica it held."""
+    answer abandons its session, and the fourth starts at once (wait 0) on the replica it held. The
+    closed one's browser started signed in from a storage state made for its leased copy."""
     client = Client(proxy.control_url)
     holders = [client.start(1005, session=f"holder-{n}") for n in range(2)]
-    env = make_env(1004, control=proxy.control_url, session="closed-early", slow_mo=0)
+    leased: list[dict[str, str]] = []
+
+    def signed_in(replicas: dict[str, str]) -> dict[str, Any]:
+        """A storage state made for the leased copy (a sign-in done before the session, not in it)."""
+        leased.append(replicas)
+        host = urlsplit(replicas["__SHOPPING__"]).hostname
+        cookie = {"name": "signed_in", "value": "bgym", "domain": host, "path": "/", "expires": -1,
+                  "httpOnly": False, "secure": False, "sameSite": "Lax"}  # fmt: skip
+        return {"cookies": [cookie], "origins": []}
+
+    env = make_env(
+        1004, control=proxy.control_url, session="closed-early", slow_mo=0, storage_state=signed_in
+    )
     try:
         obs, info = env.reset()
         held = info["webarena_live"]["replicas"]["__SHOPPING__"]
+        assert leased == [{"__SHOPPING__": held}]
+        first = client.har("closed-early")["log"]["entries"][0]["request"]
+        cookies = [h["value"] for h in first["headers"] if h["name"].lower() == "cookie"]
+        assert first["url"].startswith(held) and "signed_in=bgym" in " ".join(cookies), first
         assert held not in {h.replicas["__SHOPPING__"] for h in holders if h.replicas}
         with pytest.raises(ControlAPIError) as refused:
             client.start(1004, session="fourth", wait=0)
