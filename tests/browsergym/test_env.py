@@ -143,8 +143,8 @@ def test_every_reward_equals_the_reference_three_ways(
         # BrowserGym's webarena-verified reward on the same run: the mean of the reference's evaluator
         # scores (its partial credit), from the result the reference wrote beside our HAR.
         generation = [r.task_id for r in runs[: runs.index(run)]].count(run.task_id)
-        written = workdir / "judged" / "proxy" / f"run{generation}" / str(run.task_id) / "eval_result.json"
-        reference = json.loads(written.read_text())
+        result = workdir / "judged" / "proxy" / f"run{generation}" / str(run.task_id) / "eval_result.json"
+        reference = json.loads(result.read_text())
         scores = [e["score"] for e in reference["evaluators_results"]]
         browsergym = sum(scores) / len(scores) if scores else reference["score"]
         rows.append((episode.plan, episode.rewards[-1], run.oracle_on_proxy, round(browsergym, 2)))
