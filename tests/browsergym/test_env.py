@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import gymnasium as gym
 import pytest
 
-from tests.browsergym.agents import PLANS
+from tests.browsergym.agents import PLANS, SEARCH_MUGS
 from tests.site.harness import ProxyProcess
 from tests.support.threeway import Judged, assert_three_ways, judge_three_ways
-from webarena_live.browsergym import make_env
+from webarena_live.browsergym import make_env, register_tasks
 from webarena_live.client import Client, ControlAPIError
 
 pytestmark = pytest.mark.timeout(400)
@@ -156,3 +157,21 @@ def test_every_reward_equals_the_reference_three_ways(
         "navigate-wrong",
         "mutate-wrong",
     }
+
+
+def test_a_registered_gym_id_truncated_by_max_steps_abandons(proxy: ProxyProcess) -> None:
+    """`register_tasks` names every loaded task `wa_live.<id>`; `gym.make` of one gives the environment,
+    and reaching `max_steps` without an answer truncates the episode and ends its lease."""
+    names = register_tasks(proxy.control_url)
+    assert "wa_live.1003" in names and not any(name.startswith("webarena") for name in names)
+    env = gym.make("browsergym/wa_live.1003", disable_env_checker=True, control=proxy.control_url,
+                   slow_mo=0, max_steps=1)  # fmt: skip
+    try:
+        obs, info = env.reset()
+        session = info["webarena_live"]["session"]
+        obs, reward, terminated, truncated, info = env.step(SEARCH_MUGS[0](obs))
+        assert (reward, terminated, truncated) == (0.0, False, True)
+        with Client(proxy.control_url) as client:
+            assert client.session(session).get("lease_ended"), client.session(session)
+    finally:
+        env.close()
