@@ -18,6 +18,7 @@ One sub-package per concern; each one's docstring names what it owns and what it
   `control`, `runs`, `addresses`, `launch`; never mitmproxy.
 - `commands`: the CLI; it parses arguments and hands them to the part that does the work.
 - `demo`: the embedded demo shop, its scripted agent and `webarena-live demo`. Only the CLI imports it.
+- `browsergym`: BrowserGym's environment over a session (the `[browsergym]` extra). Imports the client.
 - `client` (the control API from Python), `launch` (a `serve` child process), `ray` (the fleet from a
   Ray driver), `entry` (the script plain mitmproxy loads): the public modules beside them.
 

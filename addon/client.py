@@ -211,6 +211,14 @@ class Client:
     def session(self, name: str) -> dict[str, Any]:
         return self._do(_Calls.session(name))
 
+    def task(self, task_id: int) -> dict[str, Any]:
+        """One task, its start URLs rendered (`GET /tasks/{id}`)."""
+        return self._do(_Call("GET", f"/tasks/{task_id}"))
+
+    def abandon(self, name: str, reason: str | None = None) -> dict[str, Any]:
+        """End the session's lease now (`POST /sessions/{s}/abandon`): its replicas go back at once."""
+        return self._do(_Calls.session(name, "abandon", body={"reason": reason} if reason else {}))
+
     def trace(self, name: str, *, since: int = 0, status: list[int] | None = None) -> list[dict[str, Any]]:
         """The events so far; with `status`, only those that got one of these statuses (0: none)."""
         return self._do(_Calls.session(name, "trace", since=since, status=status))["events"]
@@ -289,6 +297,12 @@ class AsyncClient:
 
     async def session(self, name: str) -> dict[str, Any]:
         return await self._do(_Calls.session(name))
+
+    async def task(self, task_id: int) -> dict[str, Any]:
+        return await self._do(_Call("GET", f"/tasks/{task_id}"))
+
+    async def abandon(self, name: str, reason: str | None = None) -> dict[str, Any]:
+        return await self._do(_Calls.session(name, "abandon", body={"reason": reason} if reason else {}))
 
     async def trace(
         self, name: str, *, since: int = 0, status: list[int] | None = None

@@ -15,6 +15,7 @@
 # verifiers, .venv-verifiers03 with 0.3.1, .venv-harbor; with
 # WEBARENA_LIVE_NEMO_GYM=1 also .venv-nemogym, nemo-gym being 1.4 GB), filled in the background
 # while the rest installs, each from one wheel of the package, and each running its own test file.
+# And on Python 3.12, .venv-browsergym: BrowserGym 0.14.3 beside the package (tests/browsergym).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -117,6 +118,61 @@ reward_venvs() {
     rm -rf "$src"
 }
 
+# BrowserGym (tests/browsergym/): .venv-browsergym on Python 3.12 with the package's wheel and its
+# [browsergym] extra beside browsergym-webarena-verified 0.14.3, which must resolve to browsergym-core
+# 0.14.3 (it pins playwright 1.44; a wider pin lets pip fall back to an older BrowserGym, so the
+# resolution is checked). Filled in the background like the reward venvs; tqdm and pandas are what
+# browsergym-experiments' loop and Benchmark import without declaring them.
+python312() {
+    local candidate
+    for candidate in "${PYTHON312:-}" "$(command -v python3.12 || true)" "$HOME"/.pyenv/versions/3.12*/bin/python3.12 \
+        /root/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12; do
+        if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+browsergym_venv() {
+    local py="$1" src wheel started=$SECONDS
+    src="$(mktemp -d "${TMPDIR:-/tmp}/webarena-live-bgym.XXXXXX")"
+    cp -a addon evaluator tasks pyproject.toml README.md "$src/"
+    .venv/bin/pip wheel "${pip_quiet[@]}" --no-deps -w "$src/dist" "$src" 2> >(grep -v '^WARNING: Location' >&2)
+    wheel="$(ls "$src"/dist/webarena_live-*.whl)"
+    [ -x .venv-browsergym/bin/python ] || "$py" -m venv .venv-browsergym
+    .venv-browsergym/bin/pip install "${pip_quiet[@]}" "$wheel[browsergym]" 'browsergym-webarena-verified==0.14.3' \
+        'browsergym-experiments==0.14.3' tqdm pandas 'pytest>=8' 'pytest-timeout>=2.3' 'requests>=2.31' \
+        2> >(grep -v '^WARNING: Location' >&2)
+    rm -rf "$src"
+    .venv-browsergym/bin/python -c 'from importlib.metadata import version as v
+found = {name: v(name) for name in ("browsergym-core", "playwright", "webarena-verified")}
+assert found["browsergym-core"] == "0.14.3", f"webarena-live[browsergym] resolved {found}, not browsergym-core 0.14.3"
+print("    resolved:", ", ".join(f"{name} {version}" for name, version in found.items()))'
+    echo "    (.venv-browsergym: $((SECONDS - started))s)"
+}
+if [ "$what" = test ] || [ "$what" = setup ]; then
+    if python312_path="$(python312)"; then
+        browsergym_log="$(mktemp "${TMPDIR:-/tmp}/webarena-live-bgym.XXXXXX")"
+        browsergym_venv "$python312_path" >"$browsergym_log" 2>&1 &
+        browsergym_pid=$!
+    elif [ "${CI:-}" = true ]; then
+        echo "no Python 3.12 found (python3.12, ~/.pyenv/versions/3.12*; or set PYTHON312): CI tests BrowserGym" >&2
+        exit 1
+    else
+        echo "==> no Python 3.12 found: the BrowserGym tests are skipped (set PYTHON312=/path/to/python3.12)" >&2
+    fi
+fi
+# The BrowserGym tests in their venv (the oracle's verdicts beside them).
+browsergym_tests() {
+    if ! wait "$browsergym_pid"; then
+        cat "$browsergym_log" >&2
+        return 1
+    fi
+    cat "$browsergym_log"
+    WEBARENA_ORACLE="$PWD/.oracle-venv/bin/python" .venv-browsergym/bin/pytest -p no:cacheprovider tests/browsergym
+}
+
 python313=""
 if [ "$what" = test ] || [ "$what" = setup ]; then
     if python313="$(newer_python)"; then
@@ -201,12 +257,21 @@ case "$what" in
             step "the rewards with each training framework, in its own venv (${reward_frameworks[*]})"
             rewards_tests
         fi
+        if [ -n "${browsergym_pid:-}" ] && [ $# -le 1 ]; then
+            step "BrowserGym and its experiment loop on $("$python312_path" --version), in .venv-browsergym (tests/browsergym)"
+            browsergym_tests
+        fi
         ;;
     setup)
         if [ -n "${rewards_pid:-}" ]; then
             step "the training frameworks' venvs (installed in the background meanwhile)"
             wait "$rewards_pid" || { cat "$rewards_log" >&2; exit 1; }
             cat "$rewards_log"
+        fi
+        if [ -n "${browsergym_pid:-}" ]; then
+            step "BrowserGym's venv (installed in the background meanwhile)"
+            wait "$browsergym_pid" || { cat "$browsergym_log" >&2; exit 1; }
+            cat "$browsergym_log"
         fi
         echo "==> ready: .venv/bin/webarena-live --help"
         ;;
