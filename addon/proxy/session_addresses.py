@@ -81,7 +81,7 @@ class SessionAddresses:
             return None
         if self.guarded:
             self.guests.admit(session, client, near)
-        held = self.placement.held_ports().get(session)
+        held = self.placement.port_of(session)
         if held is not None and port in (None, held):
             return self._attached(session, held)
         if held is not None:
@@ -127,7 +127,7 @@ class SessionAddresses:
     def on_notice(self, session: Session, kind: str, payload: dict[str, Any] | None) -> None:
         """Subscribed to the sessions' notices: a started session holding a port gets its address, a
         finished session's port is released."""
-        if kind == STARTED and (port := self.placement.held_ports().get(session.name)) is not None:
+        if kind == STARTED and (port := self.placement.port_of(session.name)) is not None:
             session.proxy = self.url(port)
         elif kind == FINISHED:
             self.release(session.name)

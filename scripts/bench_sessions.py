@@ -1,0 +1,183 @@
+#!/usr/bin/env python
+"""Scale in open sessions, measured: what a request, a start and a finish cost with 20 to 1,000 sessions
+open on one worker (and on two), as a training loop opens them (a GRPO group, many rollouts at once).
+
+Per set-up (`webarena-live serve`, pinned to the first CPU as the other benchmarks pin the proxy, or
+`serve --workers 2`, free to use every CPU) and per number of open sessions N, in one fresh proxy:
+
+1. N sessions started one after another (`POST /sessions`, each answers its own proxy address):
+   start latency p50 / p99; the proxy processes' RSS before and after, per open session;
+2. plain HTTP agents, each on its own session address, against the local upstream server: a new
+   connection per request (as the issue's client did, so every request pays the per-connection
+   path), `--connections` at a time, for `--seconds`, from a load process on the other CPU(s):
+   requests/s, the median of `--rounds` runs;
+3. every session finished one after another: finish latency p50 / p99.
+
+Each figure is given with its ratio to the same set-up's figure at 20 sessions, in the same run.
+
+    .venv/bin/python scripts/bench_sessions.py [--sizes 20,100,500,1000] [--workers 1,2]
+                                               [--seconds S] [--rounds R] [--connections C]
+
+Targets (issue 42): at 1,000 open sessions one worker keeps >= 0.9x its request rate at 20; start and
+finish p99 within 2x of their figures at 20; memory per open session stated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_common as bench
+
+TASK_ID = 1005
+NAVIGATED = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}
+
+
+def _pids(proxy: bench.Proxy) -> list[int]:
+    health = bench.control(proxy.control_port, "GET", "/health")
+    return [proxy.pid, *(worker["pid"] for worker in health.get("workers", []))]
+
+
+def _timed(port: int, method: str, path: str, body: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    answer = bench.control(port, method, path, body)
+    return time.perf_counter() - started, answer
+
+
+def measure(proxy: bench.Proxy, url: str, sessions: int, args: argparse.Namespace) -> dict[str, float]:
+    """One proxy, `sessions` opened, loaded and finished: the figures of the module's docstring."""
+    pids = _pids(proxy)
+    rss_before = sum(bench.rss_bytes(pid) for pid in pids)
+    starts, ports = [], []
+    for index in range(sessions):
+        took, started = _timed(proxy.control_port, "POST", "/sessions",
+                               {"task_id": TASK_ID, "session": f"agent-{index}", "run": "bench"})  # fmt: skip
+        starts.append(took)
+        ports.append(int(started["proxy"].rsplit(":", 1)[1]))
+    rss_open = sum(bench.rss_bytes(pid) for pid in pids)
+    _load(ports, url, connections=4, seconds=1.0)  # warm up: first connections, imports
+    loads = [
+        _load(ports, url, connections=args.connections, seconds=args.seconds) for _ in range(args.rounds)
+    ]
+    load = {"rps": bench.median([got["rps"] for got in loads]), "errors": sum(got["errors"] for got in loads)}
+    finishes = []
+    for index in range(sessions):
+        took, _ = _timed(proxy.control_port, "POST", f"/sessions/agent-{index}/finish", NAVIGATED)
+        finishes.append(took)
+    return {
+        "rps": load["rps"], "errors": load["errors"],
+        "start_p50": bench.percentile(starts, 0.5) * 1e3, "start_p99": bench.percentile(starts, 0.99) * 1e3,
+        "finish_p50": bench.percentile(finishes, 0.5) * 1e3,
+        "finish_p99": bench.percentile(finishes, 0.99) * 1e3,
+        "rss_per_session_kib": (rss_open - rss_before) / sessions / 1024,
+        "rss_mib": rss_open / 2**20,
+    }  # fmt: skip
+
+
+def _load(ports: list[int], url: str, *, connections: int, seconds: float) -> dict[str, Any]:
+    command = [sys.executable, __file__, "load", "--url", url, "--ports", ",".join(map(str, ports)),
+               "--connections", str(connections), "--seconds", str(seconds)]  # fmt: skip
+    import subprocess
+
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, text=True, preexec_fn=bench.pin(bench.HELPER_CPUS)
+    )
+    return bench.load_result(process, timeout=seconds + 120)
+
+
+async def _agents(ports: list[int], url: str, connections: int, seconds: float) -> dict[str, Any]:
+    """`connections` clients at once, each request on a new connection to the next session's address."""
+    head = (
+        f"GET {url} HTTP/1.1\r\nHost: {url.split('/')[2]}\r\nAccept: text/html\r\nConnection: close\r\n\r\n"
+    )
+    request = head.encode()
+    turn = itertools.cycle(ports)
+    done, errors = 0, 0
+    deadline = time.monotonic() + seconds
+
+    async def agent() -> None:
+        nonlocal done, errors
+        while time.monotonic() < deadline:
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", next(turn))
+                writer.write(request)
+                answer = await reader.read()
+                writer.close()
+                if answer.startswith(b"HTTP/1.1 200"):
+                    done += 1
+                else:
+                    errors += 1
+            except OSError:
+                errors += 1
+
+    started = time.monotonic()
+    await asyncio.gather(*(agent() for _ in range(connections)))
+    return {"requests": done, "errors": errors, "rps": done / (time.monotonic() - started)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="20,100,500,1000")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--rounds", type=int, default=3, help="load runs per figure (their median)")
+    parser.add_argument("--connections", type=int, default=16)
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    print(bench.machine_line())
+    work = Path(tempfile.mkdtemp(prefix="bench-sessions-"))
+    rows = []
+    with bench.upstream() as port:
+        url = f"http://127.0.0.1:{port}/"
+        options = bench.harness_options(f"http://127.0.0.1:{port}", work)
+        for workers in [int(w) for w in args.workers.split(",")]:
+            figures: dict[int, dict[str, float]] = {}
+            for size in sizes:
+                extra = ["--workers", str(workers)] if workers > 1 else []
+                cpus = bench.CPUS if workers > 1 else (bench.PROXY_CPU,)
+                with bench.Proxy(serve=True, serve_options=options, serve_args=extra, cpus=cpus) as proxy:
+                    figures[size] = measure(proxy, url, size, args)
+                print(f"  {workers} worker(s), {size:5} sessions: {json.dumps(figures[size])}", flush=True)
+            base = figures[sizes[0]]
+            for size, got in figures.items():
+                rows.append([
+                    workers, size, f"{got['rps']:.0f}", f"{got['rps'] / base['rps']:.2f}x",
+                    f"{got['start_p50']:.1f} / {got['start_p99']:.1f}",
+                    f"{got['start_p99'] / base['start_p99']:.2f}x",
+                    f"{got['finish_p50']:.1f} / {got['finish_p99']:.1f}",
+                    f"{got['finish_p99'] / base['finish_p99']:.2f}x",
+                    f"{got['rss_per_session_kib']:.0f}", f"{got['rss_mib']:.0f}", int(got["errors"]),
+                ])  # fmt: skip
+    bench.print_table(
+        ["workers", "open sessions", "req/s", f"vs {sizes[0]}", "start p50 / p99 ms", f"vs {sizes[0]}",
+         "finish p50 / p99 ms", f"vs {sizes[0]}", "RSS KiB / session", "RSS MiB", "errors"],
+        rows,
+    )  # fmt: skip
+    return 0
+
+
+def load_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--ports", required=True)
+    parser.add_argument("--connections", type=int, required=True)
+    parser.add_argument("--seconds", type=float, required=True)
+    args = parser.parse_args(argv)
+    ports = [int(port) for port in args.ports.split(",")]
+    print(json.dumps(asyncio.run(_agents(ports, args.url, args.connections, args.seconds))))
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["load"]:
+        sys.exit(load_main(sys.argv[2:]))
+    sys.exit(main())
