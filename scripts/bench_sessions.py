@@ -3,7 +3,9 @@
 open on one worker (and on two), as a training loop opens them (a GRPO group, many rollouts at once).
 
 Per set-up (`webarena-live serve`, pinned to the first CPU as the other benchmarks pin the proxy, or
-`serve --workers 2`, free to use every CPU) and per number of open sessions N, in one fresh proxy:
+`serve --workers 2`, free to use every CPU) and per number of open sessions N, in a proxy of its own
+(one per N, all running at once, so the load rounds take turns between them and drift on a shared
+machine falls on every N alike):
 
 1. N sessions started one after another (`POST /sessions`, each answers its own proxy address):
    start latency p50 / p99; the proxy processes' RSS before and after, per open session;
@@ -53,8 +55,8 @@ def _timed(port: int, method: str, path: str, body: Any) -> tuple[float, Any]:
     return time.perf_counter() - started, answer
 
 
-def measure(proxy: bench.Proxy, url: str, sessions: int, args: argparse.Namespace) -> dict[str, float]:
-    """One proxy, `sessions` opened, loaded and finished: the figures of the module's docstring."""
+def open_sessions(proxy: bench.Proxy, sessions: int) -> dict[str, Any]:
+    """`sessions` started one after another: start latencies, their addresses' ports, RSS per session."""
     pids = _pids(proxy)
     rss_before = sum(bench.rss_bytes(pid) for pid in pids)
     starts, ports = [], []
@@ -64,23 +66,61 @@ def measure(proxy: bench.Proxy, url: str, sessions: int, args: argparse.Namespac
         starts.append(took)
         ports.append(int(started["proxy"].rsplit(":", 1)[1]))
     rss_open = sum(bench.rss_bytes(pid) for pid in pids)
-    _load(ports, url, connections=4, seconds=1.0)  # warm up: first connections, imports
-    loads = [
-        _load(ports, url, connections=args.connections, seconds=args.seconds) for _ in range(args.rounds)
-    ]
-    load = {"rps": bench.median([got["rps"] for got in loads]), "errors": sum(got["errors"] for got in loads)}
+    return {
+        "ports": ports,
+        "start_p50": bench.percentile(starts, 0.5) * 1e3,
+        "start_p99": bench.percentile(starts, 0.99) * 1e3,
+        "rss_per_session_kib": (rss_open - rss_before) / sessions / 1024,
+        "rss_mib": rss_open / 2**20,
+    }
+
+
+def finish_sessions(proxy: bench.Proxy, sessions: int) -> dict[str, float]:
+    """Every session finished one after another: finish latencies."""
     finishes = []
     for index in range(sessions):
         took, _ = _timed(proxy.control_port, "POST", f"/sessions/agent-{index}/finish", NAVIGATED)
         finishes.append(took)
     return {
-        "rps": load["rps"], "errors": load["errors"],
-        "start_p50": bench.percentile(starts, 0.5) * 1e3, "start_p99": bench.percentile(starts, 0.99) * 1e3,
         "finish_p50": bench.percentile(finishes, 0.5) * 1e3,
         "finish_p99": bench.percentile(finishes, 0.99) * 1e3,
-        "rss_per_session_kib": (rss_open - rss_before) / sessions / 1024,
-        "rss_mib": rss_open / 2**20,
-    }  # fmt: skip
+    }
+
+
+def measure(
+    workers: int, sizes: list[int], url: str, options: list[str], args: argparse.Namespace
+) -> dict[int, dict[str, Any]]:
+    """One proxy per size, all running at once (each with its sessions open); the load rounds take
+    turns between them, so drift on a shared machine falls on every size alike."""
+    extra = ["--workers", str(workers)] if workers > 1 else []
+    cpus = bench.CPUS if workers > 1 else (bench.PROXY_CPU,)
+    proxies = {
+        size: bench.Proxy(serve=True, serve_options=options, serve_args=extra, cpus=cpus) for size in sizes
+    }
+    figures: dict[int, dict[str, Any]] = {}
+    try:
+        for size, proxy in proxies.items():
+            proxy.start()
+            figures[size] = open_sessions(proxy, size)
+            # Warm-up: each agent's first page (every session has an event to be judged on).
+            _load(figures[size]["ports"], url, connections=args.connections, seconds=0)
+        rates: dict[int, list[float]] = {size: [] for size in sizes}
+        errors = dict.fromkeys(sizes, 0)
+        for _ in range(args.rounds):
+            for size in sizes:
+                got = _load(figures[size]["ports"], url, connections=args.connections, seconds=args.seconds)
+                rates[size].append(got["rps"])
+                errors[size] += got["errors"]
+        for size, proxy in proxies.items():
+            figures[size] |= finish_sessions(proxy, size)
+            figures[size] |= {"rps": bench.median(rates[size]), "spread": bench.spread(rates[size]),
+                              "errors": errors[size]}  # fmt: skip
+            del figures[size]["ports"]
+            print(f"  {workers} worker(s), {size:5} sessions: {json.dumps(figures[size])}", flush=True)
+    finally:
+        for proxy in proxies.values():
+            proxy.stop()
+    return figures
 
 
 def _load(ports: list[int], url: str, *, connections: int, seconds: float) -> dict[str, Any]:
@@ -100,15 +140,19 @@ async def _agents(ports: list[int], url: str, connections: int, seconds: float) 
         f"GET {url} HTTP/1.1\r\nHost: {url.split('/')[2]}\r\nAccept: text/html\r\nConnection: close\r\n\r\n"
     )
     request = head.encode()
-    turn = itertools.cycle(ports)
+    once = not seconds  # 0 s: one request through each address, then stop
+    turn = iter(ports) if once else itertools.cycle(ports)
     done, errors = 0, 0
     deadline = time.monotonic() + seconds
 
     async def agent() -> None:
         nonlocal done, errors
-        while time.monotonic() < deadline:
+        while once or time.monotonic() < deadline:
+            port = next(turn, None)
+            if port is None:
+                return
             try:
-                reader, writer = await asyncio.open_connection("127.0.0.1", next(turn))
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
                 writer.write(request)
                 answer = await reader.read()
                 writer.close()
@@ -140,17 +184,11 @@ def main() -> int:
         url = f"http://127.0.0.1:{port}/"
         options = bench.harness_options(f"http://127.0.0.1:{port}", work)
         for workers in [int(w) for w in args.workers.split(",")]:
-            figures: dict[int, dict[str, float]] = {}
-            for size in sizes:
-                extra = ["--workers", str(workers)] if workers > 1 else []
-                cpus = bench.CPUS if workers > 1 else (bench.PROXY_CPU,)
-                with bench.Proxy(serve=True, serve_options=options, serve_args=extra, cpus=cpus) as proxy:
-                    figures[size] = measure(proxy, url, size, args)
-                print(f"  {workers} worker(s), {size:5} sessions: {json.dumps(figures[size])}", flush=True)
+            figures = measure(workers, sizes, url, options, args)
             base = figures[sizes[0]]
             for size, got in figures.items():
                 rows.append([
-                    workers, size, f"{got['rps']:.0f}", f"{got['rps'] / base['rps']:.2f}x",
+                    workers, size, f"{got['rps']:.0f}", got["spread"], f"{got['rps'] / base['rps']:.2f}x",
                     f"{got['start_p50']:.1f} / {got['start_p99']:.1f}",
                     f"{got['start_p99'] / base['start_p99']:.2f}x",
                     f"{got['finish_p50']:.1f} / {got['finish_p99']:.1f}",
@@ -158,8 +196,8 @@ def main() -> int:
                     f"{got['rss_per_session_kib']:.0f}", f"{got['rss_mib']:.0f}", int(got["errors"]),
                 ])  # fmt: skip
     bench.print_table(
-        ["workers", "open sessions", "req/s", f"vs {sizes[0]}", "start p50 / p99 ms", f"vs {sizes[0]}",
-         "finish p50 / p99 ms", f"vs {sizes[0]}", "RSS KiB / session", "RSS MiB", "errors"],
+        ["workers", "open sessions", "req/s", "spread", f"vs {sizes[0]}", "start p50 / p99 ms",
+         f"vs {sizes[0]}", "finish p50 / p99 ms", f"vs {sizes[0]}", "RSS KiB / session", "RSS MiB", "errors"],
         rows,
     )  # fmt: skip
     return 0
