@@ -120,8 +120,9 @@ class SessionAddresses:
         self.by_port.pop(port, None)
         drop_kept_listener(port)  # a worker's parent keeps no copy of it either
         mode = session_mode(port)
-        modes = [m for m in ctx.options.mode if m != mode]
-        if len(modes) != len(ctx.options.mode):
+        current = ctx.options.mode  # each read of an option is a deep copy: one per release
+        modes = [m for m in current if m != mode]
+        if len(modes) != len(current):
             ctx.options.update(mode=modes)  # mitmproxy stops that listener in the background
 
     def on_notice(self, session: Session, kind: str, payload: dict[str, Any] | None) -> None:
@@ -142,8 +143,9 @@ class SessionAddresses:
     async def _open(self, port: int) -> str | None:
         """Add the port's mode and wait until it listens; what went wrong, or None."""
         mode = session_mode(port)
-        if mode not in ctx.options.mode:
-            ctx.options.update(mode=[*ctx.options.mode, mode])
+        current = ctx.options.mode  # each read of an option is a deep copy: one per claim
+        if mode not in current:
+            ctx.options.update(mode=[*current, mode])
         await _listeners_updated()
         proxyserver: Any = ctx.master.addons.get("proxyserver")
         try:
