@@ -109,7 +109,7 @@ def test_a_session_address_is_refused_as_a_target_while_it_is_open(tmp_path: Pat
         assert requests.post(f"{control}/sessions/b/finish", json=NAVIGATED, timeout=30).status_code == 200
         # b's port closed: no longer ours, so mitmproxy tries it (and nothing listens there).
         gone = requests.get(f"{b}/", proxies={"http": a}, headers=NAVIGATION, timeout=10)
-        assert gone.status_code == 502 and "Request destination unknown" not in gone.text, gone.text
+        assert gone.status_code >= 400 and "Request destination unknown" not in gone.text, gone.text
         # The site itself still goes through.
         assert (
             requests.get(f"{shop}/", proxies={"http": a}, headers=NAVIGATION, timeout=10).status_code == 200
