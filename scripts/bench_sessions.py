@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -187,7 +189,8 @@ def main() -> int:
     print(bench.machine_line())
     work = Path(tempfile.mkdtemp(prefix="bench-sessions-"))
     rows = []
-    with bench.upstream() as port:
+    with contextlib.ExitStack() as cleanup, bench.upstream() as port:
+        cleanup.callback(shutil.rmtree, work, ignore_errors=True)  # the site map and the run's outputs
         url = f"http://127.0.0.1:{port}/"
         options = bench.harness_options(f"http://127.0.0.1:{port}", work)
         for workers in [int(w) for w in args.workers.split(",")]:
