@@ -20,7 +20,7 @@ Each figure is given with its ratio to the same set-up's figure at 20 sessions, 
     .venv/bin/python scripts/bench_sessions.py [--sizes 20,100,500,1000] [--workers 1,2]
                                                [--seconds S] [--rounds R] [--connections C]
 
-Targets (issue 42): at 1,000 open sessions one worker keeps >= 0.9x its request rate at 20; start and
+Targets: at 1,000 open sessions one worker keeps >= 0.9x its request rate at 20; start and
 finish p99 within 2x of their figures at 20; memory per open session stated.
 """
 
