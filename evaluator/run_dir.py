@@ -123,7 +123,9 @@ class AttemptDir:
         return self.directory / name
 
     def written(self) -> dict[str, str]:
-        """The paths of the attempt's files there, by name, with `EARLIER_ATTEMPT` when one was moved."""
+        """The paths of the attempt's files there, by name, with `EARLIER_ATTEMPT` when one was moved.
+        Called while `new_attempt` holds the folder: after, another process's finish of the same task
+        may already have moved them aside, and the files would be missing from the answer."""
         written = {
             name: str(self.directory / name) for name in ATTEMPT_FILES if (self.directory / name).exists()
         }
@@ -211,7 +213,7 @@ def place_run(directory: Path, contents: Mapping[str, bytes]) -> dict[str, str]:
         for name in ATTEMPT_FILES:
             if name in contents:
                 write_bytes_atomically(target.path(name), contents[name])
-    return target.written()
+        return target.written()  # inside the hold: once released, another writer may move them aside
 
 
 def prepare_output_dir(path: str | Path) -> Path:

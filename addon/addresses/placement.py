@@ -120,6 +120,12 @@ class Placement:
         self._pick_port = pick_port or (lambda: os_port(host))
         self._owners: dict[str, int] = {}
         self._ports: dict[str, int] = {}
+        self._held: dict[int, int] = {}
+        """How many sessions hold each port (one, but for a port an operator gave twice): `_free_port`
+        reads it instead of collecting every session's port per start."""
+        self._running: dict[int, int] = {}
+        """Running sessions (holding a port) by worker, kept as they come and go: `choose_worker` is
+        constant in the number of sessions."""
         self.down: set[int] = set()
         """Workers that take no new session now (restarting)."""
         self._busy: dict[int, dict[int, float]] = {}
@@ -130,8 +136,13 @@ class Placement:
         return self._owners.get(session)
 
     def held_ports(self) -> dict[str, int]:
-        """The port each running session holds, by session name."""
+        """The port each running session holds, by session name (a copy: O(sessions), not for the
+        per-start path; `port_of` answers for one session)."""
         return dict(self._ports)
+
+    def port_of(self, session: str) -> int | None:
+        """The port `session` holds, if any."""
+        return self._ports.get(session)
 
     def running_on(self, worker: int) -> list[str]:
         """The sessions holding a port on `worker` (its running sessions)."""
@@ -143,12 +154,7 @@ class Placement:
         pool = [w for w in range(self.workers) if w not in self.down and (among is None or w in among)]
         if not pool:
             raise PlacementError("no worker is up to take a session; retry in a moment")
-        counts = dict.fromkeys(pool, 0)
-        for name in self._ports:
-            worker = self._owners[name]
-            if worker in counts:
-                counts[worker] += 1
-        return min(pool, key=lambda worker: (counts[worker], worker))
+        return min(pool, key=lambda worker: (self._running.get(worker, 0), worker))
 
     def mark_busy(self, worker: int, port: int | None) -> None:
         """Worker `worker` could not listen on `port` (another program holds it on its machine)."""
@@ -177,31 +183,48 @@ class Placement:
         if worker is None or (among is not None and worker not in among and session not in self._ports):
             worker = self.choose_worker(among)
         if address and session not in self._ports:
-            self._ports[session] = port if port is not None else self._free_port(self._busy_on(worker))
+            chosen = port if port is not None else self._free_port(self._busy_on(worker))
+            self._ports[session] = chosen
+            self._held[chosen] = self._held.get(chosen, 0) + 1
+            self._running[worker] = self._running.get(worker, 0) + 1
         self._owners[session] = worker
         return Seat(worker, self._ports.get(session))
 
     def release(self, session: str) -> int | None:
         """Free the session's port (the next session may get it); the port it held, if any."""
-        return self._ports.pop(session, None)
+        port = self._ports.pop(session, None)
+        if port is not None:
+            self._unhold(port, self._owners.get(session))
+        return port
 
     def forget(self, session: str) -> None:
         """The session is gone with its worker's node: its name and port are free for a new start."""
-        self._ports.pop(session, None)
+        self.release(session)
         self._owners.pop(session, None)
 
+    def _unhold(self, port: int, worker: int | None) -> None:
+        left = self._held.get(port, 0) - 1
+        if left > 0:
+            self._held[port] = left
+        else:
+            self._held.pop(port, None)
+        if worker is not None and (running := self._running.get(worker, 0) - 1) >= 0:
+            self._running[worker] = running
+
+    def _taken(self, port: int, busy: set[int]) -> bool:
+        return port in self._held or port in self.reserved or port in busy
+
     def _free_port(self, busy: set[int]) -> int:
-        held = set(self._ports.values()) | self.reserved | busy
         if self.ports is None:
             for _ in range(64):  # the operating system may hand back a port a session holds
                 port = self._pick_port()
-                if port not in held:
+                if not self._taken(port, busy):
                     return port
             raise PlacementError("the operating system gave no free port")
         for port in self.ports:
-            if port not in held and self.is_free(port):
+            if not self._taken(port, busy) and self.is_free(port):
                 return port
-        running = len(set(self._ports.values()) & set(self.ports))
+        running = len(set(self._held) & set(self.ports))
         raise AddressesExhausted(
             f"every port of the session range {self.ports} is in use ({running} held "
             "by running sessions); finish a session, or widen --session-ports"

@@ -110,7 +110,7 @@ class Front:
         owner = self.placement.owner(name)
         worker = self.pool[owner] if owner is not None else None
         start = self.starts.pop(name, {})
-        port = self.placement.held_ports().get(name)
+        port = self.placement.port_of(name)
         node = worker.node if worker else None
         view = {"session": name, "state": "lost", "reason": reason, "task_id": start.get("task_id"),
                 "run": start.get("run"), "worker": owner, "node": node}  # fmt: skip
@@ -137,7 +137,7 @@ class Front:
         worker = self.pool[index]
         for name in self.placement.running_on(index):
             start = self.starts.get(name)
-            port = self.placement.held_ports().get(name)
+            port = self.placement.port_of(name)
             if start is None or port is None:
                 continue
             while name in self.starts:

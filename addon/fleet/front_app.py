@@ -116,7 +116,7 @@ def create_front_app(front: Front) -> FastAPI:
                 no_lease.headers.update(error.headers)
                 return no_lease
         for _ in range(PORT_TRIES):  # a port busy on the worker's machine is not picked again
-            had_port = name in front.placement.held_ports()
+            had_port = front.placement.port_of(name) is not None
             try:
                 seat = front.placement.place(name, among=among or None)
             except PlacementError as error:

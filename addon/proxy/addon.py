@@ -34,6 +34,7 @@ from webarena_live.proxy.leases import check as check_lease
 from webarena_live.proxy.leases import hold, log_for, pool_for, watch_idle
 from webarena_live.proxy.leases import record as record_mutation
 from webarena_live.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING
+from webarena_live.proxy.own_listeners import OwnListeners
 from webarena_live.proxy.reserved_host import route_control, serve_on_flow
 from webarena_live.proxy.session_addresses import SessionAddresses
 from webarena_live.proxy.startup import (
@@ -192,6 +193,8 @@ class WebArenaLive:
         )
 
     async def running(self) -> None:
+        if (proxyserver := ctx.master.addons.get("proxyserver")) is not None:
+            OwnListeners.install(proxyserver)  # its loop check at constant cost, whatever the sessions
         if self.context is not None and not self.started:
             self._tell_dataset()
         self.started = True

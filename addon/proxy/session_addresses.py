@@ -81,7 +81,7 @@ class SessionAddresses:
             return None
         if self.guarded:
             self.guests.admit(session, client, near)
-        held = self.placement.held_ports().get(session)
+        held = self.placement.port_of(session)
         if held is not None and port in (None, held):
             return self._attached(session, held)
         if held is not None:
@@ -120,14 +120,15 @@ class SessionAddresses:
         self.by_port.pop(port, None)
         drop_kept_listener(port)  # a worker's parent keeps no copy of it either
         mode = session_mode(port)
-        modes = [m for m in ctx.options.mode if m != mode]
-        if len(modes) != len(ctx.options.mode):
+        current = ctx.options.mode  # each read of an option is a deep copy: one per release
+        modes = [m for m in current if m != mode]
+        if len(modes) != len(current):
             ctx.options.update(mode=modes)  # mitmproxy stops that listener in the background
 
     def on_notice(self, session: Session, kind: str, payload: dict[str, Any] | None) -> None:
         """Subscribed to the sessions' notices: a started session holding a port gets its address, a
         finished session's port is released."""
-        if kind == STARTED and (port := self.placement.held_ports().get(session.name)) is not None:
+        if kind == STARTED and (port := self.placement.port_of(session.name)) is not None:
             session.proxy = self.url(port)
         elif kind == FINISHED:
             self.release(session.name)
@@ -142,8 +143,9 @@ class SessionAddresses:
     async def _open(self, port: int) -> str | None:
         """Add the port's mode and wait until it listens; what went wrong, or None."""
         mode = session_mode(port)
-        if mode not in ctx.options.mode:
-            ctx.options.update(mode=[*ctx.options.mode, mode])
+        current = ctx.options.mode  # each read of an option is a deep copy: one per claim
+        if mode not in current:
+            ctx.options.update(mode=[*current, mode])
         await _listeners_updated()
         proxyserver: Any = ctx.master.addons.get("proxyserver")
         try:

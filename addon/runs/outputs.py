@@ -58,4 +58,4 @@ def write_outputs(
             har = trace_to_har(trace)
             write_text_atomically(trace_path, json.dumps(redact_har(har) if redact else har, indent=1))
         write_json_atomically(target.path(RESULT_FILE), result.to_file_dict())
-    return target.written()
+        return target.written()  # inside the hold (see `AttemptDir.written`)

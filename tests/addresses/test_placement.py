@@ -34,6 +34,26 @@ def test_sessions_go_to_the_least_busy_worker_and_keep_it() -> None:
     assert placement.place("h").worker != 1
 
 
+def test_counts_follow_finishes_and_lost_sessions() -> None:
+    """The per-worker counts and held ports are kept as sessions come and go (not collected per start):
+    after finishes and a lost session they match what is held."""
+    placement = Placement(2, ports=PortRange(30000, 30099), is_free=lambda port: True)
+    for index in range(10):
+        placement.place(f"s{index}")
+    for index in range(0, 10, 2):  # worker 0's sessions finish
+        placement.release(f"s{index}")
+    placement.forget("s1")  # one of worker 1's is lost
+    assert placement.running_on(1) == ["s3", "s5", "s7", "s9"] and placement.running_on(0) == []
+    assert [placement.place(f"n{index}").worker for index in range(5)] == [0, 0, 0, 0, 0]  # 4-4: the lower
+    held = placement.held_ports()
+    assert len(set(held.values())) == len(held) == 9  # freed ports reused, none handed out twice
+    assert all(placement.port_of(name) == port for name, port in held.items())
+    assert placement.port_of("s0") is None
+    placement.release("s3")
+    placement.release("s3")  # twice: counted once
+    assert placement.place("n5").worker == 1
+
+
 def test_ports_others_hold_are_skipped_and_a_full_range_is_refused() -> None:
     taken = {30001}
     placement = Placement(ports=PortRange(30000, 30002), is_free=lambda port: port not in taken,

@@ -155,3 +155,43 @@ def test_two_processes_finishing_the_same_task_keep_every_attempt(tmp_path: Path
         assert (response["who"], response["i"]) == (result["who"], result["i"])  # a whole attempt each
         seen.add((result["who"], result["i"]))
     assert len(seen) == 200
+
+
+_PLACER = """
+import json, sys, time
+from pathlib import Path
+from webarena_live.evaluator import ATTEMPT_FILES, locate_attempt, place_run, task_dir
+out, who = Path(sys.argv[1]), sys.argv[2]
+time.sleep(max(0.0, float(sys.argv[3]) - time.time()))  # both start writing at once
+wrong = []
+for i in range(150):
+    attempt = f"{who}-{i}"
+    contents = {name: json.dumps({"attempt": attempt}).encode() for name in ATTEMPT_FILES}
+    written = place_run(task_dir(out, 1003), contents)
+    if sorted(name for name in written if name in ATTEMPT_FILES) != sorted(ATTEMPT_FILES):
+        wrong.append((attempt, sorted(written)))
+    elif locate_attempt(Path(written["attempt.json"]).parent, attempt) is None:
+        wrong.append((attempt, "not found where it was written"))
+print(json.dumps(wrong))
+"""
+
+
+def test_each_finish_is_told_all_its_files_while_another_process_finishes_the_same_task(
+    tmp_path: Path,
+) -> None:
+    """What a finish answers with, its files' paths, is listed while it still holds the task folder:
+    listed after, the other worker's finish could move the folder aside first, and the answer lacked
+    `eval_result.json` (a 500 `KeyError` on the worker, whose retried finish wrote a second attempt)."""
+    import subprocess
+    import sys
+    import time
+
+    at = str(time.time() + 3)
+    command = [sys.executable, "-c", _PLACER, str(tmp_path)]
+    placers = [subprocess.Popen([*command, who, at], stdout=subprocess.PIPE, text=True) for who in "ab"]
+    for placer in placers:
+        told, _ = placer.communicate(timeout=120)
+        assert placer.returncode == 0
+        assert json.loads(told) == []
+    folders = [tmp_path / "1003", *(tmp_path / ".attempts" / "1003").iterdir()]
+    assert len({json.loads((folder / ATTEMPT_FILE).read_text())["attempt"] for folder in folders}) == 300
