@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 from webarena_live.evaluator import SiteMap, placeholder
@@ -79,11 +80,13 @@ class MutationLog:
         return mutation
 
     def mutations_after(self, seq: int) -> list[dict[str, Any]]:
-        """The mutations recorded after `seq`, oldest first (what a fleet's front asks its workers)."""
+        """The mutations recorded after `seq`, oldest first (what a fleet's front asks its workers). The
+        numbers run without gaps, so they are the log's last `newest - seq` entries, read from the right:
+        a front asks on every finish, and the cost is what is new, not everything kept."""
+        newer = reversed(list(islice(reversed(self._log), max(self._seq - seq, 0))))
         return [
             {"seq": s, "site": placeholder(site), "index": index, **mutation.view()}
-            for s, site, index, mutation in self._log
-            if s > seq
+            for s, site, index, mutation in newer
         ]
 
     def reads_view(self) -> dict[str, dict[str, int]]:

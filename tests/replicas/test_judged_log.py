@@ -21,6 +21,7 @@ from webarena_live.proxy.capture import event_from_flow
 from webarena_live.proxy.leases import log_for, record
 from webarena_live.replicas import Isolation, MutationLog
 from webarena_live.replicas.pool import ReplicaPool
+from webarena_live.replicas.state import MUTATIONS_KEPT
 from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.sessions import SessionStore
 
@@ -88,3 +89,20 @@ def test_a_kept_log_takes_a_reconfigured_maps_rules(tmp_path: Path) -> None:
     for log in (log_for(changed, ctx.pool, ctx.mutations), log_for(changed, None, MutationLog(ctx.site_map))):
         assert log.record(search.request.url, "s", "POST", content_type="", body=b"q=x") is None
         assert log.reads_view() == {"__GITLAB__": {"__GITLAB__ reads[0] POST ^/search$": 1}}
+
+
+def test_mutations_after_a_number_are_the_newer_ones_in_order_also_once_the_oldest_are_dropped() -> None:
+    site_map = SiteMap.from_config({"environments": {"__GITLAB__": {"urls": [GITLAB]}}}, source="test")
+    log = MutationLog(site_map)
+    urls = [f"{GITLAB}/a/b/-/issues/{i}" for i in range(5)]
+    for url in urls:
+        assert log.record(url, "s", "DELETE") is not None
+    assert [m["url"] for m in log.mutations_after(0)] == urls
+    assert [(m["seq"], m["url"]) for m in log.mutations_after(3)] == [(4, urls[3]), (5, urls[4])]
+    assert log.mutations_after(5) == [] and log.mutations_after(9) == []
+    kept = MUTATIONS_KEPT
+    for i in range(kept):
+        log.record(f"{GITLAB}/x/{i}", "s", "DELETE")
+    everything = log.mutations_after(0)  # the oldest five are gone: what is kept, from the oldest kept
+    assert len(everything) == kept and everything[0]["seq"] == 6 and everything[-1]["seq"] == kept + 5
+    assert [m["seq"] for m in log.mutations_after(kept + 3)] == [kept + 4, kept + 5]
