@@ -23,8 +23,10 @@ from webarena_live.control.context import ControlContext, find_session
 from webarena_live.control.errors import JsonResponse
 from webarena_live.control.leasing import interference_of
 from webarena_live.control.models import SessionName
-from webarena_live.runs.attempt import Attempt, FinishRefused, SessionState
+from webarena_live.runs.attempt import Attempt
+from webarena_live.runs.finish_outcome import FinishRefused
 from webarena_live.runs.sessions import Session
+from webarena_live.runs.settings import SessionState
 
 DASHBOARD = resources.files("webarena_live.control") / "dashboard"
 """The dashboard's page, script and style (package data: a real directory in an installed wheel)."""

@@ -47,8 +47,9 @@ from webarena_live.control.pac import PAC_MEDIA_TYPE, proxy_auto_config
 from webarena_live.control.run_view import plotly_script, run_figures
 from webarena_live.control.streams import Streams, global_stream, session_stream
 from webarena_live.evaluator import __version__, trace_to_har
-from webarena_live.runs.attempt import FinishRefused, OutputsFailed, SessionState
+from webarena_live.runs.finish_outcome import FinishRefused, OutputsFailed
 from webarena_live.runs.sessions import Session
+from webarena_live.runs.settings import SessionState
 
 PROXY_PORT_HEADER = "X-WebArena-Live-Proxy-Port"
 """Set by the workers' front on `POST /sessions`: the port the placement chose for the session's

@@ -33,7 +33,6 @@ from webarena_live.evaluator import (
 )
 from webarena_live.replicas import Lease, MutationLog
 from webarena_live.replicas.pool import ReplicaPool
-from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.recovery import (
     JournalNotFoundError,
     find_journal,
@@ -48,6 +47,7 @@ from webarena_live.runs.sessions import (
     SessionStore,
     session_name_problem,
 )
+from webarena_live.runs.settings import RunSettings
 
 RESERVED_HOST = "webarena-live.invalid"
 """Requests through the proxy to this host are control requests, never forwarded."""

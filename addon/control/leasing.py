@@ -26,8 +26,8 @@ from webarena_live.control.models import Abandon, SessionName
 from webarena_live.evaluator import site_key
 from webarena_live.replicas import Lease, PoolError, lease_of, read_lease, write_lease
 from webarena_live.replicas.reset import ResetOutcome, reset_sites, sites_without_reset
-from webarena_live.runs.attempt import SessionState
 from webarena_live.runs.sessions import Session
+from webarena_live.runs.settings import SessionState
 
 logger = logging.getLogger("webarena_live.replicas")
 

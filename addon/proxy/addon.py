@@ -46,8 +46,8 @@ from webarena_live.proxy.startup import (
     unfinished_lines,
 )
 from webarena_live.replicas.pool import ReplicaPool
-from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.sessions import DEFAULT_SESSION, SessionStore
+from webarena_live.runs.settings import RunSettings
 
 logger = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from webarena_live.proxy.browser_traffic import is_service_host
 from webarena_live.replicas import MUTATING_METHODS, MutationLog, parse_isolation, parse_lease_timeout
 from webarena_live.replicas.build import build_pool, pool_file
 from webarena_live.replicas.pool import ReplicaPool
-from webarena_live.runs.attempt import SessionState
 from webarena_live.runs.sessions import Session
+from webarena_live.runs.settings import SessionState
 
 logger = logging.getLogger(__name__)
 

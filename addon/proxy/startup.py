@@ -17,8 +17,8 @@ from mitmproxy.proxy import mode_specs
 
 from webarena_live.evaluator import SiteMap, TaskSet, WebArenaLiveError
 from webarena_live.replicas.memory import state_dir
-from webarena_live.runs.attempt import SessionState
 from webarena_live.runs.sessions import SessionStore
+from webarena_live.runs.settings import SessionState
 
 T = TypeVar("T")
 

@@ -16,15 +16,12 @@ Everything runs on the proxy's event loop thread: no locks.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +34,9 @@ from webarena_live.evaluator import (
     FinalAnswer,
     NetworkEvent,
     NetworkTrace,
-    SiteMap,
     Task,
     TaskProgress,
     TaskResult,
-    WebArenaLiveError,
     attempt_id,
     evaluate_task,
     locate_attempt,
@@ -52,10 +47,11 @@ from webarena_live.evaluator import (
 )
 from webarena_live.replicas import Lease
 from webarena_live.runs.answers import different_answer
+from webarena_live.runs.finish_outcome import FinishOutcome, FinishRefused, OutputsFailed
 from webarena_live.runs.har_spool import SPOOL_SUBDIR, HarSpool
-from webarena_live.runs.journal import EntryFilter, Journal, entry_json_bytes, journal_filename
+from webarena_live.runs.journal import Journal, entry_json_bytes, journal_filename
 from webarena_live.runs.outputs import write_outputs
-from webarena_live.runs.redact import redact_har_entry
+from webarena_live.runs.settings import RunSettings, SessionState
 
 BROWSER_REQUESTS_LISTED = 20
 """The browser's own requests an attempt lists (the newest); all are counted."""
@@ -64,67 +60,6 @@ PREPARE_DELAY = 0.1
 """Seconds after an event before the task's evaluators scan the new events (batched, off the flow path)."""
 
 logger = logging.getLogger(__name__)
-
-
-class SessionState(StrEnum):
-    IDLE = "idle"
-    """Traffic seen, no task started yet."""
-    RUNNING = "running"
-    FINISHED = "finished"
-
-
-@dataclass(frozen=True, slots=True)
-class RunSettings:
-    """How every attempt is journaled, judged and written; replaced whole when the proxy is reconfigured.
-
-    An attempt takes its journal and spool from the settings of its start, and is judged and written
-    with the settings of its finish.
-    """
-
-    site_map: SiteMap = field(default_factory=SiteMap)
-    output_dir: Path | None = None
-    journal_dir: Path | None = None
-    redact: bool = False
-    """Leave cookies, credentials and passwords out of the written network.har and the journal."""
-    data_checksum: str | None = None
-    """The dataset's checksum, carried by every result."""
-
-    @property
-    def journal_filter(self) -> EntryFilter | None:
-        return redact_har_entry if self.redact else None
-
-
-class FinishRefused(WebArenaLiveError):
-    """The attempt cannot be finished now; `reason` is a stable code (`already_finished`, `no_events`,
-    `different_answer`); `detail` is text, or for `different_answer` the two answers."""
-
-    def __init__(self, reason: str, detail: Any) -> None:
-        super().__init__(detail if isinstance(detail, str) else json.dumps(detail))
-        self.reason = reason
-        self.detail_body = detail
-        """What the refusal's `detail` says (text, or an object)."""
-        self.detail = str(self)
-
-
-class OutputsFailed(WebArenaLiveError):
-    """The outputs could not be written (disk full, permissions); the attempt is still running."""
-
-
-@dataclass(frozen=True, slots=True)
-class FinishOutcome:
-    result: TaskResult
-    outputs: dict[str, str] | None
-    """Paths of the written files by name (None without an output directory)."""
-    earlier_attempt: str | None
-    """Where an earlier attempt's files were moved, when there was one."""
-    timings: dict[str, float]
-    """Seconds spent: `evaluate`, and `total` (evaluation plus outputs)."""
-    sites: dict[str, Any] = field(default_factory=dict)
-    """Whether the task's sites answered every judged request (`sites_answered`, `unanswered`): sent
-    beside the verdict so a reward short of success needs no second call (never part of the verdict)."""
-    repeated: bool = False
-    """The finish of an attempt already finished with the same answer: its first outcome, nothing
-    judged or written again."""
 
 
 class Attempt:

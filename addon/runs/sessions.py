@@ -24,7 +24,9 @@ from typing import Any
 
 from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Revalidations, Task, TaskResult
 from webarena_live.replicas import Lease, write_lease
-from webarena_live.runs.attempt import Attempt, FinishOutcome, RunSettings, SessionState
+from webarena_live.runs.attempt import Attempt
+from webarena_live.runs.finish_outcome import FinishOutcome
+from webarena_live.runs.settings import RunSettings, SessionState
 
 DEFAULT_SESSION = "default"
 MAX_SESSION_NAME = 128

@@ -25,8 +25,8 @@ from webarena_live.evaluator.har import load_trace
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import load_tasks
 from webarena_live.proxy.capture import event_from_flow
-from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.sessions import SessionStore
+from webarena_live.runs.settings import RunSettings
 
 NAVIGATE_DONE = {"action": "navigate", "status": "SUCCESS", "results": None}
 

@@ -9,9 +9,9 @@ from tests.support.addon_helpers import MUTATE_TASK, NAVIGATE_TASK, SHOP, make_f
 from webarena_live.control.guard import page_request_problem, token_problem
 from webarena_live.evaluator.tasks import load_tasks
 from webarena_live.proxy.capture import event_from_flow
-from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.recovery import JournalNotFoundError, find_journal, read_journal
 from webarena_live.runs.sessions import SessionStore
+from webarena_live.runs.settings import RunSettings
 
 
 @pytest.mark.parametrize(

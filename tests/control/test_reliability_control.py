@@ -30,8 +30,8 @@ from webarena_live.control.middleware import MAX_CONTROL_BODY
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import load_tasks
 from webarena_live.proxy.capture import event_from_flow
-from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.sessions import SessionStore
+from webarena_live.runs.settings import RunSettings
 
 NAVIGATE_DONE = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}
 

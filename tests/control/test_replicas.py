@@ -19,8 +19,8 @@ from webarena_live.evaluator import SiteMap, load_tasks
 from webarena_live.proxy.capture import event_from_flow
 from webarena_live.replicas import Isolation, NoReplica, default_isolation, isolation_problems
 from webarena_live.replicas.pool import ReplicaPool
-from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.sessions import SessionStore
+from webarena_live.runs.settings import RunSettings
 
 TASKS = load_tasks("demo")
 READ, READ_TOO, MUTATE, MUTATE_TOO = TASKS[1001], TASKS[1002], TASKS[1004], TASKS[1005]

@@ -18,8 +18,8 @@ from webarena_live.control.context import ControlContext
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import load_tasks
 from webarena_live.replicas.reset import reset_sites, sites_without_reset
-from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.sessions import SessionStore
+from webarena_live.runs.settings import RunSettings
 
 CALLS: list[str] = []
 

@@ -22,8 +22,8 @@ from webarena_live.proxy.leases import log_for, record
 from webarena_live.replicas import Isolation, MutationLog
 from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.replicas.state import MUTATIONS_KEPT
-from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.sessions import SessionStore
+from webarena_live.runs.settings import RunSettings
 
 GITLAB = "http://gitlab.test:8023"
 QUERY = json.dumps({"query": 'query issues { project(fullPath: "a/b") { issues { nodes { title } } } }'})

@@ -17,9 +17,10 @@ from tests.support.addon_helpers import (
 )
 from webarena_live.evaluator import SiteMap, evaluate_task, load_tasks
 from webarena_live.proxy.capture import event_from_flow
-from webarena_live.runs.attempt import FinishRefused, OutputsFailed, RunSettings
+from webarena_live.runs.finish_outcome import FinishRefused, OutputsFailed
 from webarena_live.runs.har_spool import SPOOL_SUBDIR
 from webarena_live.runs.sessions import SessionState, SessionStore
+from webarena_live.runs.settings import RunSettings
 
 NAVIGATE_DONE = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}
 

@@ -42,11 +42,11 @@ from webarena_live.evaluator.tasks import load_tasks
 from webarena_live.evaluator.trace import NetworkEvent, NetworkTrace
 from webarena_live.proxy import capture
 from webarena_live.proxy.capture import event_from_flow, shared_header
-from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.har_spool import SPOOL_SUBDIR, HarSpool, replace_cheaply
 from webarena_live.runs.journal import entry_json_bytes
 from webarena_live.runs.redact import redact_har_entry
 from webarena_live.runs.sessions import SessionState, SessionStore
+from webarena_live.runs.settings import RunSettings
 
 MUTATE_DONE = {"task_type": "mutate", "status": "SUCCESS", "retrieved_data": None}
 NAVIGATE_DONE = {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": None}

@@ -16,7 +16,6 @@ from webarena_live.evaluator.tasks import load_tasks
 from webarena_live.evaluator.trace import NetworkEvent
 from webarena_live.proxy.capture import event_from_flow
 from webarena_live.runs import sessions as sessions_module
-from webarena_live.runs.attempt import RunSettings
 from webarena_live.runs.journal import Journal, journal_filename
 from webarena_live.runs.recovery import find_journal, journal_started, read_journal
 from webarena_live.runs.sessions import (
@@ -26,6 +25,7 @@ from webarena_live.runs.sessions import (
     SessionStore,
     session_name_problem,
 )
+from webarena_live.runs.settings import RunSettings
 
 
 def _page(path: str) -> NetworkEvent:
@@ -175,7 +175,7 @@ def test_journal_survives_a_crash_of_the_process(tmp_path):
         from pathlib import Path
         from tests.support.addon_helpers import make_flow
         from webarena_live.proxy.capture import event_from_flow
-        from webarena_live.runs.attempt import RunSettings
+        from webarena_live.runs.settings import RunSettings
         from webarena_live.runs.sessions import SessionStore
         session = SessionStore(RunSettings(journal_dir=Path({str(tmp_path)!r}))).get_or_create("crash")
         for n in range(50):
@@ -201,7 +201,7 @@ def test_a_process_killed_while_resuming_leaves_the_whole_run_to_resume(tmp_path
         from webarena_live.evaluator.tasks import load_tasks
         from webarena_live.proxy.capture import event_from_flow
         from webarena_live.runs import journal as journal_module
-        from webarena_live.runs.attempt import RunSettings
+        from webarena_live.runs.settings import RunSettings
         from webarena_live.runs.recovery import find_journal, journal_started, read_journal
         from webarena_live.runs.sessions import SessionStore
         task = load_tasks(Path({str(task_file)!r}))[{NAVIGATE_TASK}]
