@@ -45,6 +45,8 @@ class Judgement:
 READ_BY_METHOD = Judgement(False, "method")
 """GET, HEAD, OPTIONS...: nothing is parsed for them."""
 CHANGE_BY_DEFAULT = Judgement(True, "no rule makes it a read")
+CHANGE_UNJUDGED = Judgement(True, "the judgement failed")
+"""A request the rules could not judge (an error of ours): when in doubt, reset."""
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,12 @@ BUILT_IN: dict[str, tuple[Rule, ...]] = {
               MAGENTO_ACCOUNT + "Logout.php (HttpGetActionInterface, HttpPostActionInterface)"),
     ),
     "shopping_admin": (
-        # The admin's login form posts to the page it is shown on (`action=""`), so any admin path; a
-        # body of the login form's fields only carries nothing a controller could save.
+        # The admin's login form posts to the page it is shown on (`action=""`), and a body of the login
+        # form's fields only carries nothing a controller could save; but a signed-in admin's POST to an
+        # action's path runs that action whatever the body, so only the pages a sign-in lands on: the
+        # admin's start page, its dashboard and the login page.
         Rule("admin sign-in", frozenset({"POST"}),
+             path=re.compile(r"^/?(admin/?((index/index|auth/login|dashboard(/index)?)(/key/[0-9a-zA-Z]+)?/?)?)?$"),
              form_fields=frozenset({"form_key", "login[username]", "login[password]", "dummy"}),
              form_required="login[username]",
              source=MAGENTO_ADMIN + "view/adminhtml/templates/admin/login.phtml, "
@@ -137,7 +142,7 @@ def graphql_operations(content_type: str, body: bytes | None) -> list[tuple[str,
         return None
     try:
         document = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # a body nested past the parser's depth too
         return None
     items = document if isinstance(document, list) else [document]
     found: list[tuple[str, str | None]] = []

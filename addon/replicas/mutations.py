@@ -11,6 +11,7 @@ logged. See docs/architecture.md, Replicas.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -18,8 +19,10 @@ from itertools import islice
 from typing import Any
 
 from webarena_live.evaluator import SiteMap, placeholder
-from webarena_live.replicas.changes import ChangeRules
+from webarena_live.replicas.changes import CHANGE_UNJUDGED, ChangeRules
 from webarena_live.replicas.state import MUTATIONS_KEPT, Mutation
+
+logger = logging.getLogger(__name__)
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 """The methods that may change a site (the trace's mutation events are the same)."""
@@ -68,7 +71,11 @@ class MutationLog:
         if not found:
             return None
         site, index = found[0]
-        judged = self.rules.judge(method, url, content_type, body)
+        try:
+            judged = self.rules.judge(method, url, content_type, body)
+        except Exception:  # capture goes on whatever a body does to the rules; the replica counts as changed
+            logger.exception("webarena-live: judging %s %s failed; counted as a change", method, url)
+            judged = CHANGE_UNJUDGED
         if not judged.change:
             self.reads.setdefault(site, Counter())[judged.rule] += 1
             return None

@@ -90,6 +90,8 @@ def test_what_does_not_parse_or_hides_its_text_changes() -> None:
     site = rules()
     assert site.judge("POST", GITLAB + "/api/graphql", JSON, b"{not json").change
     assert site.judge("POST", GITLAB + "/api/graphql", JSON, None).change
+    # nested past the JSON parser's depth: no crash (capture must go on), a change
+    assert site.judge("POST", GITLAB + "/api/graphql", JSON, b"[" * 200_000).change
     # a multipart upload (GraphQL's file uploads are mutations) is not read as JSON
     assert site.judge("POST", GITLAB + "/api/graphql", "multipart/form-data; boundary=x", b"{}").change
 
@@ -115,8 +117,8 @@ def test_graphql_operations_lists_type_and_name() -> None:
         ("POST", SHOP + "/customer/account/loginPost/", FORM, b"login%5Busername%5D=a", "storefront sign-in"),
         ("POST", SHOP + "/customer/account/logout/", FORM, b"", "storefront sign-out"),
         ("POST", ADMIN + "/", FORM, b"form_key=k&login%5Busername%5D=a", "admin sign-in"),
-        ("POST", ADMIN + "/sales/order/", FORM, b"login%5Busername%5D=a&login%5Bpassword%5D=x&dummy=",
-         "admin sign-in"),
+        ("POST", ADMIN + "/admin/dashboard/index/key/abc123/", FORM,
+         b"login%5Busername%5D=a&login%5Bpassword%5D=x&dummy=", "admin sign-in"),
         ("POST", ADMIN + "/admin/auth/logout/key/abc/", FORM, b"", "admin sign-out"),
         ("POST", FORUM + "/login_check", FORM, b"_username=u&_password=p&_csrf_token=t", "forum sign-in"),
         ("POST", FORUM + "/log_out", FORM, b"", "forum sign-out"),
@@ -137,6 +139,8 @@ def test_signing_in_and_out_reads(method: str, url: str, content_type: str, body
         ("POST", SHOP + "/checkout/cart/add/", FORM, b"product=1"),
         # a save that carries the login fields too: more than the login form
         ("POST", ADMIN + "/catalog/product/save/", FORM, b"login%5Busername%5D=a&product%5Bname%5D=x"),
+        # the login form's fields alone, but on an action's path: a signed-in admin's POST runs the action
+        ("POST", ADMIN + "/sales/order/cancel/order_id/5/", FORM, b"form_key=k&login%5Busername%5D=x"),
         ("POST", ADMIN + "/mui/bookmark/save/", FORM, b"data=%7B%7D"),  # a saved grid view: a change
         ("POST", ADMIN + "/", JSON, b'{"login[username]": "a"}'),  # not a form
         ("POST", FORUM + "/submit", FORM, b"title=x"),
