@@ -103,14 +103,18 @@ class FrontLeases:
                 continue
             epoch, mutations, active, reads = answer
             self.reads[worker.index] = reads
+            # Two gatherings may be in flight at once (a finish's and the watch's), asking from the same
+            # cursor: a mutation is taken once, by whichever answer comes back first.
+            known_epoch, seen = self.cursors.get(worker.index, (epoch, 0))
+            seen = seen if known_epoch == epoch else 0
+            mutations = [m for m in mutations if m["seq"] > seen]
             for mutation in mutations:
                 self._take(mutation)
             for session, touched in active.items():  # used through the worker: not idle
                 lease = self.pool.leases.get(session)
                 if lease is not None and isinstance(touched, int | float):
                     lease.touch(float(touched))
-            last = mutations[-1]["seq"] if mutations else self.cursors.get(worker.index, (epoch, 0))[1]
-            self.cursors[worker.index] = (epoch, last)
+            self.cursors[worker.index] = (epoch, mutations[-1]["seq"] if mutations else seen)
 
     def _take(self, told: dict[str, Any]) -> None:
         """One mutation a worker's log told (`MutationLog.mutations_after`), judged there, into the pool."""

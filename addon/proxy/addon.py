@@ -405,7 +405,12 @@ class WebArenaLive:
             return
         flow.metadata[CAPTURED_KEY] = True
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
-        record_mutation(self.context, name, flow)
+        try:
+            record_mutation(self.context, name, flow)
+        except Exception:  # the pool's bookkeeping never costs the trace an event
+            logger.exception(
+                "webarena-live: recording %s %s for the pool failed", flow.request.method, flow.request.url
+            )
         session = self.context.sessions.get_or_create(name)
         if self.browser_services.is_own(flow.request.host):  # forwarded (--forward-browser-traffic)
             session.attempt.note_browser_request(flow.request.method, flow.request.url)

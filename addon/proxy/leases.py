@@ -136,6 +136,7 @@ def ended_page(url: str, session: str, reason: str) -> http.Response:
         "timeout": "it was idle longer than --lease-timeout",
         "abandoned": "it was abandoned (POST /sessions/{s}/abandon)",
         "lost": "its worker or node was lost",
+        "finished": "the session finished",
     }.get(reason, reason)
     body = (
         "<!doctype html><meta charset=utf-8><title>This session's lease has ended</title>"
@@ -152,14 +153,17 @@ def hold(session: Session, flow: http.HTTPFlow) -> bool:
     """A request of `session`: when its lease ended before its finish, answered here (`ended_page`),
     counted and kept out of the trace (True); else its lease counts it as use (`--lease-timeout`)."""
     lease = session.attempt.lease
-    if lease is None or session.attempt.state is SessionState.FINISHED:
+    if lease is None:
         return False
-    if lease.ended_early is None:
+    finished = session.attempt.state is SessionState.FINISHED
+    if lease.ended_early is None and not finished:
         lease.touch()
         return False
+    # A finished session's replicas are back in the pool too (another session may hold them now): its
+    # browser's late requests go no further than an ended lease's.
     lease.refused_after_end += 1
     flow.metadata[REFUSED_KEY] = True
-    flow.response = ended_page(flow.request.url, session.name, lease.ended_early)
+    flow.response = ended_page(flow.request.url, session.name, lease.ended_early or "finished")
     return True
 
 
