@@ -69,6 +69,20 @@ def test_serve_refuses_a_bad_advertised_host_in_one_line(tmp_path: Path) -> None
     )
 
 
+def test_ray_workers_refuse_one_advertised_host(tmp_path: Path) -> None:
+    """Ray workers are on machines of their own: one advertised host cannot name them all (refused
+    before Ray is contacted: the address names nothing listening)."""
+    ports = ["--port", "0", "--session-port", "0", "--control-port", "0"]
+    done = subprocess.run([str(CLI), "serve", "--workers", "2", "--ray", "127.0.0.1:1", "--advertise-host",
+                           "host.docker.internal", *ports],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == (
+        "webarena-live serve: --advertise-host names one host; with --ray each worker's sessions are on its "
+        "own node\n"
+    )
+
+
 @pytest.fixture()
 def namespaces() -> Iterator[Namespaces]:
     if os.geteuid() != 0:
