@@ -34,7 +34,7 @@ from webarena_live.control.context import RESERVED_HOST
 from webarena_live.evaluator import __version__
 from webarena_live.proxy.addon import WebArenaLive
 from webarena_live.proxy.kept_listeners import adopt_kept_listeners
-from webarena_live.proxy.options import options_from_flags
+from webarena_live.proxy.options import advertise_host_problem, options_from_flags
 from webarena_live.proxy.strangers import exposure_problem
 from webarena_live.replicas.build import banner_line
 
@@ -212,6 +212,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"webarena-live serve: {problem}", file=sys.stderr)
         return 2
     options = options_from_flags(args)
+    if problem := advertise_host_problem(options["webarena_advertise_host"]):
+        print(f"webarena-live serve: --advertise-host: {problem}", file=sys.stderr)
+        return 2
     if problem := exposure_problem(
         listen_host=args.listen_host, control_host=options["webarena_control_host"],
         control_port=options["webarena_control_port"], token=options["webarena_control_token"] or None,

@@ -24,7 +24,8 @@ _FRONT_ONLY = frozenset(
     {"webarena_session_port", "webarena_control_port", "webarena_control_host", "webarena_session_ports",
      "webarena_control_token"}
 )  # fmt: skip
-"""Options the front keeps for itself: each worker gets its own ports, the token by environment."""
+"""Options the front keeps for itself: each worker gets its own ports, the token by environment.
+`webarena_advertise_host` is passed on: a session's address is its worker's port on this machine."""
 
 _CARRIED = frozenset({"webarena_tasks", "webarena_config", "webarena_output_dir", "listen_host"})
 """Options each Ray worker gets its own value of: copies of the files, its node's folders and address."""
@@ -90,6 +91,8 @@ def plan_of(args: argparse.Namespace, count: int) -> FleetPlan | str:
         lease_timeout = parse_lease_timeout(args.lease_timeout or "")
     except WebArenaLiveError as error:
         return str(error)
+    if args.ray and options["webarena_advertise_host"]:  # each Ray worker answers its own node's address
+        return "--advertise-host names one host; with --ray each worker's sessions are on its own node"
     ray: RayPlan | None = None
     if args.ray:
         planned = _ray_plan(args)

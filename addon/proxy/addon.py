@@ -33,7 +33,7 @@ from webarena_live.proxy.header_login import HeaderLogin
 from webarena_live.proxy.leases import check as check_lease
 from webarena_live.proxy.leases import hold, log_for, pool_for, watch_idle
 from webarena_live.proxy.leases import record as record_mutation
-from webarena_live.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING
+from webarena_live.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING, advertise_host_problem
 from webarena_live.proxy.own_listeners import OwnListeners
 from webarena_live.proxy.reserved_host import route_control, serve_on_flow
 from webarena_live.proxy.session_addresses import SessionAddresses
@@ -107,6 +107,8 @@ class WebArenaLive:
         elif self.flow_notes is None:
             self.flow_notes = FlowNotes()
         self.browser_services.forward = ctx.options.webarena_forward_browser_traffic
+        if problem := advertise_host_problem(ctx.options.webarena_advertise_host):
+            raise exceptions.OptionsError(f"webarena_advertise_host: {problem}")
         if "webarena_front" in updated:
             self._front = front_address(ctx.options.webarena_front)
         if self.context is not None and not updated.intersection(RECONFIGURING):

@@ -9,7 +9,9 @@ Imports nothing heavy: the CLI reads this table to build `--help`.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -103,6 +105,16 @@ OPTIONS = (
         metavar="HOST", reconfigures=False,
     ),
     AddonOption(
+        "webarena_advertise_host", str, "",
+        "The host a session's proxy address names (POST /sessions, proxy.pac) instead of the listen "
+        "host: the address a client elsewhere (a container) reaches this machine by.",
+        flag="advertise-host", metavar="HOST", reconfigures=False,
+        flag_help="the host POST /sessions answers in each session's proxy address (and its proxy.pac), "
+        "instead of the listen host: the address a container reaches this machine by, e.g. "
+        "host.docker.internal or the bridge's address; pair it with --listen-host and --control-host "
+        "that host can reach (default: the listen host)",
+    ),
+    AddonOption(
         "webarena_control_token", str, "",
         "When set, control requests need the header 'Authorization: Bearer <token>'.",
         flag="control-token", metavar="TOKEN",
@@ -177,6 +189,31 @@ OPTIONS = (
 )  # fmt: skip
 
 RECONFIGURING = frozenset(option.name for option in OPTIONS if option.reconfigures)
+
+
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
+
+
+def advertise_host_problem(host: str) -> str | None:
+    """Why `host` cannot be `webarena_advertise_host` (a hostname or an IP address), or None. An
+    unspecified address (0.0.0.0, ::) is refused: no client can reach a proxy by it."""
+    if not host:
+        return None
+    try:
+        address = ipaddress.ip_address(host.strip("[]") if host.startswith("[") else host)
+    except ValueError:
+        if _HOSTNAME.match(host) and not host.replace(".", "").isdigit():
+            return None
+        return f"{host!r} is not a hostname or an IP address"
+    if address.is_unspecified:
+        return f"{host} names no host a client can reach (give the address it uses to reach this one)"
+    return None
+
+
+def url_host(host: str) -> str:
+    """`host` as the host of a URL (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def with_flags() -> Iterator[AddonOption]:

@@ -20,6 +20,7 @@ from mitmproxy.proxy import mode_specs
 from webarena_live.addresses.placement import Placement, PlacementError, PortRange
 from webarena_live.control.bodies import ControlError
 from webarena_live.proxy.kept_listeners import drop_kept_listener
+from webarena_live.proxy.options import url_host
 from webarena_live.proxy.strangers import Guests, beyond_loopback
 from webarena_live.runs.sessions import FINISHED, STARTED, Session, SessionStore
 
@@ -68,7 +69,10 @@ class SessionAddresses:
             self.placement.place(name, port=port)
 
     def url(self, port: int) -> str:
-        return f"http://{address_host(ctx.options.listen_host)}:{port}"
+        """The address `POST /sessions` answers: the advertised host (`webarena_advertise_host`, what a
+        container reaches this machine by) when one is set, else the host it listens on."""
+        host = ctx.options.webarena_advertise_host or address_host(ctx.options.listen_host)
+        return f"http://{url_host(host)}:{port}"
 
     async def claim(
         self, session: str, port: int | None = None, *, client: str | None = None, near: str | None = None
