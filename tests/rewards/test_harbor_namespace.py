@@ -1,8 +1,8 @@
 """The exported Harbor task run as Harbor runs it, with no container runtime: a network namespace plays
 the container. `serve` runs in a namespace of its own ("host") listening on its veth address, with
 `--advertise-host` that address; the task's scripts (`environment/start_session.sh`, an agent that
-browses through the proxy with curl, `tests/test.sh` → `webarena-live verify`) run in the other
-("container"), which reaches nothing but that address: the demo shop listens on the host namespace's
+browses through the proxy with curl, the task's test script `test.sh` → `webarena-live verify`) run in
+the other ("container"), which reaches nothing but that address: the demo shop listens on the host namespace's
 loopback, so every page the agent sees came through the proxy. The container's `webarena-live` is this
 venv's (on PATH), not one installed from the exported wheel: the test downloads nothing.
 
