@@ -90,8 +90,8 @@ def create_front_app(front: Front) -> FastAPI:
     @app.post("/sessions")
     async def post_sessions(request: Request) -> Response:
         body = await _bounded_body(request)
-        if body is None:
-            return error_response(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
+        if isinstance(body, Response):
+            return body
         started = _started(body, request.headers.get(CALLER_HEADER))
         if started is None:
             workers = front.up_workers()
@@ -161,8 +161,8 @@ def create_front_app(front: Front) -> FastAPI:
         if isinstance(worker, Response):
             return worker
         body = await _bounded_body(request)
-        if body is None:
-            return error_response(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
+        if isinstance(body, Response):
+            return body
         if front.leases is not None:
             await front.leases.hand_interference(front.http, front.up_workers(), worker, name, front.auth())
         upstream = await front.send(worker, request, body)
@@ -190,8 +190,8 @@ def create_front_app(front: Front) -> FastAPI:
         if isinstance(worker, Response):
             return worker
         body = await _bounded_body(request)
-        if body is None:
-            return error_response(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
+        if isinstance(body, Response):
+            return body
         upstream = await front.send(worker, request, body)
         if isinstance(upstream, Response):
             return upstream
@@ -317,13 +317,13 @@ def _client_of(request: Request) -> str:
     return request.client.host if request.client is not None else ""
 
 
-async def _bounded_body(request: Request) -> bytes | None:
-    """The request's body, or None when it is over the control API's cap."""
+async def _bounded_body(request: Request) -> bytes | Response:
+    """The request's body, or the JSON 413 to answer when it is over the control API's cap."""
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > MAX_CONTROL_BODY:
-            return None
+            return error_response(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
 
