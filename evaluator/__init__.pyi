@@ -73,9 +73,9 @@ from .site_answers import unanswered_events as unanswered_events
 from .site_answers import url_origin as url_origin
 from .site_checks import placeholder as placeholder
 from .site_checks import site_key as site_key
+from .site_environment import read_config_file as read_config_file
 from .site_rules import SiteRule as SiteRule
 from .sites import SiteMap as SiteMap
-from .sites import read_config_file as read_config_file
 from .stats import mcnemar_exact_p as mcnemar_exact_p
 from .stats import paired_difference as paired_difference
 from .stats import wilson_interval as wilson_interval

@@ -22,7 +22,6 @@ refused with one line per problem.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +36,13 @@ from webarena_live.evaluator.site_checks import (
     placeholder,
     site_key,
 )
-from webarena_live.evaluator.site_rules import SiteRule
+from webarena_live.evaluator.site_environment import (
+    Replica,
+    SiteEnvironment,
+    login_name,
+    login_value,
+    read_config_file,
+)
 
 if TYPE_CHECKING:
     from webarena_live.evaluator.trace import NetworkTrace
@@ -52,88 +57,6 @@ def _under(url: str, base: str) -> bool:
     return (
         url == base or url.startswith(base + "/") or url.startswith(base + "?") or url.startswith(base + "#")
     )
-
-
-def _login_name(credentials: Mapping[str, str] | None) -> str:
-    """Who a site's auto-login header signs in: `username`, or `email` (the storefront's customer)."""
-    return (credentials or {}).get("username") or (credentials or {}).get("email") or ""
-
-
-def _password(credentials: Mapping[str, str] | None) -> str:
-    return (credentials or {}).get("password", "")
-
-
-def read_config_file(path: str | Path) -> Any:
-    """A config file's JSON content; SiteConfigError naming the file when it cannot be read or parsed."""
-    file = Path(path)
-    try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise SiteConfigError(f"{file}: cannot read site config: {error.strerror or error}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise SiteConfigError(f"{file}: site config is not valid JSON: {error}") from None
-
-
-class Replica(BaseModel):
-    """One complete deployment of a site: its URLs (the first is where agents start) and the endpoint
-    that brings it back to its seeded state."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    urls: tuple[str, ...]
-    reset_url: str | None = None
-
-    @property
-    def url(self) -> str:
-        return self.urls[0]
-
-
-class SiteEnvironment(BaseModel):
-    """The URLs one site is reachable at, and which of them new requests go to."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    urls: tuple[str, ...] = ()
-    active_url_idx: int | None = None
-    use_header_login: bool = False
-    """Log in with the site's auto-login header (`AUTO_LOGIN_HEADERS`), built from `credentials`."""
-    credentials: dict[str, str] | None = None
-    reset_url: str | None = None
-    """This project's own key: a URL to POST to before a session that asks for a reset (e.g. the
-    environment-control server's restart endpoint); the reference ignores it."""
-    replicas: tuple[Replica, ...] = ()
-    """This project's own key: the site's deployments. Given in a config, `urls` is every replica's
-    URLs; a config with plain `urls` (and `reset_url`) is one replica."""
-    reads: tuple[SiteRule, ...] = ()
-    """This project's own key: requests that only read the site (`site_rules`; the replica pool's)."""
-    changes: tuple[SiteRule, ...] = ()
-    """This project's own key: requests that change the site whatever else says (`site_rules`)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _replica_urls(cls, data: Any) -> Any:
-        # With `replicas`, the site's URLs are all of theirs: any derenders, the reference reads them all.
-        if isinstance(data, dict) and data.get("replicas") and not data.get("urls"):
-            urls = [url for replica in data["replicas"] if isinstance(replica, dict)
-                    for url in replica.get("urls") or ()]  # fmt: skip
-            return {**data, "urls": urls}
-        return data
-
-    @model_validator(mode="after")
-    def _default_active(self) -> SiteEnvironment:
-        # Like the reference: no index given means the first URL.
-        if self.active_url_idx is None and self.urls:
-            object.__setattr__(self, "active_url_idx", 0)
-        if not self.replicas and self.urls:
-            object.__setattr__(self, "replicas", (Replica(urls=self.urls, reset_url=self.reset_url),))
-        return self
-
-    @property
-    def active_url(self) -> str | None:
-        idx = self.active_url_idx
-        if not self.urls or idx is None or not 0 <= idx < len(self.urls):
-            return None
-        return self.urls[idx]
 
 
 class SiteMap(BaseModel):
@@ -201,7 +124,7 @@ class SiteMap(BaseModel):
         return [
             placeholder(name)
             for name, env in sorted(self.environments.items())
-            if env.use_header_login and not _login_name(env.credentials)
+            if env.use_header_login and not login_name(env.credentials)
         ]
 
     @property
@@ -217,9 +140,12 @@ class SiteMap(BaseModel):
     def login_headers_by_site(self) -> dict[str, tuple[str, str]]:
         """site -> (header, value) for each site that logs in by header (`use_header_login`)."""
         return {
-            name: (AUTO_LOGIN_HEADERS[name], f"{_login_name(env.credentials)}:{_password(env.credentials)}")
+            name: (
+                AUTO_LOGIN_HEADERS[name],
+                login_value(env.credentials),
+            )
             for name, env in sorted(self.environments.items())
-            if env.use_header_login and name in AUTO_LOGIN_HEADERS and _login_name(env.credentials)
+            if env.use_header_login and name in AUTO_LOGIN_HEADERS and login_name(env.credentials)
         }
 
     @property

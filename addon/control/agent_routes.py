@@ -11,20 +11,18 @@ from __future__ import annotations
 
 import time
 from importlib import resources
-from typing import Annotated
-from urllib.parse import unquote
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 
 from webarena_live.control.bodies import ControlError, parse_final_response
-from webarena_live.control.context import ControlContext, find_session
+from webarena_live.control.context import Control, session_in_path
 from webarena_live.control.errors import JsonResponse
 from webarena_live.control.leasing import interference_of
 from webarena_live.control.models import SessionName
 from webarena_live.runs.attempt import Attempt
-from webarena_live.runs.finish_outcome import FinishRefused
+from webarena_live.runs.finish_outcome import FinishRefused, no_task_detail
 from webarena_live.runs.sessions import Session
 from webarena_live.runs.settings import SessionState
 
@@ -32,21 +30,10 @@ DASHBOARD = resources.files("webarena_live.control") / "dashboard"
 """The dashboard's page, script and style (package data: a real directory in an installed wheel)."""
 
 
-async def _control(request: Request) -> ControlContext:
-    return request.app.state.control
-
-
-Control = Annotated[ControlContext, Depends(_control)]
-
-
-def no_task_detail(session: Session) -> str:
-    return f"session {session.name!r} has no task; POST /sessions with a task_id first"
-
-
 def task_attempt(session: Session) -> Attempt:
     """The session's attempt at its task; 409 while it has none (idle traffic only)."""
     if session.task is None:
-        raise ControlError(409, "no_task", no_task_detail(session))
+        raise ControlError(409, "no_task", no_task_detail(session.name))
     return session.attempt
 
 
@@ -60,7 +47,7 @@ def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> A
         responses=documented["progress"],
     )
     async def get_progress(session: SessionName, ctx: Control) -> Response:
-        attempt = task_attempt(find_session(ctx, unquote(session)))
+        attempt = task_attempt(session_in_path(ctx, session))
         started = time.perf_counter()
         progress = attempt.progress().model_dump(mode="json")
         return JsonResponse(progress, headers=server_timing(started))
@@ -77,14 +64,14 @@ def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> A
         },
     )
     async def post_preview(session: SessionName, request: Request, ctx: Control) -> Response:
-        attempt = task_attempt(find_session(ctx, unquote(session)))
+        attempt = task_attempt(session_in_path(ctx, session))
         response = parse_final_response(await request.body())
         started = time.perf_counter()
         try:
             result = attempt.preview(response)
         except FinishRefused as refused:
             raise ControlError(409, refused.reason, refused.detail_body) from None
-        found = find_session(ctx, unquote(session))
+        found = session_in_path(ctx, session)
         if attempt.state is not SessionState.FINISHED:  # a finished one's is the finish's, kept
             result = result.model_copy(update={"interference": interference_of(ctx, found, keep=True)})
         answer = {**result.to_dict(), **attempt.sites_answered()}  # as the finish would answer it

@@ -13,41 +13,33 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, unquote
 
-from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi import FastAPI, Header, Query, Request
 from fastapi.openapi.utils import get_openapi
 from pydantic import ValidationError
 from starlette.responses import FileResponse, Response
 
 from webarena_live.control import models
-from webarena_live.control.agent_routes import agent_router, dashboard_files, no_task_detail
+from webarena_live.control.agent_routes import agent_router, dashboard_files
 from webarena_live.control.bodies import ControlError, parse_final_response, parse_json_body
 from webarena_live.control.context import (
+    Control,
     ControlContext,
-    begin_session,
-    find_session,
     find_task,
     health,
     list_sessions,
-    plan_start,
+    session_in_path,
     task_view,
 )
 from webarena_live.control.errors import JsonResponse, install_error_handlers, validation_detail
-from webarena_live.control.leasing import (
-    LEASE_HEADER,
-    interference_of,
-    lease_for,
-    lease_router,
-    release,
-    reset_first,
-    reset_leased,
-)
+from webarena_live.control.leasing import LEASE_HEADER, interference_of, lease_router
 from webarena_live.control.middleware import BodyCap, CommonHeaders, Guard, RawPath
 from webarena_live.control.models import SessionName
 from webarena_live.control.pac import PAC_MEDIA_TYPE, proxy_auto_config
 from webarena_live.control.run_view import plotly_script, run_figures
+from webarena_live.control.starts import StartHeaders, start_session
 from webarena_live.control.streams import Streams, global_stream, session_stream
 from webarena_live.evaluator import __version__, trace_to_har
-from webarena_live.runs.finish_outcome import FinishRefused, OutputsFailed
+from webarena_live.runs.finish_outcome import FinishRefused, OutputsFailed, no_task_detail
 from webarena_live.runs.sessions import Session
 from webarena_live.runs.settings import SessionState
 
@@ -105,11 +97,6 @@ def _body(schema: dict[str, Any]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
-async def _control(request: Request) -> ControlContext:
-    return request.app.state.control
-
-
-Control = Annotated[ControlContext, Depends(_control)]
 Since = Annotated[int, Query(description="first event index to return")]
 StatusFilter = Annotated[
     list[int] | None,
@@ -201,34 +188,10 @@ def create_app(control: ControlContext | None) -> FastAPI:
             start = models.StartSession.model_validate(parse_json_body(await request.body()))
         except ValidationError as error:
             raise ControlError(400, "bad_request", validation_detail(error.errors())) from None
-        plan = plan_start(ctx, start, caller=unquote(caller) if caller else None)
-        lease = await lease_for(ctx, plan, wait=start.wait, header=leased)  # may wait; 503 when none fits
-        addresses = ctx.addresses
-        # who may use the address beyond loopback: who asked (the front names the client it served)
-        guests = {"client": client or (request.client.host if request.client else None), "near": start.near}
-        try:
-            outcomes = None
-            if start.reset:
-                outcomes = await reset_leased(ctx, plan.name, start.reset_timeout)
-                if outcomes is None:
-                    outcomes = await reset_first(ctx, plan.task.sites, start.reset_timeout)
-            if plan.resumed is None:  # the address first: a refusal (503) then changes nothing
-                address = await addresses.claim(plan.name, port, **guests) if addresses is not None else None
-        except ControlError:
-            release(ctx, plan.name, "refused")
-            raise
-        reply = begin_session(ctx, plan, lease)
-        if plan.resumed is not None:  # resumed (a restarted worker): the journal's events first, then the
-            # port opens, since agents that already hold the address send as soon as it listens
-            address = await addresses.claim(plan.name, port, **guests) if addresses is not None else None
-        if address is not None:  # the session holds it too (proxy/session_addresses.py writes it there)
-            reply["proxy"] = address
-            secret = addresses.secret_of(plan.name) if addresses is not None else None
-            if secret:  # beyond loopback: the password that lets any client in
-                reply["secret"] = secret
-        if outcomes is not None:
-            reply["reset"] = [outcome.view() for outcome in outcomes]
-        return JsonResponse(reply)
+        client = client or (request.client.host if request.client else None)
+        caller = unquote(caller) if caller else None
+        headers = StartHeaders(caller=caller, port=port, lease=leased, client=client)
+        return JsonResponse(await start_session(ctx, start, headers))
 
     @app.get(
         "/sessions/{session}",
@@ -236,7 +199,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
         responses=_documented(models.SessionView, *_GUARDED),
     )
     async def get_session(session: SessionName, ctx: Control) -> Response:
-        return JsonResponse(find_session(ctx, unquote(session)).describe())
+        return JsonResponse(session_in_path(ctx, session).describe())
 
     @app.get(
         "/sessions/{session}/trace",
@@ -246,7 +209,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
     async def get_trace(
         session: SessionName, ctx: Control, since: Since = 0, status: StatusFilter = None
     ) -> Response:
-        found = find_session(ctx, unquote(session))
+        found = session_in_path(ctx, session)
         events = list(found.events_view(since))
         if status is not None:  # `count` stays the whole trace's
             wanted = set(status)
@@ -267,7 +230,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
         tail: Tail = None,
         last_event_id: Annotated[str | None, Header(include_in_schema=False)] = None,
     ) -> Response:
-        found = find_session(ctx, unquote(session))
+        found = session_in_path(ctx, session)
         if last_event_id is not None and found.result is not None:
             # A browser's EventSource reconnects whenever a stream ends; after the finish it already has
             # everything, and a 204 is what makes it stop (the HTML standard's "fail the connection").
@@ -296,7 +259,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
         openapi_extra=_body({"$ref": "#/components/schemas/FinalResponse"}),
     )
     async def post_finish(session: SessionName, request: Request, ctx: Control) -> Response:
-        answer = finish(ctx, find_session(ctx, unquote(session)), await request.body())
+        answer = finish(ctx, session_in_path(ctx, session), await request.body())
         if ctx.addresses is not None:
             await ctx.addresses.settle()  # the session's address is closed when the agent hears back
         return answer
@@ -307,7 +270,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
         responses=_documented(models.Har, *_GUARDED),
     )
     async def get_har(session: SessionName, ctx: Control) -> Response:
-        return JsonResponse(trace_to_har(find_session(ctx, unquote(session)).trace))
+        return JsonResponse(trace_to_har(session_in_path(ctx, session).trace))
 
     @app.get(
         "/sessions/{session}/proxy.pac",
@@ -318,7 +281,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
         },
     )
     async def get_proxy_pac(session: SessionName, ctx: Control) -> Response:
-        found = find_session(ctx, unquote(session))
+        found = session_in_path(ctx, session)
         if found.proxy is None:
             detail = (
                 f"session {found.name!r} holds no proxy address (start it with POST /sessions; "
@@ -365,7 +328,7 @@ def create_app(control: ControlContext | None) -> FastAPI:
 def finish(ctx: ControlContext, session: Session, body: bytes) -> Response:
     """The finish route's work: the session's attempt judges, the answer is its `eval_result.json`."""
     if session.task is None:  # before reading the body, as any request to a session without a task
-        raise ControlError(409, "no_task", no_task_detail(session))
+        raise ControlError(409, "no_task", no_task_detail(session.name))
     response = parse_final_response(body)
     finished = session.attempt.state is SessionState.FINISHED  # a repeat: no new interference to take
     try:
@@ -387,9 +350,7 @@ def finish(ctx: ControlContext, session: Session, body: bytes) -> Response:
     answer = {**outcome.result.to_dict(), **outcome.sites}
     if outcome.repeated:  # the front forwards it and does none of a first finish's work again
         headers[REPEATED_HEADER] = "true"
-        return JsonResponse(answer, headers=headers)
-    release(ctx, session.name, "finished")
-    return JsonResponse(answer, headers=headers)
+    return JsonResponse(answer, headers=headers)  # its `finished` notice freed its address and lease
 
 
 def openapi_document(app: FastAPI | None = None) -> dict[str, Any]:

@@ -14,7 +14,10 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
+from urllib.parse import unquote
+
+from fastapi import Depends, Request
 
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.models import StartSession
@@ -42,6 +45,7 @@ from webarena_live.runs.recovery import (
 )
 from webarena_live.runs.sessions import (
     DEFAULT_SESSION,
+    FINISHED,
     Session,
     SessionState,
     SessionStore,
@@ -70,9 +74,41 @@ class SessionAddresses(Protocol):
         """The session's secret when its address is guarded (beyond loopback), else None."""
         ...
 
+    def release(self, session: str) -> None:
+        """Close the session's address (a finish: `SessionEnds`); nothing when it holds none."""
+        ...
+
     async def settle(self) -> None:
         """Wait until the ports released so far are closed."""
         ...
+
+
+class SessionEnds:
+    """Subscribed to the sessions' notices: a `finished` notice frees the session's address and its
+    lease, so a finish frees both in one way whichever route or caller finished it.
+
+    One per session store (`attach`): the control context is rebuilt when the proxy is reconfigured, and
+    the ends of the current one (its pool, its addresses) take the place of the last one's."""
+
+    def __init__(self, ctx: ControlContext) -> None:
+        self.ctx = ctx
+
+    @classmethod
+    def attach(cls, ctx: ControlContext) -> SessionEnds:
+        """The ends of `ctx`'s sessions, in place of those of the context it replaces (one per store)."""
+        ends = cls(ctx)
+        ctx.sessions.notices.subscribe(ends.on_notice, role="ends")
+        return ends
+
+    def on_notice(self, session: Session, kind: str, payload: dict[str, Any] | None) -> None:
+        if kind != FINISHED:
+            return
+        ctx = self.ctx
+        if ctx.addresses is not None:
+            ctx.addresses.release(session.name)
+        session.proxy = None
+        if ctx.pool is not None:
+            ctx.pool.release(session.name, "finished")
 
 
 class ControlContext:
@@ -111,6 +147,7 @@ class ControlContext:
         worker's (`control/leasing.py`)."""
         self.front_interference: dict[str, dict[str, Any]] = {}
         """A worker's: the interference its front gave for a session's next finish."""
+        SessionEnds.attach(self)
 
     @property
     def settings(self) -> RunSettings:
@@ -156,6 +193,19 @@ def find_session(ctx: ControlContext, name: str) -> Session:
     if session.attempt.lease is not None and session.attempt.lease.ended is None:
         session.attempt.lease.touch()  # a control call is use too (--lease-timeout counts idle time)
     return session
+
+
+def session_in_path(ctx: ControlContext, session: str) -> Session:
+    """The session a route's path names (percent-decoded: the raw path keeps `%2F` and the like)."""
+    return find_session(ctx, unquote(session))
+
+
+async def _control(request: Request) -> ControlContext:
+    return request.app.state.control
+
+
+Control = Annotated[ControlContext, Depends(_control)]
+"""What every route works on, as a FastAPI dependency (the app's `state.control`)."""
 
 
 def find_task(ctx: ControlContext, task_id: int) -> Task:

@@ -24,9 +24,9 @@ from webarena_live.control.context import ControlContext, StartPlan, find_sessio
 from webarena_live.control.errors import JsonResponse, as_control_error
 from webarena_live.control.models import Abandon, SessionName
 from webarena_live.evaluator import site_key
-from webarena_live.replicas import Lease, PoolError, lease_of, read_lease, write_lease
+from webarena_live.replicas import Lease, PoolError, lease_of, no_interference, read_lease, write_lease
 from webarena_live.replicas.reset import ResetOutcome, reset_sites, sites_without_reset
-from webarena_live.runs.sessions import Session
+from webarena_live.runs.sessions import NoticeKind, Session
 from webarena_live.runs.settings import SessionState
 
 logger = logging.getLogger("webarena_live.replicas")
@@ -35,7 +35,6 @@ LEASE_HEADER = "X-WebArena-Live-Lease"
 """Set by a fleet's front on the `POST /sessions` it forwards: the session's lease, `{site: index}`."""
 INTERFERENCE_LISTED = 100
 """Mutations an interference lists (the first ones); `count` says how many there were."""
-NO_INTERFERENCE: dict[str, Any] = {"exposed": False, "count": 0, "mutations": [], "replicas": {}}
 
 
 def front_lease(ctx: ControlContext, header: str, session: str) -> Lease:
@@ -103,7 +102,7 @@ def interference_of(ctx: ControlContext, session: Session, *, keep: bool = False
     if given is not None:
         return given
     if ctx.pool is None:
-        return dict(NO_INTERFERENCE)
+        return no_interference()
     return listed(ctx.pool.interference(session.name, since=session.attempt.started))
 
 
@@ -138,7 +137,7 @@ def abandon(ctx: ControlContext, session: Session, reason: str | None, ended: st
         )  # fmt: skip
         if attempt.journal is not None:
             write_lease(attempt.journal.path, lease)
-        ctx.sessions.notices.publish(session, "pool", {"kind": "release", "reason": ended})
+        ctx.sessions.notices.publish(session, NoticeKind.POOL, {"kind": "release", "reason": ended})
     return lease
 
 

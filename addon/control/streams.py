@@ -10,8 +10,8 @@ happened since the last write at once (after a quiet spell, at once). Capture
 builds nothing for a watcher: it only wakes the stream, which reads the new
 events from the session's trace when it writes (`EventFeed`), so a watched
 run pays for each event's message in one tight loop a few times a second,
-not on the proxy's per-flow path. Lifecycle notices (`reset`, `finished`,
-`session`) are queued as they happen, with where they fell in the trace, so
+not on the proxy's per-flow path. Lifecycle notices (`reset`: a restart,
+`session`: a start, `finished`, `pool`) are queued as they happen, with where they fell in the trace, so
 every event still comes out in order around them, each its own message.
 """
 
@@ -28,7 +28,6 @@ from webarena_live.evaluator import NetworkTrace
 from webarena_live.runs.sessions import (
     EVENT,
     FINISHED,
-    STARTED,
     TRACE_REPLACED,
     NoticeBus,
     Session,
@@ -103,7 +102,7 @@ class EventFeed:
 
     A session's trace is replaced when it starts again (or, idle, when it
     reaches its cap), and a replaced trace never grows: so at the notice of
-    a replacement (`reset`, `TRACE_REPLACED`) the feed writes what is left
+    a replacement (`reset`: a restart, `TRACE_REPLACED`) the feed writes what is left
     of the trace it was reading, then follows the new one.
     """
 
@@ -228,7 +227,7 @@ def session_stream(
             assert subscription is not None
             if kind == EVENT:
                 subscription.wake()
-            elif kind != STARTED:  # the global stream's notice; this one opened with the session's state
+            else:  # a start after the opening tells the new state (`session`), as the opening did
                 subscription.put((kind, payload, session.trace, len(session.trace)))
 
         try:
@@ -265,8 +264,8 @@ def session_stream(
 def global_stream(
     streams: Streams, store: SessionStore, *, snapshot: bool, each_event: bool = True
 ) -> EventSourceResponse:
-    """Every session as it is now, then every session's notices: `session` (started), `event`,
-    `reset`, `finished`; each names its session, and each session's come in order. Without
+    """Every session as it is now, then every session's notices: `reset` (restarted), `session`
+    (started), `event`, `finished`, `pool`; each names its session, and each session's come in order. Without
     `each_event`, a write tells a session's new events as one `counts` notice (its event counts by
     type then), after the write's other notices, for watchers that only count them."""
 

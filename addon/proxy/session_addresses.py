@@ -22,7 +22,7 @@ from webarena_live.control.bodies import ControlError
 from webarena_live.proxy.kept_listeners import drop_kept_listener
 from webarena_live.proxy.options import url_host
 from webarena_live.proxy.strangers import Guests, beyond_loopback
-from webarena_live.runs.sessions import FINISHED, STARTED, Session, SessionStore
+from webarena_live.runs.sessions import STARTED, Session, SessionStore
 
 logger = logging.getLogger(__name__)
 
@@ -130,13 +130,10 @@ class SessionAddresses:
             ctx.options.update(mode=modes)  # mitmproxy stops that listener in the background
 
     def on_notice(self, session: Session, kind: str, payload: dict[str, Any] | None) -> None:
-        """Subscribed to the sessions' notices: a started session holding a port gets its address, a
-        finished session's port is released."""
+        """Subscribed to the sessions' notices: a started session holding a port gets its address (a
+        finished session's is released by the control API's `SessionEnds`, with its lease)."""
         if kind == STARTED and (port := self.placement.port_of(session.name)) is not None:
             session.proxy = self.url(port)
-        elif kind == FINISHED:
-            self.release(session.name)
-            session.proxy = None
 
     async def settle(self) -> None:
         """Wait until the listeners match the addresses held: a port released by a finish is closed

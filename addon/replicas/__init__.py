@@ -24,7 +24,7 @@ from webarena_live.replicas.policy import (
     parse_isolation,
     parse_lease_timeout,
 )
-from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters
+from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters, no_interference
 
 __all__ = [
     "MUTATING_METHODS",
@@ -43,6 +43,7 @@ __all__ = [
     "is_mutating",
     "isolation_problems",
     "lease_of",
+    "no_interference",
     "parse_isolation",
     "parse_lease_timeout",
     "read_lease",

@@ -42,7 +42,8 @@ from webarena_live.replicas.lease import Lease
 from webarena_live.replicas.mutations import MutationLog, add_reads
 from webarena_live.replicas.policy import Isolation, default_isolation, is_mutating
 from webarena_live.replicas.reset import RESET_TIMEOUT, ResetOutcome, reset_endpoint
-from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters
+from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters, no_interference
+from webarena_live.replicas.views import counters_view, pool_status
 
 logger = logging.getLogger("webarena_live.replicas")
 
@@ -244,7 +245,7 @@ class ReplicaPool:
         true when there is at least one."""
         lease = self.leases.get(session)
         if lease is None:
-            return {"exposed": False, "mutations": [], "replicas": {}}
+            return no_interference()
         start = lease.started if since is None else since
         others = sorted(
             (m for replica in self._leased(lease) for m in replica.mutations
@@ -329,37 +330,14 @@ class ReplicaPool:
     # --- views ----------------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """The pool as `/health` shows it: per site its replicas, how many are leased, free, resetting or
-        out of service, and the reset counters; the policy and how many starts wait."""
-        sites = {}
-        for name, replicas in sorted(self.replicas.items()):
-            views = [r.view() for r in replicas]
-            states = [v["state"] for v in views]
-            counters = self.counters[name]
-            sites[placeholder(name)] = {
-                "replicas": views,
-                "leased": states.count("leased"),
-                "free": states.count("free"),
-                "resetting": states.count("resetting"),
-                "out_of_service": states.count("out_of_service"),
-                "dirty": states.count("dirty"),
-                "resets": counters.resets,
-                "resets_skipped": counters.skipped,
-                "resets_failed": counters.failed,
-                "reset_seconds": round(counters.seconds, 3),
-                "reads_by_rule": {},  # POSTs and the like a rule judged reads (`changes`): no reset
-            }
-        status = {"isolation": str(self.isolation), "waiting": self.waiting, "leases": len(self.leases),
-                  "sites": sites, "refused": list(self.refused)}  # fmt: skip
+        """The pool as `/health` shows it (`views.pool_status`)."""
+        policy, leases, refused = str(self.isolation), len(self.leases), list(self.refused)
+        status = pool_status(self.replicas, self.counters, policy, self.waiting, leases, refused)
         return add_reads(status, self.log.reads_view())
 
     def counters_view(self) -> dict[str, Any]:
         """Per site: resets done, skipped (released clean), failed, and seconds spent resetting."""
-        return {
-            placeholder(name): {"resets": c.resets, "resets_skipped": c.skipped, "resets_failed": c.failed,
-                                "reset_seconds": round(c.seconds, 3)}
-            for name, c in sorted(self.counters.items())
-        }  # fmt: skip
+        return counters_view(self.counters)
 
     def _keep(self) -> None:
         """The replicas' state and the counters on disk (`memory.py`), atomically; a write that fails

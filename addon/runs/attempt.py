@@ -47,10 +47,10 @@ from webarena_live.evaluator import (
 )
 from webarena_live.replicas import Lease
 from webarena_live.runs.answers import different_answer
-from webarena_live.runs.finish_outcome import FinishOutcome, FinishRefused, OutputsFailed
+from webarena_live.runs.finish_outcome import FinishOutcome, FinishRefused, OutputsFailed, no_task_detail
 from webarena_live.runs.har_spool import SPOOL_SUBDIR, HarSpool
 from webarena_live.runs.journal import Journal, entry_json_bytes, journal_filename
-from webarena_live.runs.outputs import write_outputs
+from webarena_live.runs.outputs import attempt_record, write_outputs
 from webarena_live.runs.settings import RunSettings, SessionState
 
 BROWSER_REQUESTS_LISTED = 20
@@ -97,11 +97,12 @@ class Attempt:
         self._earlier: str | None = None
         """Where the finish moved the task's earlier attempt, if it found one."""
         self.late_events = 0
+        """Events that arrived after the finish (not in the trace)."""
         self.browser_requests = 0
         """Requests of the browser itself (update and connectivity checks) seen in this attempt's
         traffic and kept out of its trace (`proxy/browser_traffic.py`)."""
         self.recent_browser_requests: deque[str] = deque(maxlen=BROWSER_REQUESTS_LISTED)
-        """Events that arrived after the finish (not in the trace)."""
+        """The newest `BROWSER_REQUESTS_LISTED` of them, as `METHOD URL`."""
         self.dropped_idle_events = 0
         """Events of an idle attempt no longer held in memory (its journal has them)."""
         self._settings = settings
@@ -283,8 +284,7 @@ class Attempt:
 
     def _task(self) -> Task:
         if self.task is None:
-            raise FinishRefused("no_task", f"session {self.session!r} has no task; POST /sessions with a "
-                                "task_id first")  # fmt: skip
+            raise FinishRefused("no_task", no_task_detail(self.session))
         return self.task
 
     def _check_finishable(self) -> None:
@@ -317,24 +317,6 @@ class Attempt:
             found[EARLIER_ATTEMPT] = self._earlier
         return found
 
-    def record(self, finished: float, interference: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The attempt's own record, written beside its files (`ATTEMPT_FILE`)."""
-        task_id = self.task.task_id if self.task is not None else None
-        record: dict[str, Any] = {
-            "attempt": self.id, "session": self.session, "task_id": task_id, "run": self.run,
-            "started": _iso(self.started), "finished": _iso(finished),
-        }  # fmt: skip
-        if self.lease is not None:
-            record["replicas"] = self.lease.replicas
-        if interference is not None:
-            record["interference"] = interference
-        if self.lease is not None and self.lease.ended_early:
-            record["lease_ended"] = self.lease.ended_early
-            if self.lease.ended_detail:
-                record["lease_ended_reason"] = self.lease.ended_detail
-            record["refused_after_lease_end"] = self.lease.refused_after_end
-        return record
-
     def _write(
         self, settings: RunSettings, answer: FinalAnswer, result: TaskResult, finished: float
     ) -> dict[str, str]:
@@ -349,7 +331,7 @@ class Attempt:
             return write_outputs(
                 settings.output_dir,
                 task_id=self.task.task_id,
-                record=self.record(finished, result.interference),
+                record=attempt_record(self, finished, result.interference),
                 run=self.run,
                 raw_response=answer,
                 trace=self.trace,
@@ -398,7 +380,3 @@ class Attempt:
         if self.outputs:
             view["outputs"] = self.outputs
         return view
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")

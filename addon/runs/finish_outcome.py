@@ -9,6 +9,11 @@ from typing import Any
 from webarena_live.evaluator import TaskResult, WebArenaLiveError
 
 
+def no_task_detail(session: str) -> str:
+    """Why a session without a task (idle traffic only) cannot be finished, previewed or judged."""
+    return f"session {session!r} has no task; POST /sessions with a task_id first"
+
+
 class FinishRefused(WebArenaLiveError):
     """The attempt cannot be finished now; `reason` is a stable code (`already_finished`, `no_events`,
     `different_answer`); `detail` is text, or for `different_answer` the two answers."""

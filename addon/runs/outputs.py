@@ -8,8 +8,9 @@ with what only a live session has: the HAR spooled while the session ran, and th
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webarena_live.evaluator import (
     ATTEMPT_FILE,
@@ -27,6 +28,9 @@ from webarena_live.evaluator import (
 )
 from webarena_live.runs.har_spool import HarSpool
 from webarena_live.runs.redact import redact_har
+
+if TYPE_CHECKING:
+    from webarena_live.runs.attempt import Attempt
 
 
 def write_outputs(
@@ -59,3 +63,29 @@ def write_outputs(
             write_text_atomically(trace_path, json.dumps(redact_har(har) if redact else har, indent=1))
         write_json_atomically(target.path(RESULT_FILE), result.to_file_dict())
         return target.written()  # inside the hold (see `AttemptDir.written`)
+
+
+def attempt_record(
+    attempt: Attempt, finished: float, interference: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The attempt's own record, written beside its files (`ATTEMPT_FILE`): its id, session, task, run,
+    times, replicas, interference and how its lease ended (`attempt.json`)."""
+    task_id = attempt.task.task_id if attempt.task is not None else None
+    record: dict[str, Any] = {
+        "attempt": attempt.id, "session": attempt.session, "task_id": task_id, "run": attempt.run,
+        "started": _iso(attempt.started), "finished": _iso(finished),
+    }  # fmt: skip
+    if attempt.lease is not None:
+        record["replicas"] = attempt.lease.replicas
+    if interference is not None:
+        record["interference"] = interference
+    if attempt.lease is not None and attempt.lease.ended_early:
+        record["lease_ended"] = attempt.lease.ended_early
+        if attempt.lease.ended_detail:
+            record["lease_ended_reason"] = attempt.lease.ended_detail
+        record["refused_after_lease_end"] = attempt.lease.refused_after_end
+    return record
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Revalidations, Task, TaskResult
@@ -33,21 +34,38 @@ MAX_SESSION_NAME = 128
 IDLE_TRACE_LIMIT = 10_000
 """Events a session without a task keeps in memory; older ones are only in its journal."""
 
-# The kinds of notice on the bus. `EVENT` and `TRACE_REPLACED` are no messages of any stream: an event
-# only wakes the streams, which read it from the trace when they write (control/streams.py), and a
-# replaced idle trace tells them to finish the old trace before the new one.
-EVENT = "event"
-TRACE_REPLACED = "trace-replaced"
-STARTED = "session"
-RESET = "reset"
-FINISHED = "finished"
+
+class NoticeKind(StrEnum):
+    """The kinds of notice on the bus; each is also the name of its message in the event streams (a
+    `StrEnum`: it compares and serializes as its string). `EVENT` and `TRACE_REPLACED` are no messages
+    of any stream: an event only wakes the streams, which read it from the trace when they write
+    (control/streams.py), and a replaced idle trace tells them to finish the old trace before the new one."""
+
+    EVENT = "event"
+    TRACE_REPLACED = "trace-replaced"
+    STARTED = "session"
+    """A session started a task: its view (every start, the first included)."""
+    RESTARTED = "reset"
+    """A session that had a task or events started again: what it had is replaced (before `STARTED`)."""
+    FINISHED = "finished"
+    """A finish judged the session: the result (it frees the session's address and lease)."""
+    POOL = "pool"
+    """The replica pool's word on a session: a lease started or ended, a replica's state changed."""
+
+
+EVENT = NoticeKind.EVENT
+TRACE_REPLACED = NoticeKind.TRACE_REPLACED
+STARTED = NoticeKind.STARTED
+RESTARTED = NoticeKind.RESTARTED
+FINISHED = NoticeKind.FINISHED
 
 logger = logging.getLogger(__name__)
 
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
 Subscriber = Callable[["Session", str, dict[str, Any] | None], None]
-"""Called with the session, the notice's kind and its JSON-ready payload (None for `EVENT`)."""
+"""Called with the session, the notice's kind (a `NoticeKind`) and its JSON-ready payload (None for
+`EVENT`)."""
 
 
 @functools.lru_cache(maxsize=1024)  # asked for every request that names a session
@@ -77,6 +95,8 @@ class NoticeBus:
     def __init__(self) -> None:
         self._subscribers: dict[str | None, list[Subscriber]] = {}
         """By session name; None: every session's."""
+        self._roles: dict[str, Subscriber] = {}
+        """The one subscriber of each role (`subscribe(role=...)`), told every notice but `EVENT`."""
 
     def __bool__(self) -> bool:
         return bool(self._subscribers)
@@ -85,9 +105,24 @@ class NoticeBus:
         """How many subscribe to `session`'s notices alone (to every session's when None)."""
         return len(self._subscribers.get(session, ()))
 
-    def subscribe(self, subscriber: Subscriber, *, session: str | None = None) -> Callable[[], None]:
+    def subscribe(
+        self, subscriber: Subscriber, *, session: str | None = None, role: str | None = None
+    ) -> Callable[[], None]:
         """Tell `subscriber` the notices of `session` (of every session when None); returns the call that
-        unsubscribes it."""
+        unsubscribes it.
+
+        A `role` has one subscriber, told every session's notices but `EVENT` (so capture, which only
+        wakes watchers when there are some, stays free for it) and not counted as a watcher; a new one
+        takes the place of the last (what a rebuilt control context does with the store it keeps:
+        `control/context.py`, `SessionEnds`)."""
+        if role is not None:
+            self._roles[role] = subscriber
+
+            def resign() -> None:
+                if self._roles.get(role) is subscriber:
+                    del self._roles[role]
+
+            return resign
         self._subscribers.setdefault(session, []).append(subscriber)
 
         def unsubscribe() -> None:
@@ -100,7 +135,7 @@ class NoticeBus:
         return unsubscribe
 
     def publish(self, session: Session, kind: str, payload: dict[str, Any] | None = None) -> None:
-        """Tell the session's own subscribers, then everyone's."""
+        """Tell the session's own subscribers, then everyone's, then (but an `EVENT`) the roles'."""
         for key in (session.name, None):
             for subscriber in list(self._subscribers.get(key, ())):
                 try:
@@ -110,6 +145,13 @@ class NoticeBus:
                     subscribers = self._subscribers.get(key, [])
                     if subscriber in subscribers:
                         subscribers.remove(subscriber)
+        if kind == EVENT:
+            return
+        for role, subscriber in list(self._roles.items()):
+            try:
+                subscriber(session, kind, payload)
+            except Exception:  # kept: a role is the process's own bookkeeping, not a watcher
+                logger.exception("the %s subscriber to session notices failed", role)
 
 
 class Session:
@@ -156,7 +198,9 @@ class Session:
         original start of a run resumed from its journal; `lease` the replicas it works on (kept beside
         its journal, so a resumed session keeps them).
         """
-        self.attempt.stop()
+        before = self.attempt
+        restarted = before.task is not None or len(before.trace) > 0 or before.dropped_idle_events > 0
+        before.stop()
         self.attempt = Attempt(
             self.name, task, run=run, settings=self._store.current_settings, started=started
         )
@@ -165,7 +209,8 @@ class Session:
             if self.attempt.journal is not None:
                 write_lease(self.attempt.journal.path, lease)
         view = self.describe()
-        self._store.notices.publish(self, RESET, view)
+        if restarted:  # what watchers show of this session is replaced (a new session replaces nothing)
+            self._store.notices.publish(self, RESTARTED, view)
         self._store.notices.publish(self, STARTED, view)
 
     def append(self, event: NetworkEvent | EventRecord) -> bool:

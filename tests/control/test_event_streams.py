@@ -197,7 +197,8 @@ def test_a_closed_subscription_still_delivers_what_it_holds():
 
 def test_events_around_a_restart_come_out_in_order_in_one_write(tmp_path):
     """The stream reads events from the trace when it writes; a restart in between replaces the trace,
-    and the old run's last events still come before the `reset`, the new run's after it."""
+    and the old run's last events still come before the `reset` (and the new run's `session`), the new
+    run's after them."""
 
     async def scenario(server: ControlServer) -> None:
         ctx = context_of(server)
@@ -217,6 +218,7 @@ def test_events_around_a_restart_come_out_in_order_in_one_write(tmp_path):
         assert told == [
             *[("message", f"/old/{i}", i) for i in range(3)],
             ("reset", "", None),
+            ("session", "", None),  # the new run's state, as the stream opened with the first's
             *[("message", f"/new/{i}", i) for i in range(4)],
         ]
         writer.close()
@@ -290,6 +292,7 @@ def test_an_idle_traces_replacement_loses_no_event_even_with_a_restart_in_the_sa
             ("message", "/over/2", 2),
             ("message", "/over/3", 0),
             ("reset", "", None),
+            ("session", "", None),
             ("message", "/run/0", 0),
         ]
         writer.close()

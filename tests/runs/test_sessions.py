@@ -21,6 +21,7 @@ from webarena_live.runs.recovery import find_journal, journal_started, read_jour
 from webarena_live.runs.sessions import (
     DEFAULT_SESSION,
     EVENT,
+    NoticeKind,
     SessionState,
     SessionStore,
     session_name_problem,
@@ -283,3 +284,34 @@ def test_idle_sessions_do_not_grow_without_bound(tmp_path, monkeypatch):
     assert session.describe()["dropped_idle_events"] == 6
     journal = session.attempt.journal
     assert journal is not None and journal.lines == 7  # the journal keeps everything
+
+
+def test_a_new_session_starts_and_only_a_session_that_had_something_restarts(tmp_path):
+    """`session` at every start; `reset` (a restart: what watchers showed is replaced) only before the
+    start of a session that had a task or events."""
+    tasks = load_tasks(write_tasks(tmp_path))
+    store = SessionStore()
+    heard: list[tuple[str, str]] = []
+    store.notices.subscribe(lambda subject, kind, payload: heard.append((subject.name, kind)))
+    store.start("new", tasks[NAVIGATE_TASK])
+    assert heard == [("new", NoticeKind.STARTED)] and NoticeKind.STARTED == "session"
+    store.start("new", tasks[NAVIGATE_TASK])  # its first task is replaced, though it has no events
+    assert heard[1:] == [("new", "reset"), ("new", "session")]
+    store.get_or_create("idle").append(_page("/before"))  # idle traffic first: its trace is replaced
+    store.start("idle", tasks[NAVIGATE_TASK])
+    assert heard[3:] == [("idle", NoticeKind.EVENT), ("idle", NoticeKind.RESTARTED), ("idle", "session")]
+    assert json.dumps({"kind": NoticeKind.RESTARTED}) == '{"kind": "reset"}'  # the wire name stays
+
+
+def test_a_role_has_one_subscriber_the_last(tmp_path):
+    """A rebuilt control context takes the place of the last one's subscriber (`role`)."""
+    task = load_tasks(write_tasks(tmp_path))[NAVIGATE_TASK]
+    store = SessionStore()
+    heard: list[str] = []
+    store.notices.subscribe(lambda subject, kind, payload: heard.append(f"first {kind}"), role="ends")
+    store.notices.subscribe(lambda subject, kind, payload: heard.append(f"second {kind}"), role="ends")
+    store.notices.subscribe(lambda subject, kind, payload: heard.append(f"other {kind}"))
+    store.start("s", task)
+    store.get_or_create("s").append(_page("/x"))  # an event is no notice a role hears
+    assert heard == ["other session", "second session", "other event"]
+    assert store.notices.count() == 1  # a role is no watcher

@@ -1,0 +1,76 @@
+"""One place that starts and ends a session in this process (docs/architecture.md, Sessions).
+
+A start is plan → lease → reset → address → begin, with the lease given back when any step after the
+lease refuses; `POST /sessions` (control/app.py) only reads the request and calls `start_session`, on
+the single process and on a fleet's worker alike (the worker takes its front's lease from a header).
+
+An end is one notice: the `finished` notice of a session frees its proxy address and its lease
+(`context.SessionEnds`, which every control context subscribes), whoever finished it; an abandon or an
+idle lease ends the lease alone (its address stays, so the proxy can answer the session's late requests
+with the ended lease's page and count them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from webarena_live.control.bodies import ControlError
+from webarena_live.control.context import ControlContext, begin_session, plan_start
+from webarena_live.control.leasing import lease_for, release, reset_first, reset_leased
+from webarena_live.control.models import StartSession
+from webarena_live.replicas.reset import ResetOutcome
+
+
+@dataclass(frozen=True)
+class StartHeaders:
+    """What a fleet's front (or the addon, for the caller) adds to a `POST /sessions` it forwards."""
+
+    caller: str | None = None
+    """The caller's session from its proxy credentials (decoded): named when the body names none."""
+    port: int | None = None
+    """The port the front's placement chose for the session's address."""
+    lease: str | None = None
+    """The front's lease, `{site: index}` as JSON."""
+    client: str | None = None
+    """Who may use the address beyond loopback: the client the front served (else the request's)."""
+
+
+async def start_session(ctx: ControlContext, start: StartSession, headers: StartHeaders) -> dict[str, Any]:
+    """Start (or restart) the session `start` asks for and answer what the agent needs; raises
+    `ControlError` having changed nothing (the lease it took is given back)."""
+    plan = plan_start(ctx, start, caller=headers.caller)
+    lease = await lease_for(ctx, plan, wait=start.wait, header=headers.lease)  # may wait; 503 when none fits
+    guests = {"client": headers.client, "near": start.near}
+    address = None
+    try:
+        outcomes = await _reset(ctx, plan.name, plan.task.sites, start) if start.reset else None
+        if plan.resumed is None:  # the address first: a refusal (503) then changes nothing
+            address = await _claim(ctx, plan.name, headers.port, guests)
+    except ControlError:
+        release(ctx, plan.name, "refused")
+        raise
+    reply = begin_session(ctx, plan, lease)
+    if plan.resumed is not None:  # resumed (a restarted worker): the journal's events first, then the
+        # port opens, since agents that already hold the address send as soon as it listens
+        address = await _claim(ctx, plan.name, headers.port, guests)
+    if address is not None:  # the session holds it too (proxy/session_addresses.py writes it there)
+        reply["proxy"] = address
+        secret = ctx.addresses.secret_of(plan.name) if ctx.addresses is not None else None
+        if secret:  # beyond loopback: the password that lets any client in
+            reply["secret"] = secret
+    if outcomes is not None:
+        reply["reset"] = [outcome.view() for outcome in outcomes]
+    return reply
+
+
+async def _reset(
+    ctx: ControlContext, name: str, sites: tuple[str, ...], start: StartSession
+) -> list[ResetOutcome]:
+    """`"reset": true`: the session's own replicas when this process leases them, else the task's sites."""
+    outcomes = await reset_leased(ctx, name, start.reset_timeout)
+    return outcomes if outcomes is not None else await reset_first(ctx, sites, start.reset_timeout)
+
+
+async def _claim(ctx: ControlContext, name: str, port: int | None, guests: dict[str, Any]) -> str | None:
+    return await ctx.addresses.claim(name, port, **guests) if ctx.addresses is not None else None

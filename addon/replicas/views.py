@@ -1,0 +1,49 @@
+"""The pool as `/health`, the dashboard and its state file show it: per site, its replicas' states and
+the reset counters (`ReplicaPool.status`, `ReplicaPool.counters_view`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webarena_live.evaluator import placeholder
+from webarena_live.replicas.state import ReplicaState, SiteCounters
+
+
+def pool_status(
+    replicas: dict[str, list[ReplicaState]],
+    counters: dict[str, SiteCounters],
+    policy: str,
+    waiting: int,
+    leases: int,
+    refused: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Per site its replicas, how many are leased, free, resetting or out of service, and the reset
+    counters; the sharing policy (`isolation`), how many starts wait and which were refused."""
+    sites = {}
+    for name, site_replicas in sorted(replicas.items()):
+        views = [r.view() for r in site_replicas]
+        states = [v["state"] for v in views]
+        site_counters = counters[name]
+        sites[placeholder(name)] = {
+            "replicas": views,
+            "leased": states.count("leased"),
+            "free": states.count("free"),
+            "resetting": states.count("resetting"),
+            "out_of_service": states.count("out_of_service"),
+            "dirty": states.count("dirty"),
+            "resets": site_counters.resets,
+            "resets_skipped": site_counters.skipped,
+            "resets_failed": site_counters.failed,
+            "reset_seconds": round(site_counters.seconds, 3),
+            "reads_by_rule": {},  # POSTs and the like a rule judged reads (`changes`): no reset
+        }
+    return {"isolation": policy, "waiting": waiting, "leases": leases, "sites": sites, "refused": refused}
+
+
+def counters_view(counters: dict[str, SiteCounters]) -> dict[str, Any]:
+    """Per site: resets done, skipped (released clean), failed, and seconds spent resetting."""
+    return {
+        placeholder(name): {"resets": c.resets, "resets_skipped": c.skipped, "resets_failed": c.failed,
+                            "reset_seconds": round(c.seconds, 3)}
+        for name, c in sorted(counters.items())
+    }  # fmt: skip
