@@ -16,7 +16,7 @@ from webarena_live.replicas.pool import ReplicaPool
 
 def build_pool(
     site_map: SiteMap,
-    isolation: Isolation | None,
+    sharing: Isolation | None,
     lease_timeout: float | None,
     *,
     state_file: Path | None = None,
@@ -24,14 +24,14 @@ def build_pool(
     current: ReplicaPool | None = None,
     on_change: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> ReplicaPool:
-    """The replicas of `site_map` under `isolation` (None: the map decides), leases ending after
+    """The replicas of `site_map` under the sharing policy (None: the map decides), leases ending after
     `lease_timeout` idle seconds (None: with their session). `state_file` (`OUT/.pool.json`): where it
     remembers its replicas' state; a new pool reads it and resets every replica it names changed (all of
     them with `reset_at_start`) before leasing it, once the loop runs (`ReplicaPool.start`). `current`,
     the pool in use, is kept when the map and the policy did not change (a reconfiguration keeps its
     leases). `PoolSetupError`, one problem a line, when the policy cannot hold on this map."""
-    wanted = isolation or default_isolation(site_map)
-    if current is not None and current.site_map == site_map and current.isolation is wanted:
+    wanted = sharing or default_isolation(site_map)
+    if current is not None and current.site_map == site_map and current.sharing is wanted:
         current.lease_timeout = lease_timeout
         pool = current
     else:
@@ -49,7 +49,7 @@ def banner_line(pool: ReplicaPool, *, confine: bool) -> str:
     timeout = f"{pool.lease_timeout:g} s idle" if pool.lease_timeout is not None else "never"
     kept = f"; remembered in {pool.state_file}" if pool.state_file is not None else ""
     return (
-        f"  replicas      {copies} of {len(pool.replicas)} sites, --isolation {pool.isolation}, "
+        f"  replicas      {copies} of {len(pool.replicas)} sites, --isolation {pool.sharing}, "
         f"--confine {'on' if confine else 'off'}, --lease-timeout {timeout}{kept}"
     )
 

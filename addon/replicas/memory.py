@@ -78,10 +78,10 @@ def restored_counters(document: dict[str, Any], counters: dict[str, SiteCounters
 
 
 def document_of(
-    isolation: str, counters: dict[str, Any], replicas: dict[str, list[ReplicaState]]
+    policy: str, counters: dict[str, Any], replicas: dict[str, list[ReplicaState]]
 ) -> dict[str, Any]:
     return {
-        "isolation": isolation,
+        "isolation": policy,  # the sharing policy, under its flag's name
         "sites": counters,
         "replicas": {
             placeholder(name): [replica_record(r) for r in rs] for name, rs in sorted(replicas.items())

@@ -3,7 +3,7 @@
 A site of the site map may have several replicas, each a complete deployment with its own URLs and
 reset endpoint (`evaluator/sites.py`). `POST /sessions` leases one replica per site of the task to the
 session; the lease ends with its finish, when it is abandoned (`--lease-timeout`) or when its worker or
-node is lost. Who may share a replica is the isolation policy:
+node is lost. Who may share a replica is the sharing policy (`--isolation`):
 
 - `exclusive`: a replica serves one session at a time;
 - `readers`: sessions whose task only reads (retrieve, navigate) share a replica no mutating session
@@ -59,14 +59,15 @@ class ReplicaPool:
     def __init__(
         self,
         site_map: SiteMap,
-        isolation: Isolation | None = None,
+        sharing: Isolation | None = None,
         *,
         lease_timeout: float | None = None,
         reset_timeout: float = RESET_TIMEOUT,
         on_change: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         self.site_map = site_map
-        self.isolation = isolation if isolation is not None else default_isolation(site_map)
+        self.sharing = sharing if sharing is not None else default_isolation(site_map)
+        """The sharing policy (`--isolation`): who may hold a replica with whom."""
         self.lease_timeout = lease_timeout
         self.reset_timeout = reset_timeout
         self.on_change = on_change
@@ -156,7 +157,7 @@ class ReplicaPool:
         """The least busy of `fitting`; under `readers`, a read-only task joins a replica other readers
         hold before it takes a free one: readers pack, and the free copies stay free for mutating tasks."""
         least_busy = min(fitting, key=lambda r: (len(r.holders), r.dirty, r.index))
-        if self.isolation is not Isolation.READERS or mutating:
+        if self.sharing is not Isolation.READERS or mutating:
             return least_busy
         shared = [r for r in fitting if r.holders]
         if shared:
@@ -164,11 +165,11 @@ class ReplicaPool:
         return least_busy
 
     def _fits(self, replica: ReplicaState, mutating: bool) -> bool:
-        if self.isolation is Isolation.NONE:
+        if self.sharing is Isolation.NONE:
             return replica.leasable  # a replica reset after a restart waits for it, whatever the policy
         if not replica.leasable or replica.dirty:  # a changed replica is reset before its next lease
             return False
-        if self.isolation is Isolation.EXCLUSIVE or mutating:
+        if self.sharing is Isolation.EXCLUSIVE or mutating:
             return not replica.holders
         return not any(replica.holders.values())  # readers share what no mutating session holds
 
@@ -177,7 +178,7 @@ class ReplicaPool:
         self.leases[session] = lease
         for replica in self._leased(lease):
             replica.holders[session] = mutating
-        self._tell(session, "lease", {"replicas": dict(lease.replicas), "isolation": str(self.isolation)})
+        self._tell(session, "lease", {"replicas": dict(lease.replicas), "isolation": str(self.sharing)})
         return lease
 
     def release(self, session: str, reason: str = "finished") -> Lease | None:
@@ -191,7 +192,7 @@ class ReplicaPool:
             replica.holders.pop(session, None)
             if replica.holders:
                 continue
-            if replica.dirty and self.isolation is not Isolation.NONE and not replica.resetting:
+            if replica.dirty and self.sharing is not Isolation.NONE and not replica.resetting:
                 replica.resetting = True  # from now on: no lease until the reset is done
                 self._spawn(self._reset(replica, session))
             elif not replica.dirty:
@@ -331,7 +332,7 @@ class ReplicaPool:
 
     def status(self) -> dict[str, Any]:
         """The pool as `/health` shows it (`views.pool_status`)."""
-        policy, leases, refused = str(self.isolation), len(self.leases), list(self.refused)
+        policy, leases, refused = str(self.sharing), len(self.leases), list(self.refused)
         status = pool_status(self.replicas, self.counters, policy, self.waiting, leases, refused)
         return add_reads(status, self.log.reads_view())
 
@@ -344,7 +345,7 @@ class ReplicaPool:
         is told and costs what a restart would remember."""
         if self.state_file is None:
             return
-        document = memory.document_of(str(self.isolation), self.counters_view(), self.replicas)
+        document = memory.document_of(str(self.sharing), self.counters_view(), self.replicas)
         try:
             write_json_atomically(self.state_file, document)
         except OSError as error:
@@ -355,7 +356,7 @@ class ReplicaPool:
         busy = [
             f"{placeholder(site)}: " + ", ".join(r.in_words() for r in self.replicas[site]) for site in sites
         ]
-        return f"no replica is free for {kind} under --isolation {self.isolation} ({'; '.join(busy)})"
+        return f"no replica is free for {kind} under --isolation {self.sharing} ({'; '.join(busy)})"
 
     def _tell(self, session: str, kind: str, data: dict[str, Any]) -> None:
         if self.on_change is not None:
