@@ -56,7 +56,7 @@ class SessionListeners:
             return "this mitmproxy runs without a proxy server (server=false)"
         if port in self.by_port:
             return None
-        instance = mode_servers.ServerInstance.make(session_mode(port), proxyserver)
+        instance: Any = mode_servers.ServerInstance.make(session_mode(port), proxyserver)
         self.by_port[port] = instance  # taken while it starts: a second claim of the port waits on no lock
         try:
             await instance.start()
