@@ -325,7 +325,7 @@ class WebArenaLive:
         if not is_control and self.context is not None:
             session = self.context.sessions.get(username or DEFAULT_SESSION)
             if session is not None and session.attempt.lease is not None:
-                if hold(session, flow):  # its lease ended: answered here, no event of its trace
+                if hold(self.context, session, flow):  # its lease ended: answered here, no event of its trace
                     flow.metadata[SKIP_KEY] = True
                 else:
                     check_lease(self.context, session, flow, confine=self.confine)
