@@ -3,15 +3,16 @@
 See docs/architecture.md, Session addresses. Before every upstream connection mitmproxy's proxyserver
 (`Proxyserver.server_connect`, the same in mitmproxy 11 and 12) refuses a target that is one of its
 own listeners, so a request naming the proxy itself does not loop. It finds them by asking every
-server for its `listen_addrs`, one `getsockname` per socket: with a listener per session address,
-each connection walks all open sessions. Here the same rule reads a set of (host, port, protocol),
+server of its list for its `listen_addrs`, one `getsockname` per socket, and it knows nothing of the
+sessions' listeners, which are not in that list. Here the same rule reads a set of (host, port, protocol),
 updated when the servers change (mitmproxy's `Servers.changed` signal, sent after listeners are added
 or removed and again once they listen), and an instance's addresses are read once, when it is new.
 The sessions' own listeners (`proxy/session_listeners.py`) are no servers of mitmproxy's list: they are
 added and discarded here one at a time, by whoever opens and closes them.
 
 The proxyserver's hook is replaced on that instance only (hooks are looked up by name on each
-event), and only when the mitmproxy at hand has what this relies on; otherwise its own walk stays.
+event), and only when the mitmproxy at hand has what this relies on; otherwise its own walk stays and
+no session listener is opened (a request through one could reach the proxy itself).
 """
 
 from __future__ import annotations
