@@ -56,6 +56,8 @@ class SessionListeners:
             return "this mitmproxy runs without a proxy server (server=false)"
         if port in self.by_port:
             return None
+        if self._closing:  # a port released a moment ago may be this one: closed before it is bound again
+            await self.settle()
         instance: Any = mode_servers.ServerInstance.make(session_mode(port), proxyserver)
         self.by_port[port] = instance  # taken while it starts: a second claim of the port waits on no lock
         try:
