@@ -19,6 +19,11 @@ Each figure is given with its ratio to the same set-up's figure at 20 sessions, 
 
     .venv/bin/python scripts/bench_sessions.py [--sizes 20,100,500,1000] [--workers 1,2]
                                                [--seconds S] [--rounds R] [--connections C]
+    .venv/bin/python scripts/bench_sessions.py claims [--sizes 20,1000] [--cycles 40]
+
+`claims`: what opening and closing one session's address costs in the proxy itself, with N others
+open, without HTTP round trips: `SessionAddresses.claim`, `release` and `settle` in-process on a real
+mitmproxy (`DumpMaster` with the addon), p50 / p90 of `--cycles` cycles per N.
 
 Targets: at 1,000 open sessions one worker keeps >= 0.9x its request rate at 20; start and
 finish p99 within 2x of their figures at 20; memory per open session stated.
@@ -225,7 +230,59 @@ def load_main(argv: list[str]) -> int:
     return 0
 
 
+async def _claims(sizes: list[int], cycles: int) -> None:
+    from mitmproxy import options
+    from mitmproxy.tools.dump import DumpMaster
+
+    from webarena_live.launch import free_ports
+    from webarena_live.proxy.addon import WebArenaLive
+
+    work = Path(tempfile.mkdtemp(prefix="bench-claims-"))
+    opts = options.Options()
+    master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+    live = WebArenaLive()
+    master.addons.add(live)
+    (port,) = free_ports(1)
+    opts.update(listen_host="127.0.0.1", mode=[f"regular@{port}"], confdir=str(work / "conf"),
+                webarena_control_port=0, webarena_journal_dir=str(work / "journal"))  # fmt: skip
+    if live.context is None:
+        live.configure(set(opts.keys()))
+    running = asyncio.get_running_loop().create_task(master.run())
+    try:
+        await asyncio.sleep(1)
+        addresses, opened = live.addresses, 0
+        for size in sizes:
+            while opened < size:
+                await addresses.claim(f"open-{opened}")
+                opened += 1
+            took = []
+            for index in range(cycles):
+                started = time.perf_counter()
+                await addresses.claim(f"probe-{index}")
+                addresses.release(f"probe-{index}")
+                await addresses.settle()
+                took.append(time.perf_counter() - started)
+            p50, p90 = bench.percentile(took, 0.5) * 1e3, bench.percentile(took, 0.9) * 1e3
+            print(f"{size:5} open: claim + release p50 {p50:.2f} ms, p90 {p90:.2f} ms", flush=True)
+    finally:
+        master.shutdown()
+        await running
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def claims_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="20,1000")
+    parser.add_argument("--cycles", type=int, default=40)
+    args = parser.parse_args(argv)
+    print(bench.machine_line())
+    asyncio.run(_claims([int(size) for size in args.sizes.split(",")], args.cycles))
+    return 0
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["load"]:
         sys.exit(load_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["claims"]:
+        sys.exit(claims_main(sys.argv[2:]))
     sys.exit(main())

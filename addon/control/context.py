@@ -34,7 +34,7 @@ from webarena_live.evaluator import (
     __version__,
     run_name_problem,
 )
-from webarena_live.replicas import Lease, MutationLog
+from webarena_live.replicas import Lease, LeaseUse, MutationLog
 from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.recovery import (
     JournalNotFoundError,
@@ -147,6 +147,8 @@ class ControlContext:
         worker's (`control/leasing.py`)."""
         self.front_interference: dict[str, dict[str, Any]] = {}
         """A worker's: the interference its front gave for a session's next finish."""
+        self.lease_use = LeaseUse()
+        """The leases used here, the latest last: `GET /mutations` tells a front the uses since it asked."""
         SessionEnds.attach(self)
 
     @property
@@ -191,7 +193,7 @@ def find_session(ctx: ControlContext, name: str) -> Session:
     if session is None:
         raise ControlError(404, "unknown_session", f"no session named {name!r}")
     if session.attempt.lease is not None and session.attempt.lease.ended is None:
-        session.attempt.lease.touch()  # a control call is use too (--lease-timeout counts idle time)
+        ctx.lease_use.used(session.name, session.attempt.lease)  # a control call is use too (--lease-timeout)
     return session
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Annotated, Any
 from urllib.parse import unquote
 
@@ -183,21 +184,23 @@ def lease_router(documented: dict[str, dict[int | str, dict[str, Any]]]) -> APIR
         responses=documented["mutations"],
     )
     async def get_mutations(
-        request: Request, after: Annotated[int, Query(ge=0, description="the last sequence number seen")] = 0
+        request: Request,
+        after: Annotated[int, Query(ge=0, description="the last sequence number seen")] = 0,
+        active_after: Annotated[
+            float | None, Query(description="the `now` of the last answer: `active` lists the uses since")
+        ] = None,
     ) -> Response:
         ctx: ControlContext = request.app.state.control
         log = ctx.mutations
         mutations = log.mutations_after(after) if log is not None else []
-        # when each leased session last used its lease, so a front's --lease-timeout counts idle time
-        active = {
-            s.name: s.attempt.lease.touched
-            for s in ctx.sessions
-            if s.attempt.lease is not None and s.attempt.lease.ended is None
-        }
+        now = time.time()  # before reading: a use at this very moment is told again next time, not lost
+        # when each leased session last used its lease, so a front's --lease-timeout counts idle time;
+        # read from the uses since the front's last ask, never by walking every session
+        active = ctx.lease_use.since(active_after)
         reads = log.reads_view() if log is not None else {}  # what a front's /health sums
         return JsonResponse(
             {"mutations": mutations, "epoch": id(log) if log is not None else None, "active": active,
-             "reads": reads}
+             "now": now, "reads": reads}
         )  # fmt: skip
 
     @router.put("/sessions/{session}/interference", include_in_schema=False)

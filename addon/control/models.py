@@ -190,9 +190,11 @@ class Mutations(_Open):
     )
     active: dict[str, float] = Field(
         default_factory=dict,
-        description="session -> when it last used its lease (a request or a control call), for the sessions "
-        "here whose lease has not ended: a fleet's front counts --lease-timeout's idle time from it",
+        description="session -> when it last used its lease here (a request or a control call), for the "
+        "sessions whose lease has not ended: a fleet's front counts --lease-timeout's idle time from it "
+        "(with `active_after`: only those used since)",
     )
+    now: float | None = Field(None, description="this proxy's clock at the answer: the next `active_after`")
 
 
 class Abandon(BaseModel):

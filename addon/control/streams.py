@@ -274,12 +274,15 @@ def global_stream(
         feeds: dict[str, EventFeed] = {}  # each_event: the sessions with events or notices since the opening
         # Counts only: the trace and length each session's last counts told (none are kept otherwise).
         told: dict[str, tuple[NetworkTrace, int]] = {}
+        changed: dict[str, Session] = {}  # counts only: the sessions noticed since the last write
         if not each_event:
             told = {session.name: (session.trace, len(session.trace)) for session in store}
 
         def listener(session: Session, kind: str, payload: dict[str, Any] | None) -> None:
             assert subscription is not None
             name = session.name
+            if not each_event:
+                changed[name] = session
             if kind == EVENT:
                 if each_event and name not in feeds:
                     # From the event just captured: its first since the stream opened.
@@ -293,8 +296,12 @@ def global_stream(
             subscription.put((name, kind, payload, session.trace, len(session.trace)))
 
         def counts() -> list[bytes]:
+            """The counts of the sessions noticed since the last write (never a walk of every session:
+            a write follows each batch of events)."""
             written = []
-            for session in store:
+            noticed = list(changed.values())
+            changed.clear()
+            for session in noticed:
                 now = session.trace, len(session.trace)
                 last = told.get(session.name)
                 if last is None or last[0] is not now[0] or last[1] != now[1]:

@@ -50,6 +50,8 @@ class FrontLeases:
         """Per worker: the requests its log judged reads, by site and rule (its latest answer; `/health`)."""
         self.unanswered: set[int] = set()
         """Workers that did not tell their mutations at the last gathering."""
+        self.used_since: dict[int, float] = {}
+        """Per worker: its clock at its last answer; it tells only the lease uses since (`active_after`)."""
 
     # --- the start -------------------------------------------------------------------------------
 
@@ -128,9 +130,12 @@ class FrontLeases:
         self, http: httpx.AsyncClient, worker: Worker, auth: dict[str, str]
     ) -> tuple[Any, list[dict[str, Any]], dict[str, Any], dict[str, dict[str, int]]] | None:
         epoch, after = self.cursors.get(worker.index, (None, 0))
+        params: dict[str, Any] = {"after": after}
+        if worker.index in self.used_since:  # the uses since its last answer, not every session's
+            params["active_after"] = self.used_since[worker.index]
         try:
             reply = await http.get(
-                f"{worker.control_url}/mutations", params={"after": after}, headers=auth, timeout=ASK_TIMEOUT
+                f"{worker.control_url}/mutations", params=params, headers=auth, timeout=ASK_TIMEOUT
             )
             document = reply.json()
         except (httpx.HTTPError, ValueError):
@@ -139,8 +144,11 @@ class FrontLeases:
             return None
         if document.get("epoch") != epoch and after:  # a restarted worker counts from the start again
             self.cursors[worker.index] = (document.get("epoch"), 0)
+            self.used_since.pop(worker.index, None)  # a new process: every use it tells
             return await self._ask(http, worker, auth)
         active, reads = document.get("active"), document.get("reads")
+        if isinstance(now := document.get("now"), int | float):
+            self.used_since[worker.index] = float(now)
         return (
             document.get("epoch"),
             list(document.get("mutations", [])),

@@ -27,7 +27,15 @@ from webarena_live.control.server import ControlServer
 from webarena_live.evaluator import SiteMap, WebArenaLiveError, load_tasks, prepare_output_dir
 from webarena_live.proxy.browser_traffic import BrowserServices, answer
 from webarena_live.proxy.capture import record_from_flow, tunnel_failure_event
-from webarena_live.proxy.credentials import PROXY_AUTHORIZATION, challenge, take_credentials
+from webarena_live.proxy.connections import (
+    BROWSER_KEY,
+    CAPTURED_KEY,
+    CHALLENGED_KEY,
+    SESSION_KEY,
+    SKIP_KEY,
+    ClientConnections,
+)
+from webarena_live.proxy.credentials import challenge, take_credentials
 from webarena_live.proxy.flow_notes import FlowNotes
 from webarena_live.proxy.header_login import HeaderLogin
 from webarena_live.proxy.leases import check as check_lease
@@ -51,15 +59,7 @@ from webarena_live.runs.settings import RunSettings
 
 logger = logging.getLogger(__name__)
 
-# Keys of flow.metadata set by this addon.
-SESSION_KEY = "webarena_live.session"
-SKIP_KEY = "webarena_live.skip"
-"""Flows answered by the addon itself (control API, 407 challenges): never events."""
-CAPTURED_KEY = "webarena_live.captured"
-CHALLENGED_KEY = "webarena_live.challenged"
-"""CONNECTs this addon answered with a 407 itself: their failure is no upstream fault."""
-BROWSER_KEY = "webarena_live.browser_service"
-"""Requests and CONNECTs of the browser's own services, answered here (`proxy/browser_traffic.py`)."""
+__all__ = ["BROWSER_KEY", "CAPTURED_KEY", "CHALLENGED_KEY", "SESSION_KEY", "SKIP_KEY", "WebArenaLive"]
 
 
 class WebArenaLive:
@@ -71,10 +71,6 @@ class WebArenaLive:
         """The control app, served on the control port and at the reserved host through the proxy."""
         self.server: ControlServer | None = None
         self.body_cap = BODY_CAP
-        self.session_port = 0
-        self._connections: dict[str, str] = {}
-        """Session name by client connection id, for connections that sent credentials (CONNECT or
-        first request); forgotten when the client disconnects."""
         self.finish_guard: Callable[[], AbstractContextManager[object]] = nullcontext
         """Wraps every finish (`ControlContext.finish_guard`); set by the host, before configuring."""
         self.extra_health: dict[str, Any] = {}
@@ -84,10 +80,8 @@ class WebArenaLive:
         self.header_login = HeaderLogin()
         self.browser_services = BrowserServices()
         self.addresses = SessionAddresses()
-        self._pinned: dict[str, str] = {}
-        """Session name by client connection id, for connections accepted on a session's own address."""
-        self._strangers: set[str] = set()
-        """Pinned connections from clients the session does not let in (proxy/strangers.py)."""
+        self.connections = ClientConnections(self.addresses, self.extra_health)
+        """Which session each client connection belongs to (`proxy/connections.py`)."""
         self._front: tuple[str, int] | None = None
         self.confine = False
         self._watcher: asyncio.Task[None] | None = None
@@ -168,7 +162,7 @@ class WebArenaLive:
         self.confine = options.webarena_confine
         self.app.state.control = self.context  # options changed while running: both ways in serve it
         self.body_cap = options.webarena_body_cap
-        self.session_port = options.webarena_session_port
+        self.connections.session_port = options.webarena_session_port
         if self.started:  # at start the line waits for `running`: options given after this one may fail
             self._tell_dataset()
             if pool is not None:
@@ -232,66 +226,30 @@ class WebArenaLive:
 
     # --- session assignment --------------------------------------------------------------------
 
-    def _on_session_port(self, flow: http.HTTPFlow) -> bool:
-        sockname = flow.client_conn.sockname
-        return bool(self.session_port) and len(sockname) > 1 and sockname[1] == self.session_port
-
-    def _take_credentials(self, flow: http.HTTPFlow) -> tuple[str | None, str | None]:
-        """(username, problem) from the request's proxy credentials, removing them before they go upstream;
-        the name is remembered for the client connection."""
-        username, problem = take_credentials(flow.request)
-        if username is not None:
-            self._connections[flow.client_conn.id] = username
-        return username, problem
-
     def client_connected(self, client: connection.Client) -> None:
-        if self.addresses.by_port:
-            name = self.addresses.by_port.get(client.sockname[1])
-            if name is not None:
-                self._pinned[client.id] = name
-                if self.addresses.guarded and not self.addresses.guests.lets_in(name, client.peername[0]):
-                    self._strangers.add(client.id)  # in once it sends the session's secret
+        self.connections.connected(client)
 
     def client_disconnected(self, client: connection.Client) -> None:
-        self._connections.pop(client.id, None)
-        self._pinned.pop(client.id, None)
-        self._strangers.discard(client.id)
-
-    def _stranger(self, flow: http.HTTPFlow, name: str) -> bool:
-        """Whether `flow` came from a client the session's address does not let in (then answered 407)."""
-        client = flow.client_conn.id
-        if client not in self._strangers:
-            return False
-        if self.addresses.guests.knows_secret(name, flow.request.headers.get(PROXY_AUTHORIZATION)):
-            self._strangers.discard(client)
-            return False
-        self.addresses.guests.refused += 1
-        self.extra_health["refused_strangers"] = self.addresses.guests.refused
-        logger.warning("webarena-live: refused a stranger on session %s's address: %s",
-                       name, flow.client_conn.peername[0])  # fmt: skip
-        flow.metadata[SKIP_KEY] = flow.metadata[CHALLENGED_KEY] = True
-        flow.response = challenge(f"session {name}'s address: its own clients only, or its secret")
-        return True
+        self.connections.disconnected(client)
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
         flow.metadata[SKIP_KEY] = True  # the tunnel itself is no event; the requests inside it are
-        pinned = self._pinned.get(flow.client_conn.id) if self._pinned else None
+        conns = self.connections
+        pinned = conns.pinned.get(flow.client_conn.id) if conns.pinned else None
         if pinned is not None:  # a session's own address: its credentials, if any, name nothing
-            if self._strangers and self._stranger(flow, pinned):
+            if conns.strangers and conns.stranger(flow, pinned):
                 return
             take_credentials(flow.request)
             flow.metadata[SESSION_KEY] = pinned
             self._answer_browser_service(flow, pinned)
             return
-        username, problem = self._take_credentials(flow)
+        username, problem = conns.take_credentials(flow)
         if problem:
             flow.response = challenge(problem)
-        elif (
-            username is None and flow.client_conn.id not in self._connections and self._on_session_port(flow)
-        ):
+        elif username is None and flow.client_conn.id not in conns.named and conns.on_session_port(flow):
             flow.response = challenge()
         else:
-            name = username or self._connections.get(flow.client_conn.id)
+            name = username or conns.named.get(flow.client_conn.id)
             flow.metadata[SESSION_KEY] = name
             self._answer_browser_service(flow, name)
             return
@@ -339,19 +297,20 @@ class WebArenaLive:
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         is_control = flow.request.host == RESERVED_HOST
-        pinned = self._pinned.get(flow.client_conn.id) if self._pinned else None
+        conns = self.connections
+        pinned = conns.pinned.get(flow.client_conn.id) if conns.pinned else None
         username: str | None
         problem: str | None
         if pinned is not None:
-            if self._strangers and self._stranger(flow, pinned):
+            if conns.strangers and conns.stranger(flow, pinned):
                 return
             take_credentials(flow.request)
             username, problem = pinned, None
         else:
-            username, problem = self._take_credentials(flow)
+            username, problem = conns.take_credentials(flow)
             if username is None:
-                username = self._connections.get(flow.client_conn.id)
-        if problem or (username is None and not is_control and self._on_session_port(flow)):
+                username = conns.named.get(flow.client_conn.id)
+        if problem or (username is None and not is_control and conns.on_session_port(flow)):
             flow.metadata[SKIP_KEY] = True
             flow.response = challenge(problem) if problem else challenge()
             return
@@ -366,7 +325,7 @@ class WebArenaLive:
         if not is_control and self.context is not None:
             session = self.context.sessions.get(username or DEFAULT_SESSION)
             if session is not None and session.attempt.lease is not None:
-                if hold(session, flow):  # its lease ended: answered here, no event of its trace
+                if hold(self.context, session, flow):  # its lease ended: answered here, no event of its trace
                     flow.metadata[SKIP_KEY] = True
                 else:
                     check_lease(self.context, session, flow, confine=self.confine)

@@ -149,15 +149,16 @@ def ended_page(url: str, session: str, reason: str) -> http.Response:
     return http.Response.make(ENDED_STATUS, body, {"Content-Type": "text/html; charset=utf-8"})
 
 
-def hold(session: Session, flow: http.HTTPFlow) -> bool:
+def hold(context: ControlContext, session: Session, flow: http.HTTPFlow) -> bool:
     """A request of `session`: when its lease ended before its finish, answered here (`ended_page`),
-    counted and kept out of the trace (True); else its lease counts it as use (`--lease-timeout`)."""
+    counted and kept out of the trace (True); else its lease counts it as use (`--lease-timeout`, and
+    what `GET /mutations` tells a front: `ControlContext.lease_use`)."""
     lease = session.attempt.lease
     if lease is None:
         return False
     finished = session.attempt.state is SessionState.FINISHED
     if lease.ended_early is None and not finished:
-        lease.touch()
+        context.lease_use.used(session.name, lease)
         return False
     # A finished session's replicas are back in the pool too (another session may hold them now): its
     # browser's late requests go no further than an ended lease's.

@@ -3,13 +3,16 @@
 See docs/architecture.md, Session addresses. Before every upstream connection mitmproxy's proxyserver
 (`Proxyserver.server_connect`, the same in mitmproxy 11 and 12) refuses a target that is one of its
 own listeners, so a request naming the proxy itself does not loop. It finds them by asking every
-server for its `listen_addrs`, one `getsockname` per socket: with a listener per session address,
-each connection walks all open sessions. Here the same rule reads a set of (host, port, protocol),
+server of its list for its `listen_addrs`, one `getsockname` per socket, and it knows nothing of the
+sessions' listeners, which are not in that list. Here the same rule reads a set of (host, port, protocol),
 updated when the servers change (mitmproxy's `Servers.changed` signal, sent after listeners are added
 or removed and again once they listen), and an instance's addresses are read once, when it is new.
+The sessions' own listeners (`proxy/session_listeners.py`) are no servers of mitmproxy's list: they are
+added and discarded here one at a time, by whoever opens and closes them.
 
 The proxyserver's hook is replaced on that instance only (hooks are looked up by name on each
-event), and only when the mitmproxy at hand has what this relies on; otherwise its own walk stays.
+event), and only when the mitmproxy at hand has what this relies on; otherwise its own walk stays and
+no session listener is opened (a request through one could reach the proxy itself).
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ class OwnListeners:
     def __init__(self, proxyserver: Any) -> None:
         self.proxyserver = proxyserver
         self._by_instance: dict[int, tuple[Any, tuple[tuple[str, int, str], ...]]] = {}
+        """mitmproxy's own servers (its `mode` option), followed by `refresh`."""
+        self._added: dict[int, tuple[Any, tuple[tuple[str, int, str], ...]]] = {}
+        """Instances of ours (`add`, `discard`): each session's listener."""
         self._ports: Counter[tuple[int, str]] = Counter()
         self._addresses: Counter[tuple[str, int, str]] = Counter()
 
@@ -65,20 +71,35 @@ class OwnListeners:
         for key, instance in present.items():
             if key in self._by_instance or not instance.is_running:
                 continue  # not listening yet: read when the signal comes again after its start
-            proto = instance.mode.transport_protocol
-            protocols = ("tcp", "udp") if proto == "both" else (proto,)
-            found = tuple(
-                (str(host), int(port), protocol)
-                for host, port, *_ in instance.listen_addrs
-                for protocol in protocols
-            )
-            self._by_instance[key] = (instance, found)
-            for host, port, protocol in found:
-                self._ports[port, protocol] += 1
-                self._addresses[host, port, protocol] += 1
+            self._by_instance[key] = (instance, self._count(instance))
+
+    def add(self, instance: Any) -> None:
+        """A listening server instance of ours (not in mitmproxy's list): its addresses read once."""
+        if id(instance) not in self._added and instance.is_running:
+            self._added[id(instance)] = (instance, self._count(instance))
+
+    def discard(self, instance: Any) -> None:
+        """An instance of ours that no longer listens."""
+        if id(instance) in self._added:
+            self._uncount(self._added.pop(id(instance))[1])
+
+    def _count(self, instance: Any) -> tuple[tuple[str, int, str], ...]:
+        proto = instance.mode.transport_protocol
+        protocols = ("tcp", "udp") if proto == "both" else (proto,)
+        found = tuple(
+            (str(host), int(port), protocol)
+            for host, port, *_ in instance.listen_addrs
+            for protocol in protocols
+        )
+        for host, port, protocol in found:
+            self._ports[port, protocol] += 1
+            self._addresses[host, port, protocol] += 1
+        return found
 
     def _forget(self, key: int) -> None:
-        _, found = self._by_instance.pop(key)
+        self._uncount(self._by_instance.pop(key)[1])
+
+    def _uncount(self, found: tuple[tuple[str, int, str], ...]) -> None:
         for host, port, protocol in found:
             self._ports[port, protocol] -= 1
             if not self._ports[port, protocol]:

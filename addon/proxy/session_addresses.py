@@ -1,7 +1,7 @@
-"""A listening port per session: mitmproxy modes added and removed while the proxy runs.
+"""A listening port per session, opened and closed while the proxy runs.
 
-See docs/architecture.md, Workers. `POST /sessions` claims the session's address
-(`regular@PORT`, a mode of this mitmproxy) before the session starts; every connection
+See docs/architecture.md, Workers. `POST /sessions` claims the session's address (a listener of its
+own, `proxy/session_listeners.py`) before the session starts; every connection
 accepted on that port belongs to the session, whatever credentials it carries, so a browser
 launched with a bare `--proxy-server` needs nothing else. The port is released when the session
 finishes; the connections still open then stay the session's (their late events are counted, not
@@ -10,17 +10,16 @@ kept, as for any finished session).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from mitmproxy import ctx, exceptions
-from mitmproxy.proxy import mode_specs
 
 from webarena_live.addresses.placement import Placement, PlacementError, PortRange
 from webarena_live.control.bodies import ControlError
 from webarena_live.proxy.kept_listeners import drop_kept_listener
 from webarena_live.proxy.options import url_host
+from webarena_live.proxy.session_listeners import SessionListeners
 from webarena_live.proxy.strangers import Guests, beyond_loopback
 from webarena_live.runs.sessions import STARTED, Session, SessionStore
 
@@ -34,10 +33,6 @@ def address_host(listen_host: str) -> str:
     return "127.0.0.1" if listen_host in WILDCARD_HOSTS else listen_host
 
 
-def session_mode(port: int) -> str:
-    return f"regular@{port}"
-
-
 class SessionAddresses:
     """The sessions' own proxy ports in this mitmproxy: which port is whose, opened and closed."""
 
@@ -49,6 +44,7 @@ class SessionAddresses:
         self.guests = Guests()
         self.guarded = False
         """They listen beyond loopback: only each session's own clients get in (proxy/strangers.py)."""
+        self.listeners = SessionListeners()
 
     def attach(self, store: SessionStore) -> None:
         """Keep `store`'s sessions' `proxy` (this module is its one writer) and hear their notices."""
@@ -96,7 +92,7 @@ class SessionAddresses:
             raise ControlError(503, "no_address", str(error)) from None
         assert chosen is not None
         self.by_port[chosen] = session
-        problem = await self._open(chosen)
+        problem = await self.listeners.open(chosen)
         if problem:
             self.placement.release(session)
             self.by_port.pop(chosen, None)
@@ -123,11 +119,7 @@ class SessionAddresses:
             return
         self.by_port.pop(port, None)
         drop_kept_listener(port)  # a worker's parent keeps no copy of it either
-        mode = session_mode(port)
-        current = ctx.options.mode  # each read of an option is a deep copy: one per release
-        modes = [m for m in current if m != mode]
-        if len(modes) != len(current):
-            ctx.options.update(mode=modes)  # mitmproxy stops that listener in the background
+        self.listeners.close(port)
 
     def on_notice(self, session: Session, kind: str, payload: dict[str, Any] | None) -> None:
         """Subscribed to the sessions' notices: a started session holding a port gets its address (a
@@ -138,38 +130,4 @@ class SessionAddresses:
     async def settle(self) -> None:
         """Wait until the listeners match the addresses held: a port released by a finish is closed
         once the finish answers, so the next session (on any worker) can listen on it."""
-        if ctx.master.addons.get("proxyserver") is not None:
-            await _listeners_updated()
-
-    async def _open(self, port: int) -> str | None:
-        """Add the port's mode and wait until it listens; what went wrong, or None."""
-        mode = session_mode(port)
-        current = ctx.options.mode  # each read of an option is a deep copy: one per claim
-        if mode not in current:
-            ctx.options.update(mode=[*current, mode])
-        await _listeners_updated()
-        proxyserver: Any = ctx.master.addons.get("proxyserver")
-        try:
-            instance = proxyserver.servers[mode_specs.ProxyMode.parse(mode)]
-        except KeyError:
-            return "the listener was not created"
-        if instance.is_running:
-            logger.debug("session address on port %d", port)
-            return None
-        problem = str(instance.last_exception or "the listener did not start")
-        ctx.options.update(mode=[m for m in ctx.options.mode if m != mode])
-        return problem
-
-
-async def _listeners_updated() -> None:
-    """Wait until mitmproxy's listeners match the `mode` option as it is now.
-
-    Each change of `mode` starts an update of the listeners with the modes of that moment, in a task
-    of its own; the updates take turns on a lock. `setup_servers()` called at once would take the lock
-    before the tasks of changes made just before (by another session's claim or release) and return,
-    and those older updates would then run with their older modes: closing, for a moment, the port
-    just opened. One turn of the event loop first lets them queue ahead, so ours runs last.
-    """
-    await asyncio.sleep(0)
-    proxyserver: Any = ctx.master.addons.get("proxyserver")
-    await proxyserver.setup_servers()
+        await self.listeners.settle()

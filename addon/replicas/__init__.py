@@ -14,7 +14,7 @@ the evaluator's names only (an import contract).
 """
 
 from webarena_live.replicas.errors import RETRY_AFTER, NoReplica, PoolError, PoolSetupError, ResetFailed
-from webarena_live.replicas.lease import Lease, lease_of, read_lease, replica_urls, write_lease
+from webarena_live.replicas.lease import Lease, LeaseUse, lease_of, read_lease, replica_urls, write_lease
 from webarena_live.replicas.mutations import MUTATING_METHODS, MutationLog
 from webarena_live.replicas.policy import (
     Isolation,
@@ -31,6 +31,7 @@ __all__ = [
     "RETRY_AFTER",
     "Isolation",
     "Lease",
+    "LeaseUse",
     "Mutation",
     "MutationLog",
     "NoReplica",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +115,38 @@ def lease_of(site_map: SiteMap, indexes: dict[str, int], session: str = "") -> L
         if env is None or not 0 <= index < len(env.replicas):
             raise ValueError(f"{site} replica {index}")
     return Lease(dict(indexes), replica_urls(site_map, indexes), session=session)
+
+
+class LeaseUse:
+    """The leases used in this process (a request through the proxy or a control call), the most
+    recently used last: what `GET /mutations` tells a fleet's front, so its `--lease-timeout` counts idle
+    time from the last use anywhere. Marking a use moves one entry; telling the uses since a moment
+    reads only those (newest first, until an older one), not every session."""
+
+    def __init__(self) -> None:
+        self._leases: OrderedDict[str, Lease] = OrderedDict()
+
+    def used(self, name: str, lease: Lease) -> None:
+        lease.touch()
+        self._leases[name] = lease
+        self._leases.move_to_end(name)
+
+    def since(self, after: float | None = None) -> dict[str, float]:
+        """Session -> when it last used its lease, for the leases not ended used at or after `after`
+        (all of them without it); the ended ones met on the way are forgotten."""
+        found: dict[str, float] = {}
+        ended: list[str] = []
+        for name in reversed(self._leases):
+            lease = self._leases[name]
+            if after is not None and lease.touched < after:
+                break
+            if lease.ended is not None:
+                ended.append(name)
+            else:
+                found[name] = lease.touched
+        for name in ended:
+            del self._leases[name]
+        return found
 
 
 def lease_file(journal: Path) -> Path:
