@@ -111,7 +111,9 @@ class Attempt:
         self._entry_filter = start.journal_filter
         # A resumed run's journal is named a microsecond after the one it goes on from: newer (so a
         # second resume finds it), and still saying when the run began.
-        named = started + timedelta(microseconds=1) if started is not None else datetime.now(UTC)
+        # A fresh run's journal is named by the attempt's own start, which a resume reads back.
+        fresh = datetime.fromtimestamp(self.started, UTC)
+        named = started + timedelta(microseconds=1) if started is not None else fresh
         label = journal_filename(session, task.task_id if task else None, named)
         self.journal: Journal | None = None
         if start.journal_dir is not None:
