@@ -54,7 +54,7 @@ from webarena_live.proxy.startup import (
     unfinished_lines,
 )
 from webarena_live.replicas.pool import ReplicaPool
-from webarena_live.runs.sessions import DEFAULT_SESSION, SessionStore
+from webarena_live.runs.sessions import DEFAULT_SESSION, NoticeKind, SessionStore
 from webarena_live.runs.settings import RunSettings
 
 logger = logging.getLogger(__name__)
@@ -178,7 +178,7 @@ class WebArenaLive:
     def _pool_notice(self, session: str, notice: dict[str, Any]) -> None:
         found = self.context.sessions.get(session) if self.context is not None else None
         if found is not None:
-            self.context.sessions.notices.publish(found, "pool", notice)  # type: ignore[union-attr]
+            self.context.sessions.notices.publish(found, NoticeKind.POOL, notice)  # type: ignore[union-attr]
 
     def _tell_dataset(self) -> None:
         assert self.context is not None
