@@ -4,11 +4,16 @@
 # user runs: import, the demo, serve with one curl session through the proxy and a finish,
 # evaluate on those outputs, and the `mitmdump -s` route; then the same venv with `pip install -e .`
 # in setuptools' default mode, running the demo. Fails on the first thing that does not work.
+# Everything is built from a copy of the sources (what the wheel is made of), so the check never
+# writes into the checkout and runs beside the test suite, which builds wheels of its own.
 #   scripts/check_wheel.sh            (uses .venv to build; PYTHON picks the interpreter of the new venv)
 set -euo pipefail
-repo="$(cd "$(dirname "$0")/.." && pwd)"
+checkout="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python3}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/webarena-live-wheel.XXXXXX")"
+repo="$work/source"
+mkdir "$repo"
+cp -a "$checkout"/{addon,evaluator,tasks,pyproject.toml,README.md} "$repo/"
 pids=()
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -20,7 +25,7 @@ step() { echo "==> wheel check: $*"; }
 fail() { echo "wheel check FAILED: $*" >&2; exit 1; }
 
 step "building the wheel"
-"$repo/.venv/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps -w "$work/dist" "$repo" \
+"$checkout/.venv/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps -w "$work/dist" "$repo" \
     2> >(grep -v '^WARNING: Location' >&2)
 wheel=("$work"/dist/webarena_live-*.whl)
 
@@ -35,7 +40,7 @@ cd "$work/away"   # outside the checkout: nothing of the repository can be impor
 unset PYTHONPATH
 
 step "import webarena_live, and it is the only top-level package the distribution installs"
-"$venv/python" - "$repo" <<'EOF'
+"$venv/python" - "$checkout" <<'EOF'
 import sys
 from importlib.metadata import files
 from pathlib import Path
@@ -155,6 +160,5 @@ assert default_tasks_path().is_file(), default_tasks_path()
 print(f"editable: webarena_live from {where.parent}; {len(load_tasks())} demo tasks")
 EOF
 "$venv/webarena-live" demo --output-dir "$work/demo-editable" | tail -1
-rm -rf "$repo/webarena_live.egg-info"
 
 echo "==> wheel check: all passed"
