@@ -187,3 +187,34 @@ def test_every_script_starts_from_the_checkout(script):
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _unnamed_modules(doc: str) -> list[str]:
+    """The modules `test_the_map_names_every_module`'s rule finds nowhere in `doc`."""
+    rows = [line for line in doc.splitlines() if line.startswith("| `")]
+    missing = []
+    for path in sorted([*(REPO / "addon").rglob("*.py"), *(REPO / "evaluator").rglob("*.py")]):
+        if path.name.startswith("_") or "__pycache__" in path.parts:
+            continue
+        relative = path.relative_to(REPO)
+        in_room = relative.parts[0] == "addon" and len(relative.parts) > 2  # `proxy/capture`, not `addon/...`
+        named = (relative.relative_to("addon") if in_room else relative).with_suffix("").as_posix()
+        by_path = re.search(rf"(?<![\w.-]){re.escape(named)}(?:\.py)?(?![\w-])", doc)
+        room = f"| `{relative.parent.as_posix()}` |"
+        in_row = any(row.startswith(room) and f"`{path.stem}`" in row.split(" | ")[1] for row in rows)
+        if not by_path and not in_row:
+            missing.append(relative.as_posix())
+    return missing
+
+
+def test_the_map_names_every_module():
+    """docs/architecture.md names every module of `addon/` and `evaluator/` (but `__init__.py`,
+    `__main__.py` and files starting with `_`), so a module added is a module placed on the map.
+
+    The rule: a module is named by its path from its top folder (`proxy/capture.py`, or `proxy/capture`;
+    `evaluator/trace.py`; `addon/client.py` for a module at the package's top) anywhere in the note, or as
+    `` `capture` `` in the "owns" cell of its folder's row of the Rooms table (the row whose first cell is
+    `` `addon/proxy` ``, `` `evaluator` ``, `` `evaluator/values` ``)."""
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    missing = _unnamed_modules(doc)
+    assert not missing, "docs/architecture.md does not name " + ", ".join(missing)
