@@ -23,8 +23,8 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from webarena_live.addresses.headers import FRONT_SET, PROXY_PORT_HEADER
 from webarena_live.addresses.placement import Placement
-from webarena_live.control.app import CLIENT_HEADER, PROXY_PORT_HEADER
 from webarena_live.control.errors import JsonResponse, error_response
 from webarena_live.control.guard import page_request_problem, token_problem
 from webarena_live.evaluator import ATTEMPT_FILES, WebArenaLiveError, locate_attempt
@@ -37,8 +37,6 @@ logger = logging.getLogger("webarena_live.fleet")
 _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
 )
-_FRONT_HEADERS = frozenset({PROXY_PORT_HEADER.lower(), CLIENT_HEADER.lower()})
-"""Headers only the front sets: a client's own are dropped."""
 RETRY_AFTER_SECONDS = 1
 CARRY_ATTEMPTS = 5
 """Times a finished session's files are looked up again when a later finish moved them meanwhile."""
@@ -174,7 +172,7 @@ class Front:
             logger.warning("webarena-live: session %s resumed on worker %d with %d events",
                            name, worker.index, resumed)  # fmt: skip
             return None, False
-        if reply.status_code == 409 and _error_of(reply) == "session_running":
+        if reply.status_code == 409 and error_of(reply.content) == "session_running":
             # A new `serve` knows only the sessions resumed on it: a try the front counted as failed
             # (the worker died as it answered, or the request waited in the kept socket's backlog for
             # its successor) or the round before a second death resumed it already.
@@ -241,7 +239,7 @@ class Front:
         query = request.url.query
         url = f"{worker.control_url}{raw_path.decode('latin-1')}" + (f"?{query}" if query else "")
         headers = {**self.passed_auth(), **(headers or {})}
-        ours = _HOP_BY_HOP | {name.lower() for name in headers or {}} | _FRONT_HEADERS  # never the client's
+        ours = _HOP_BY_HOP | {name.lower() for name in headers or {}} | FRONT_SET  # never the client's
         sent = [(k, v) for k, v in request.headers.raw if k.decode("latin-1").lower() not in ours]
         sent += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
         content = body if body is not None else await request.body()
@@ -269,11 +267,8 @@ class Front:
     def _resuming_on(self, worker: Worker, request: Request) -> bool:
         """Whether `request` names a running session of `worker` that the worker does not know (yet): a
         worker that died and came back answers on its kept port before it has resumed its sessions."""
-        parts = request.url.path.split("/")
-        if len(parts) < 3 or parts[1] != "sessions" or not parts[2]:
-            return False
-        name = unquote(parts[2])
-        return name in self.starts and self.placement.owner(name) == worker.index
+        name = session_of(request.url.path)
+        return name is not None and name in self.starts and self.placement.owner(name) == worker.index
 
     def unavailable(self, worker: Worker, request: Request | None = None) -> Response:
         detail = (
@@ -399,10 +394,19 @@ def answer_headers(upstream: httpx.Response) -> dict[str, str]:
     return {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_BY_HOP}
 
 
-def _error_of(reply: httpx.Response) -> str | None:
-    """The `error` of a JSON refusal, or None."""
+def error_of(content: bytes) -> str | None:
+    """The `error` of a JSON refusal's body, or None."""
     try:
-        found = reply.json()
+        found = json.loads(content)
     except ValueError:
         return None
-    return found.get("error") if isinstance(found, dict) else None
+    error = found.get("error") if isinstance(found, dict) else None
+    return error if isinstance(error, str) else None
+
+
+def session_of(path: str) -> str | None:
+    """The session a control path names (`/sessions/{name}/...`), decoded; None for other routes."""
+    parts = path.split("/")
+    if len(parts) >= 3 and parts[1] == "sessions" and parts[2]:
+        return unquote(parts[2])
+    return None

@@ -20,50 +20,28 @@ from urllib.parse import unquote
 import httpx
 from fastapi import FastAPI, Request
 from httpx_sse import EventSource
+from pydantic import ValidationError
 from sse_starlette import EventSourceResponse
 from starlette.responses import Response
 
+from webarena_live.addresses.headers import CALLER_HEADER, CLIENT_HEADER, PROXY_PORT_HEADER, REPEATED_HEADER
 from webarena_live.addresses.placement import PlacementError
-from webarena_live.control.app import CALLER_HEADER, CLIENT_HEADER, PROXY_PORT_HEADER, REPEATED_HEADER
-from webarena_live.control.bodies import ControlError
+from webarena_live.control.bodies import ControlError, parse_json_body
 from webarena_live.control.errors import JsonResponse, error_response
 from webarena_live.control.middleware import MAX_CONTROL_BODY
+from webarena_live.control.models import StartSession
 from webarena_live.control.streams import HEARTBEAT_SECONDS, RETRY_MS, Streams
 from webarena_live.evaluator import __version__
 from webarena_live.fleet import front_views
-from webarena_live.fleet.front import ASK_DEADLINE, Front, answer_headers
+from webarena_live.fleet.front import ASK_DEADLINE, Front, answer_headers, error_of, session_of
 from webarena_live.fleet.workers import Worker
 from webarena_live.replicas.mutations import add_reads
+from webarena_live.runs.sessions import DEFAULT_SESSION
 
 logger = logging.getLogger("webarena_live.fleet")
 
 PORT_TRIES = 5
 """Ports tried for a new session's address when its worker finds them busy on its machine."""
-
-
-def _session_of(path: str) -> str | None:
-    """The session a path names (`/sessions/{name}/...`), decoded; None for other routes."""
-    parts = path.split("/")
-    if len(parts) >= 3 and parts[1] == "sessions" and parts[2]:
-        return unquote(parts[2])
-    return None
-
-
-def _started(body: bytes, caller: str | None) -> tuple[str, str | None] | None:
-    """The session a `POST /sessions` body starts, as the worker will read it, and the node it asks
-    to be `near`; None when the body is not an object (the worker then answers the 400)."""
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return None
-    if not isinstance(document, dict):
-        return None
-    name, near = document.get("session"), document.get("near")
-    if name is None:
-        name = unquote(caller) if caller else "default"
-    if not isinstance(name, str) or (near is not None and not isinstance(near, str)):
-        return None
-    return name, near
 
 
 def create_front_app(front: Front) -> FastAPI:
@@ -92,93 +70,66 @@ def create_front_app(front: Front) -> FastAPI:
         body = await _bounded_body(request)
         if isinstance(body, Response):
             return body
-        started = _started(body, request.headers.get(CALLER_HEADER))
-        if started is None:
+        read = _start_of(body)
+        if read is None:  # not a start the control API's model accepts: a worker answers the 400
             workers = front.up_workers()
             if not workers:
                 return front.unavailable(front.pool[0], request)
             return await front.forward(workers[0], request, body)
-        name, near = started
+        start, document = read
+        caller = request.headers.get(CALLER_HEADER)
+        name = (
+            start.session if start.session is not None else (unquote(caller) if caller else DEFAULT_SESSION)
+        )
         owner = front.placement.owner(name)
         if owner is not None and (refusal := _unavailable(front, front.pool[owner], request)) is not None:
             return refusal
-        among = front.workers_near(near) if near is not None else None
-        if owner is None and _resumes(body):  # after a restart: on a worker that holds its journal
+        among = front.workers_near(start.near) if start.near is not None else None
+        if owner is None and start.resume_journal:  # after a restart: on a worker that holds its journal
             among = await front_views.journal_holders(front, request, name) or among
         lease: dict[str, str] = {}
         if front.leases is not None:  # the replicas first: a refusal then holds nothing
             try:
-                lease, body = await front.leases.before_start(name, json.loads(body))
+                lease, document = await front.leases.before_start(name, start, document)
             except ControlError as error:
                 no_lease = error_response(
                     error.status, error.error, error.detail, method="POST", path="/sessions"
                 )
                 no_lease.headers.update(error.headers)
                 return no_lease
-        for _ in range(PORT_TRIES):  # a port busy on the worker's machine is not picked again
-            had_port = front.placement.port_of(name) is not None
-            try:
-                seat = front.placement.place(name, among=among or None)
-            except PlacementError as error:
-                _release_lease(front, name)
-                return error_response(503, "no_address", str(error), method="POST", path="/sessions")
-            worker = front.pool[seat.worker]
-            headers = {PROXY_PORT_HEADER: str(seat.port), CLIENT_HEADER: _client_of(request), **lease}
-            upstream = await front.send(worker, request, body, headers)
-            if isinstance(upstream, Response):
-                if not had_port:
-                    front.placement.release(name)
-                _release_lease(front, name)
-                return upstream
-            content = await upstream.aread()
-            await upstream.aclose()
-            if upstream.status_code == 200:
-                break
-            if not had_port:
-                front.placement.release(name)
-            refused = Response(content, upstream.status_code, headers=answer_headers(upstream))
-            if upstream.status_code == 503 and not had_port and _error_of(content) == "no_address":
-                front.placement.mark_busy(seat.worker, seat.port)
-                continue
-            _release_lease(front, name)
-            return refused
-        else:
-            _release_lease(front, name)
-            return refused
+        placed = None
+        try:  # the one place a start's lease is given back: whatever did not start
+            placed = await _place(front, request, name, among, json.dumps(document).encode(), lease)
+        finally:
+            if not isinstance(placed, tuple) and front.leases is not None:
+                front.leases.release(name, "refused")
+        if isinstance(placed, Response):
+            return placed
+        worker, content = placed
         reply = json.loads(content)
-        front.starts[name] = {"task_id": reply["task_id"], "run": json.loads(body).get("run")}
+        front.starts[name] = {"task_id": reply["task_id"], "run": start.run}
         for record in (front.lost, front.finished, front.carried):  # an earlier run's are not this run's
             record.pop(name, None)
         reply["worker"], reply["node"] = worker.index, worker.node
-        if among is not None and seat.worker not in among:
-            reply["near_unmet"] = f"no worker is up on {near!r}; placed on the least busy worker"
+        if among is not None and worker.index not in among:
+            reply["near_unmet"] = f"no worker is up on {start.near!r}; placed on the least busy worker"
         return JsonResponse(reply)
 
     @app.post("/sessions/{session}/finish")
     async def post_finish(session: str, request: Request) -> Response:
         name = unquote(session)
-        worker = _owner_of(front, name, request)
-        if isinstance(worker, Response):
-            return worker
-        body = await _bounded_body(request)
-        if isinstance(body, Response):
-            return body
-        if front.leases is not None:
-            await front.leases.hand_interference(front.http, front.up_workers(), worker, name, front.auth())
-        upstream = await front.send(worker, request, body)
-        if isinstance(upstream, Response):
-            return upstream
-        content = await upstream.aread()
-        await upstream.aclose()
-        if upstream.status_code != 200 or upstream.headers.get(REPEATED_HEADER):
-            return Response(content, upstream.status_code, headers=answer_headers(upstream))
-        front.placement.release(name)  # the worker closed the session's address; its port is free
-        front.starts.pop(name, None)
-        if front.leases is not None:
-            front.leases.release(name, "finished")
-        if front.outputs is not None:  # written on the worker's node: carried here before the answer
-            await front.carry_outputs(worker, name)
-        await front.remember_finished(worker, name)
+        forwarded = await _forward_ending(front, name, request)
+        if isinstance(forwarded, Response):
+            return forwarded
+        worker, upstream, content = forwarded
+        if upstream.status_code == 200 and not upstream.headers.get(REPEATED_HEADER):
+            front.placement.release(name)  # the worker closed the session's address; its port is free
+            front.starts.pop(name, None)
+            if front.leases is not None:
+                front.leases.release(name, "finished")
+            if front.outputs is not None:  # written on the worker's node: carried here before the answer
+                await front.carry_outputs(worker, name)
+            await front.remember_finished(worker, name)
         return Response(content, upstream.status_code, headers=answer_headers(upstream))
 
     @app.post("/sessions/{session}/abandon")
@@ -186,17 +137,10 @@ def create_front_app(front: Front) -> FastAPI:
         """The worker ends the attempt's lease (it checks the body and the session); then the front
         gathers the workers' mutations and its pool gives the replicas back."""
         name = unquote(session)
-        worker = _owner_of(front, name, request)
-        if isinstance(worker, Response):
-            return worker
-        body = await _bounded_body(request)
-        if isinstance(body, Response):
-            return body
-        upstream = await front.send(worker, request, body)
-        if isinstance(upstream, Response):
-            return upstream
-        content = await upstream.aread()
-        await upstream.aclose()
+        forwarded = await _forward_ending(front, name, request)
+        if isinstance(forwarded, Response):
+            return forwarded
+        _, upstream, content = forwarded
         if upstream.status_code == 200 and front.leases is not None:
             # what its traffic changed first: a replica released as clean would be leased unreset
             await front.leases.gather(front.http, front.up_workers(), front.auth())
@@ -256,7 +200,7 @@ def create_front_app(front: Front) -> FastAPI:
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
     async def any_route(path: str, request: Request) -> Response:
-        name = _session_of(request.url.path)
+        name = session_of(request.url.path)
         if name is None:  # tasks, the dashboard, the OpenAPI document: the same on every worker
             workers = front.up_workers()
             if not workers:
@@ -265,16 +209,80 @@ def create_front_app(front: Front) -> FastAPI:
         worker = _owner_of(front, name, request)
         if isinstance(worker, Response):
             return worker
+        carried: dict[str, str] = {}
         if front.leases is not None and request.method == "POST" and path.endswith("/preview"):
-            await front.leases.hand_interference(front.http, front.up_workers(), worker, name, front.auth())
-        return await front.forward(worker, request)
+            carried = await front.leases.interference_header(
+                front.http, front.up_workers(), name, front.auth()
+            )
+        return await front.forward(worker, request, headers=carried)
 
     return app
 
 
-def _release_lease(front: Front, name: str) -> None:
-    if front.leases is not None:
-        front.leases.release(name, "refused")
+def _start_of(body: bytes) -> tuple[StartSession, dict[str, Any]] | None:
+    """A `POST /sessions` body read once, by the control API's own model, and the object it came from;
+    None when the model refuses it (the worker then answers the 400, as without a front)."""
+    try:
+        document = parse_json_body(body)
+        return StartSession.model_validate(document), document
+    except (ControlError, ValidationError):
+        return None
+
+
+async def _place(
+    front: Front, request: Request, name: str, among: list[int] | None, body: bytes, lease: dict[str, str]
+) -> tuple[Worker, bytes] | Response:
+    """Place session `name` and start it on its worker with `body`: the worker and its answer, or the
+    refusal to answer (the caller gives the lease back). A port busy on the worker's machine is marked
+    so and another tried, `PORT_TRIES` times."""
+    refused: Response | None = None
+    for _ in range(PORT_TRIES):
+        had_port = front.placement.port_of(name) is not None
+        try:
+            seat = front.placement.place(name, among=among or None)
+        except PlacementError as error:
+            return error_response(503, "no_address", str(error), method="POST", path="/sessions")
+        worker = front.pool[seat.worker]
+        headers = {PROXY_PORT_HEADER: str(seat.port), CLIENT_HEADER: _client_of(request), **lease}
+        upstream = await front.send(worker, request, body, headers)
+        if isinstance(upstream, Response):
+            if not had_port:
+                front.placement.release(name)
+            return upstream
+        content = await upstream.aread()
+        await upstream.aclose()
+        if upstream.status_code == 200:
+            return worker, content
+        if not had_port:
+            front.placement.release(name)
+        refused = Response(content, upstream.status_code, headers=answer_headers(upstream))
+        if upstream.status_code != 503 or had_port or error_of(content) != "no_address":
+            return refused
+        front.placement.mark_busy(seat.worker, seat.port)
+    assert refused is not None
+    return refused
+
+
+async def _forward_ending(
+    front: Front, name: str, request: Request
+) -> tuple[Worker, httpx.Response, bytes] | Response:
+    """A finish or an abandon of session `name` sent to its worker (a finish with the session's
+    interference, `INTERFERENCE_HEADER`): the worker, its answer and the answer's body; or the refusal."""
+    worker = _owner_of(front, name, request)
+    if isinstance(worker, Response):
+        return worker
+    body = await _bounded_body(request)
+    if isinstance(body, Response):
+        return body
+    carried: dict[str, str] = {}
+    if front.leases is not None and request.url.path.endswith("/finish"):
+        carried = await front.leases.interference_header(front.http, front.up_workers(), name, front.auth())
+    upstream = await front.send(worker, request, body, carried)
+    if isinstance(upstream, Response):
+        return upstream
+    content = await upstream.aread()
+    await upstream.aclose()
+    return worker, upstream, content
 
 
 def _owner_of(front: Front, name: str, request: Request) -> Worker | Response:
@@ -296,19 +304,6 @@ def _unavailable(front: Front, worker: Worker, request: Request) -> Response | N
         return front.unavailable(worker, request)
     if not worker.responsive:
         return front.unresponsive(worker, request)
-    return None
-
-
-def _resumes(body: bytes) -> bool:
-    with contextlib.suppress(ValueError, AttributeError):
-        return json.loads(body).get("resume_journal") is True
-    return False
-
-
-def _error_of(content: bytes) -> str | None:
-    with contextlib.suppress(ValueError, AttributeError):
-        error = json.loads(content).get("error")
-        return error if isinstance(error, str) else None
     return None
 
 

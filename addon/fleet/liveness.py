@@ -41,10 +41,9 @@ async def watch(front: Front) -> None:
 def note(worker: Worker, answered: bool) -> None:
     """One probe's outcome for `worker`."""
     if answered:
-        worker.misses = 0
-        if not worker.responsive:
-            worker.responsive = True
-            worker.stalled = asyncio.Event()
+        was_responsive = worker.responsive
+        worker.revive()  # as a restarted worker: it answers, whatever it did before
+        if not was_responsive:
             logger.warning("webarena-live: worker %d answers again; its sessions go on", worker.index)
         return
     worker.misses += 1
