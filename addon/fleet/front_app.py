@@ -1,7 +1,8 @@
 """The control API of `serve --workers N`: one port in front of every worker's.
 
-Each request goes to the worker that owns its session (`fleet/front.py`); the routes that speak of
-every session (`GET /health`, `GET /sessions`, `GET /events`) ask every worker and answer once.
+Each request goes to the worker that owns its session (`fleet/front.py`, through `fleet/link.py`); the
+routes that speak of every session (`GET /health`, `GET /sessions`, `GET /events`: `front_events.py`) ask
+every worker and answer once.
 `POST /sessions` places a new session (`addresses/placement.py`) and tells the worker the port of its
 address. While a session's worker is restarting, its routes answer a JSON 503 with `Retry-After`
 (docs/architecture.md, Workers).
@@ -9,19 +10,14 @@ address. While a session's worker is restarting, its routes answer a JSON 503 wi
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import unquote
 
 import httpx
 from fastapi import FastAPI, Request
-from httpx_sse import EventSource
 from pydantic import ValidationError
-from sse_starlette import EventSourceResponse
 from starlette.responses import Response
 
 from webarena_live.addresses.headers import CALLER_HEADER, CLIENT_HEADER, PROXY_PORT_HEADER, REPEATED_HEADER
@@ -30,10 +26,17 @@ from webarena_live.control.bodies import ControlError, parse_json_body
 from webarena_live.control.errors import JsonResponse, error_response
 from webarena_live.control.middleware import MAX_CONTROL_BODY
 from webarena_live.control.models import StartSession
-from webarena_live.control.streams import HEARTBEAT_SECONDS, RETRY_MS, Streams
+from webarena_live.control.streams import Streams
 from webarena_live.evaluator import __version__
-from webarena_live.fleet import front_views
-from webarena_live.fleet.front import ASK_DEADLINE, Front, answer_headers, error_of, session_of
+from webarena_live.fleet import front_events, front_views
+from webarena_live.fleet.front import Front
+from webarena_live.fleet.link import (
+    answer_headers,
+    error_of,
+    session_of,
+    unavailable,
+    unresponsive,
+)
 from webarena_live.fleet.workers import Worker
 from webarena_live.replicas.mutations import add_reads
 from webarena_live.runs.sessions import DEFAULT_SESSION
@@ -74,15 +77,15 @@ def create_front_app(front: Front) -> FastAPI:
         if read is None:  # not a start the control API's model accepts: a worker answers the 400
             workers = front.up_workers()
             if not workers:
-                return front.unavailable(front.pool[0], request)
-            return await front.forward(workers[0], request, body)
+                return unavailable(front.workers[0], request)
+            return await front.link.forward(workers[0], request, body)
         start, document = read
         caller = request.headers.get(CALLER_HEADER)
-        name = (
-            start.session if start.session is not None else (unquote(caller) if caller else DEFAULT_SESSION)
-        )
+        name = start.session
+        if name is None:  # an explicit name first, else the caller's (through the proxy), else the default
+            name = unquote(caller) if caller else DEFAULT_SESSION
         owner = front.placement.owner(name)
-        if owner is not None and (refusal := _unavailable(front, front.pool[owner], request)) is not None:
+        if owner is not None and (refusal := _unavailable(front, front.workers[owner], request)) is not None:
             return refusal
         among = front.workers_near(start.near) if start.near is not None else None
         if owner is None and start.resume_journal:  # after a restart: on a worker that holds its journal
@@ -107,9 +110,7 @@ def create_front_app(front: Front) -> FastAPI:
             return placed
         worker, content = placed
         reply = json.loads(content)
-        front.starts[name] = {"task_id": reply["task_id"], "run": start.run}
-        for record in (front.lost, front.finished, front.carried):  # an earlier run's are not this run's
-            record.pop(name, None)
+        front.sessions.started(name, reply["task_id"], start.run)
         reply["worker"], reply["node"] = worker.index, worker.node
         if among is not None and worker.index not in among:
             reply["near_unmet"] = f"no worker is up on {start.near!r}; placed on the least busy worker"
@@ -123,13 +124,14 @@ def create_front_app(front: Front) -> FastAPI:
             return forwarded
         worker, upstream, content = forwarded
         if upstream.status_code == 200 and not upstream.headers.get(REPEATED_HEADER):
+            known = front.sessions
             front.placement.release(name)  # the worker closed the session's address; its port is free
-            front.starts.pop(name, None)
+            known.starts.pop(name, None)
             if front.leases is not None:
                 front.leases.release(name, "finished")
-            if front.outputs is not None:  # written on the worker's node: carried here before the answer
-                await front.carry_outputs(worker, name)
-            await front.remember_finished(worker, name)
+            if known.outputs is not None:  # written on the worker's node: carried here before the answer
+                await known.carry_outputs(front.link, worker, name)
+            await known.remember_finished(front.link, worker, name)
         return Response(content, upstream.status_code, headers=answer_headers(upstream))
 
     @app.post("/sessions/{session}/abandon")
@@ -143,7 +145,7 @@ def create_front_app(front: Front) -> FastAPI:
         _, upstream, content = forwarded
         if upstream.status_code == 200 and front.leases is not None:
             # what its traffic changed first: a replica released as clean would be leased unreset
-            await front.leases.gather(front.http, front.up_workers(), front.auth())
+            await front.leases.gather(front.link.http, front.up_workers(), front.link.auth())
             try:
                 reason = json.loads(content).get("reason")
             except (ValueError, AttributeError):
@@ -154,49 +156,49 @@ def create_front_app(front: Front) -> FastAPI:
     @app.get("/sessions/{session}")
     async def get_session(session: str, request: Request) -> Response:
         name = unquote(session)
-        worker = _owner_of(front, name, request)
-        if isinstance(worker, Response) and name in front.finished and name not in front.starts:
-            if (refusal := await front.refusal(request)) is not None:  # the token holds here too
+        worker, known = _owner_of(front, name, request), front.sessions
+        if isinstance(worker, Response) and name in known.finished and name not in known.starts:
+            if (refusal := await front.link.refusal(request)) is not None:  # the token holds here too
                 return refusal
-            return JsonResponse(front.finished[name])  # its worker is restarting or silent
+            return JsonResponse(known.finished[name])  # its worker is restarting or silent
         if isinstance(worker, Response):
             return worker
-        upstream = await front.send(worker, request, b"")
+        upstream = await front.link.send(worker, request, b"")
         if isinstance(upstream, Response):
             return upstream
         content = await upstream.aread()
         await upstream.aclose()
-        if upstream.status_code == 404 and name in front.finished:  # its worker restarted since
-            view = dict(front.finished[name])
+        if upstream.status_code == 404 and name in front.sessions.finished:  # its worker restarted since
+            view = dict(front.sessions.finished[name])
         elif upstream.status_code != 200:
             return Response(content, upstream.status_code, headers=answer_headers(upstream))
         else:
             view = {**json.loads(content), "worker": worker.index, "node": worker.node}
-        if front.outputs is not None:
-            if (carried := front.carried_files(name)) is not None:
+        if front.sessions.outputs is not None:
+            if (carried := front.sessions.carried_files(name)) is not None:
                 view["outputs"] = carried
-            elif view.get("outputs") and name not in front.finished:
-                view["outputs"] = front.outputs.local(worker.index, view["outputs"])
+            elif view.get("outputs") and name not in front.sessions.finished:
+                view["outputs"] = front.sessions.outputs.local(worker.index, view["outputs"])
         return JsonResponse(view)
 
     @app.get("/report")
     async def get_report(request: Request, run: str | None = None) -> Response:
         workers = front.up_workers()
-        if front.report is None:  # the workers share the output directory: any of them answers
+        if front.sessions.report is None:  # the workers share the output directory: any of them answers
             if not workers:
-                return front.unavailable(front.pool[0], request)
-            return await front.forward(workers[0], request)
-        refusal = await front.refusal(request)
+                return unavailable(front.workers[0], request)
+            return await front.link.forward(workers[0], request)
+        refusal = await front.link.refusal(request)
         if refusal is not None:
             return refusal
         try:
-            return JsonResponse(await front.report(run))
+            return JsonResponse(await front.sessions.report(run))
         except ControlError as error:
             return error_response(error.status, error.error, error.detail, method="GET", path="/report")
 
     @app.get("/events")
     async def get_events(request: Request) -> Response:
-        return await merged_events(front, request)
+        return await front_events.merged_events(front, request)
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
     async def any_route(path: str, request: Request) -> Response:
@@ -204,17 +206,16 @@ def create_front_app(front: Front) -> FastAPI:
         if name is None:  # tasks, the dashboard, the OpenAPI document: the same on every worker
             workers = front.up_workers()
             if not workers:
-                return front.unavailable(front.pool[0], request)
-            return await front.forward(workers[0], request)
+                return unavailable(front.workers[0], request)
+            return await front.link.forward(workers[0], request)
         worker = _owner_of(front, name, request)
         if isinstance(worker, Response):
             return worker
         carried: dict[str, str] = {}
         if front.leases is not None and request.method == "POST" and path.endswith("/preview"):
-            carried = await front.leases.interference_header(
-                front.http, front.up_workers(), name, front.auth()
-            )
-        return await front.forward(worker, request, headers=carried)
+            link = front.link
+            carried = await front.leases.interference_header(link.http, link.up_workers(), name, link.auth())
+        return await front.link.forward(worker, request, headers=carried)
 
     return app
 
@@ -242,9 +243,9 @@ async def _place(
             seat = front.placement.place(name, among=among or None)
         except PlacementError as error:
             return error_response(503, "no_address", str(error), method="POST", path="/sessions")
-        worker = front.pool[seat.worker]
+        worker = front.workers[seat.worker]
         headers = {PROXY_PORT_HEADER: str(seat.port), CLIENT_HEADER: _client_of(request), **lease}
-        upstream = await front.send(worker, request, body, headers)
+        upstream = await front.link.send(worker, request, body, headers)
         if isinstance(upstream, Response):
             if not had_port:
                 front.placement.release(name)
@@ -276,8 +277,10 @@ async def _forward_ending(
         return body
     carried: dict[str, str] = {}
     if front.leases is not None and request.url.path.endswith("/finish"):
-        carried = await front.leases.interference_header(front.http, front.up_workers(), name, front.auth())
-    upstream = await front.send(worker, request, body, carried)
+        carried = await front.leases.interference_header(
+            front.link.http, front.up_workers(), name, front.link.auth()
+        )
+    upstream = await front.link.send(worker, request, body, carried)
     if isinstance(upstream, Response):
         return upstream
     content = await upstream.aread()
@@ -287,23 +290,23 @@ async def _forward_ending(
 
 def _owner_of(front: Front, name: str, request: Request) -> Worker | Response:
     owner = front.placement.owner(name)
-    if owner is None and name in front.lost:
-        lost = front.lost[name]
+    if owner is None and name in front.sessions.lost:
+        lost = front.sessions.lost[name]
         detail = f"session {name!r} is lost: {lost['reason']}; start it again to run it elsewhere"
         return error_response(410, "session_lost", detail, method=request.method, path=request.url.path)
     if owner is None:
         detail = f"no session named {name!r}"
         return error_response(404, "unknown_session", detail, method=request.method, path=request.url.path)
-    worker = front.pool[owner]
+    worker = front.workers[owner]
     return _unavailable(front, worker, request) or worker
 
 
 def _unavailable(front: Front, worker: Worker, request: Request) -> Response | None:
     """The 503 a route that needs `worker` answers now (restarting, or not answering), or None."""
     if worker.index in front.placement.down or not worker.up:
-        return front.unavailable(worker, request)
+        return unavailable(worker, request)
     if not worker.responsive:
-        return front.unresponsive(worker, request)
+        return unresponsive(worker, request)
     return None
 
 
@@ -321,75 +324,3 @@ async def _bounded_body(request: Request) -> bytes | Response:
             return error_response(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-async def merged_events(front: Front, request: Request) -> Response:
-    """`GET /events` of every worker as one stream: one `sessions` opening with every worker's
-    sessions, then each worker's notices as they come."""
-    workers = front.up_workers()
-    upstreams: list[tuple[Worker, httpx.Response]] = []
-    for worker in workers:
-        upstream = await front.send(worker, request, b"")
-        if isinstance(upstream, Response):
-            continue  # a worker that does not answer: the stream goes on without it
-        if upstream.status_code != 200:
-            content = await upstream.aread()
-            for _, opened in upstreams:
-                await opened.aclose()
-            await upstream.aclose()
-            return Response(content, upstream.status_code, headers=answer_headers(upstream))
-        upstreams.append((worker, upstream))
-
-    async def events() -> AsyncIterator[bytes]:
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        front.listeners.add(queue)
-        sessions: list[dict[str, Any]] = list(front.lost.values())
-        readers = []
-        try:
-            for worker, upstream in upstreams:
-                source = EventSource(upstream).aiter_sse()
-                with contextlib.suppress(TimeoutError, httpx.HTTPError):
-                    async with asyncio.timeout(ASK_DEADLINE):  # a worker that stalls now: left out
-                        async for sse in source:
-                            if sse.event == "sessions":
-                                views = json.loads(sse.data)["sessions"]
-                                where = {"worker": worker.index, "node": worker.node}
-                                sessions += [{**view, **where} for view in views]
-                                break
-                readers.append(asyncio.create_task(_pump(source, queue)))
-            opening = {"sessions": sessions}
-            yield f"retry: {RETRY_MS}\n\nevent: sessions\ndata: {json.dumps(opening)}\n\n".encode()
-            open_readers = len(readers)
-            while open_readers:
-                item = await queue.get()
-                if item is None:
-                    open_readers -= 1
-                    continue
-                yield item
-        finally:
-            front.listeners.discard(queue)
-            for reader in readers:
-                reader.cancel()
-            for _, upstream in upstreams:
-                await upstream.aclose()
-
-    response = EventSourceResponse(
-        events(), ping=HEARTBEAT_SECONDS, sep="\n", headers={"Cache-Control": "no-cache"}
-    )
-    response.headers["Connection"] = "close"
-    response.headers["Content-Type"] = "text/event-stream"
-    return response
-
-
-async def _pump(source: AsyncIterator[Any], queue: asyncio.Queue[bytes | None]) -> None:
-    """One worker's notices into the merged stream, each as it was written; None when it ends."""
-    try:
-        async for sse in source:
-            head = f"event: {sse.event}\n" if sse.event and sse.event != "message" else ""
-            if sse.id:
-                head += f"id: {sse.id}\n"
-            await queue.put(f"{head}data: {sse.data}\n\n".encode())
-    except httpx.HTTPError:
-        pass  # the worker went away: its part of the stream ends
-    finally:
-        await queue.put(None)
