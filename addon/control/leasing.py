@@ -134,11 +134,17 @@ def decode_interference(header: str) -> dict[str, Any]:
 
 
 def interference_of(ctx: ControlContext, session: Session, given: str | None = None) -> dict[str, Any]:
-    """What a finish or a preview reports: on a fleet's worker (no pool here) the front's word, carried
-    on the request (`given`, the `INTERFERENCE_HEADER`); else this process's pool's."""
-    if ctx.pool is None:
-        return decode_interference(given) if given is not None else dict(NO_INTERFERENCE)
-    return listed(ctx.pool.interference(session.name, since=session.attempt.started))
+    """What a finish or a preview reports: this process's pool's word when it leased the session; else,
+    on a fleet's worker, the front's, carried on the request (`given`, the `INTERFERENCE_HEADER`); else
+    none. A client's header never overrides a pool's own lease."""
+    pool = ctx.pool
+    if pool is not None and session.name in pool.leases:
+        return listed(pool.interference(session.name, since=session.attempt.started))
+    if given is not None:
+        return decode_interference(given)
+    if pool is None:
+        return dict(NO_INTERFERENCE)
+    return listed(pool.interference(session.name, since=session.attempt.started))
 
 
 def listed(interference: dict[str, Any]) -> dict[str, Any]:
