@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 
+from webarena_live.addresses.headers import INTERFERENCE_HEADER
 from webarena_live.control.bodies import ControlError, parse_final_response
 from webarena_live.control.context import Control, session_in_path
 from webarena_live.control.errors import JsonResponse
@@ -73,7 +74,9 @@ def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> A
             raise ControlError(409, refused.reason, refused.detail_body) from None
         found = session_in_path(ctx, session)
         if attempt.state is not SessionState.FINISHED:  # a finished one's is the finish's, kept
-            result = result.model_copy(update={"interference": interference_of(ctx, found, keep=True)})
+            result = result.model_copy(
+                update={"interference": interference_of(ctx, found, request.headers.get(INTERFERENCE_HEADER))}
+            )
         answer = {**result.to_dict(), **attempt.sites_answered()}  # as the finish would answer it
         return JsonResponse(answer, headers=server_timing(started))
 

@@ -18,6 +18,16 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import ValidationError
 from starlette.responses import FileResponse, Response
 
+from webarena_live.addresses.headers import (
+    CALLER_HEADER,
+    CLIENT_HEADER,
+    EARLIER_ATTEMPT_HEADER,
+    INTERFERENCE_HEADER,
+    LEASE_HEADER,
+    PROXY_PORT_HEADER,
+    REPEATED_HEADER,
+    SESSION_HEADER,
+)
 from webarena_live.control import models
 from webarena_live.control.agent_routes import agent_router, dashboard_files
 from webarena_live.control.bodies import ControlError, parse_final_response, parse_json_body
@@ -31,7 +41,7 @@ from webarena_live.control.context import (
     task_view,
 )
 from webarena_live.control.errors import JsonResponse, install_error_handlers, validation_detail
-from webarena_live.control.leasing import LEASE_HEADER, interference_of, lease_router
+from webarena_live.control.leasing import interference_of, lease_router
 from webarena_live.control.middleware import BodyCap, CommonHeaders, Guard, RawPath
 from webarena_live.control.models import SessionName
 from webarena_live.control.pac import PAC_MEDIA_TYPE, proxy_auto_config
@@ -42,25 +52,6 @@ from webarena_live.evaluator import __version__, trace_to_har
 from webarena_live.runs.finish_outcome import FinishRefused, OutputsFailed, no_task_detail
 from webarena_live.runs.sessions import Session
 from webarena_live.runs.settings import SessionState
-
-PROXY_PORT_HEADER = "X-WebArena-Live-Proxy-Port"
-"""Set by the workers' front on `POST /sessions`: the port the placement chose for the session's
-address (docs/architecture.md, Workers). Without it the proxy picks one itself."""
-CLIENT_HEADER = "X-WebArena-Live-Client"
-"""Set by the workers' front on `POST /sessions`: the address of the client that asked, which the
-session's address lets in (proxy/strangers.py)."""
-
-FLEET_HEADER = "X-WebArena-Live-Fleet"
-"""Set by a worker of `serve --ray` on the control requests it passes to the front: the fleet's token,
-which the front's door for its workers asks for (fleet/workers_door.py)."""
-
-REPEATED_HEADER = "X-WebArena-Live-Repeated"
-"""On a finish's answer that is the first finish's again (the same answer sent twice): the front
-forwards it and does none of a first finish's work again (carrying files, ending leases)."""
-CALLER_HEADER = "X-WebArena-Live-Caller"
-"""Set by the addon on control requests through the proxy: the caller's session (percent-encoded),
-from the proxy credentials. It only picks the session `POST /sessions` starts when its body names
-none, which any client of the control port can do anyway, so it needs no protection there."""
 
 _ERRORS = {
     400: "malformed request (not JSON, wrong types, missing or unknown fields)",
@@ -259,7 +250,8 @@ def create_app(control: ControlContext | None) -> FastAPI:
         openapi_extra=_body({"$ref": "#/components/schemas/FinalResponse"}),
     )
     async def post_finish(session: SessionName, request: Request, ctx: Control) -> Response:
-        answer = finish(ctx, session_in_path(ctx, session), await request.body())
+        given = request.headers.get(INTERFERENCE_HEADER)  # a fleet's front names it (control/leasing.py)
+        answer = finish(ctx, session_in_path(ctx, session), await request.body(), given)
         if ctx.addresses is not None:
             await ctx.addresses.settle()  # the session's address is closed when the agent hears back
         return answer
@@ -325,16 +317,17 @@ def create_app(control: ControlContext | None) -> FastAPI:
     return app
 
 
-def finish(ctx: ControlContext, session: Session, body: bytes) -> Response:
-    """The finish route's work: the session's attempt judges, the answer is its `eval_result.json`."""
+def finish(ctx: ControlContext, session: Session, body: bytes, interference: str | None = None) -> Response:
+    """The finish route's work: the session's attempt judges, the answer is its `eval_result.json`.
+    `interference`: what a fleet's front carried (`INTERFERENCE_HEADER`)."""
     if session.task is None:  # before reading the body, as any request to a session without a task
         raise ControlError(409, "no_task", no_task_detail(session.name))
     response = parse_final_response(body)
     finished = session.attempt.state is SessionState.FINISHED  # a repeat: no new interference to take
     try:
         with ctx.finish_guard():
-            interference = None if finished else interference_of(ctx, session)
-            outcome = session.finish(response, interference=interference)
+            named = None if finished else interference_of(ctx, session, interference)
+            outcome = session.finish(response, interference=named)
     except FinishRefused as refused:
         raise ControlError(409, refused.reason, refused.detail_body) from None
     except OutputsFailed as error:
@@ -343,9 +336,9 @@ def finish(ctx: ControlContext, session: Session, body: bytes) -> Response:
     # Where the agent's wait went (standard Server-Timing, milliseconds); the benchmarks read it.
     timing = f"evaluate;dur={timings['evaluate'] * 1000:.3f}, total;dur={timings['total'] * 1000:.3f}"
     # Percent-encoded: a session name may hold characters a header value cannot.
-    headers = {"X-WebArena-Live-Session": quote(session.name), "Server-Timing": timing}
+    headers = {SESSION_HEADER: quote(session.name), "Server-Timing": timing}
     if outcome.earlier_attempt:
-        headers["X-WebArena-Live-Earlier-Attempt"] = quote(outcome.earlier_attempt)
+        headers[EARLIER_ATTEMPT_HEADER] = quote(outcome.earlier_attempt)
     # eval_result.json, with `interference` and whether the sites answered (rewards read both)
     answer = {**outcome.result.to_dict(), **outcome.sites}
     if outcome.repeated:  # the front forwards it and does none of a first finish's work again

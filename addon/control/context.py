@@ -145,8 +145,6 @@ class ControlContext:
         self.mutations = mutations if mutations is not None or pool is None else pool.log
         """The mutations of the traffic this process sees (`GET /mutations`): the pool's own log, or a
         worker's (`control/leasing.py`)."""
-        self.front_interference: dict[str, dict[str, Any]] = {}
-        """A worker's: the interference its front gave for a session's next finish."""
         self.lease_use = LeaseUse()
         """The leases used here, the latest last: `GET /mutations` tells a front the uses since it asked."""
         SessionEnds.attach(self)

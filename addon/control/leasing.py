@@ -5,19 +5,23 @@ refusals become JSON errors here (`as_control_error`).
 In one process the pool is the control API's own (`ControlContext.pool`). Under `serve --workers` the
 front holds the pool and a worker has none, only its mutation log (`ControlContext.mutations`): the front
 leases before it forwards `POST /sessions` (the worker reads the lease from `LEASE_HEADER`), gathers
-every worker's mutations (`GET /mutations`) and hands the session's interference to its worker
-(`PUT /sessions/{s}/interference`) before it forwards the finish.
+every worker's mutations (`GET /mutations`) and carries the session's interference on the finish (and
+the preview) it forwards (`INTERFERENCE_HEADER`), as the start carries the lease.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 import time
+import zlib
 from typing import Annotated, Any
 from urllib.parse import unquote
 
 from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
 from starlette.responses import Response
 
 from webarena_live.control.bodies import ControlError, parse_json_body
@@ -32,8 +36,6 @@ from webarena_live.runs.settings import SessionState
 
 logger = logging.getLogger("webarena_live.replicas")
 
-LEASE_HEADER = "X-WebArena-Live-Lease"
-"""Set by a fleet's front on the `POST /sessions` it forwards: the session's lease, `{site: index}`."""
 INTERFERENCE_LISTED = 100
 """Mutations an interference lists (the first ones); `count` says how many there were."""
 
@@ -94,17 +96,55 @@ def release(ctx: ControlContext, name: str, reason: str) -> None:
         ctx.pool.release(name, reason)
 
 
-def interference_of(ctx: ControlContext, session: Session, *, keep: bool = False) -> dict[str, Any]:
-    """What a finish (or, with `keep`, a preview) reports: the front's word (a worker), else this
-    process's pool's."""
-    given = (
-        ctx.front_interference.get(session.name) if keep else ctx.front_interference.pop(session.name, None)
-    )
+class FrontInterference(BaseModel):
+    """The interference a fleet's front carries on a finish or preview it forwards (`INTERFERENCE_HEADER`):
+    its pool's `interference` as `listed`, and the workers that did not tell their mutations."""
+
+    model_config = ConfigDict(extra="allow")
+
+    exposed: StrictBool
+    count: int = 0
+    mutations: list[dict[str, Any]] = []
+    replicas: dict[str, str] = {}
+
+
+class LeaseEnd(BaseModel):
+    """Body of `PUT /sessions/{s}/lease_ended`: a front telling a worker the lease it gave ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ended: StrictStr
+    reason: StrictStr | None = None
+
+
+def encode_interference(interference: dict[str, Any]) -> str:
+    """A header value for `interference`: its JSON, compressed (a hundred listed URLs repeat much) and
+    in URL-safe base64 (a header holds latin-1 only; a URL may not be)."""
+    packed = zlib.compress(json.dumps(interference, separators=(",", ":")).encode(), 6)
+    return base64.urlsafe_b64encode(packed).decode("ascii")
+
+
+def decode_interference(header: str) -> dict[str, Any]:
+    """The interference `encode_interference` wrote; a 400 when the header holds none."""
+    try:
+        document = json.loads(zlib.decompress(base64.urlsafe_b64decode(header.encode("ascii"))))
+        return FrontInterference.model_validate(document).model_dump()
+    except (ValueError, binascii.Error, zlib.error, ValidationError):
+        raise ControlError(400, "bad_interference", "the front's interference header holds none") from None
+
+
+def interference_of(ctx: ControlContext, session: Session, given: str | None = None) -> dict[str, Any]:
+    """What a finish or a preview reports: this process's pool's word when it leased the session; else,
+    on a fleet's worker, the front's, carried on the request (`given`, the `INTERFERENCE_HEADER`); else
+    none. A client's header never overrides a pool's own lease."""
+    pool = ctx.pool
+    if pool is not None and session.name in pool.leases:
+        return listed(pool.interference(session.name, since=session.attempt.started))
     if given is not None:
-        return given
-    if ctx.pool is None:
+        return decode_interference(given)
+    if pool is None:
         return no_interference()
-    return listed(ctx.pool.interference(session.name, since=session.attempt.started))
+    return listed(pool.interference(session.name, since=session.attempt.started))
 
 
 def listed(interference: dict[str, Any]) -> dict[str, Any]:
@@ -143,8 +183,7 @@ def abandon(ctx: ControlContext, session: Session, reason: str | None, ended: st
 
 
 def lease_router(documented: dict[str, dict[int | str, dict[str, Any]]]) -> APIRouter:
-    """`POST /sessions/{s}/abandon`, `GET /mutations` (what a front gathers from its workers),
-    `PUT /sessions/{s}/interference` (what a front hands a worker before the session's finish) and
+    """`POST /sessions/{s}/abandon`, `GET /mutations` (what a front gathers from its workers) and
     `PUT /sessions/{s}/lease_ended` (a front telling a worker the lease it gave ended)."""
     router = APIRouter()
 
@@ -170,12 +209,12 @@ def lease_router(documented: dict[str, dict[int | str, dict[str, Any]]]) -> APIR
     async def put_lease_ended(session: SessionName, request: Request) -> Response:
         ctx: ControlContext = request.app.state.control
         found = find_session(ctx, unquote(session))
-        document = parse_json_body(await request.body())
-        if not isinstance(document, dict) or not isinstance(document.get("ended"), str):
-            raise ControlError(400, "bad_lease_end", "an object with a string `ended`")
-        reason = document.get("reason")
+        try:
+            end = LeaseEnd.model_validate(parse_json_body(await request.body()))
+        except ValidationError:
+            raise ControlError(400, "bad_lease_end", "an object with a string `ended`") from None
         if found.attempt.state is not SessionState.FINISHED:
-            abandon(ctx, found, reason if isinstance(reason, str) else None, document["ended"])
+            abandon(ctx, found, end.reason, end.ended)
         return JsonResponse({"session": found.name})
 
     @router.get(
@@ -199,18 +238,8 @@ def lease_router(documented: dict[str, dict[int | str, dict[str, Any]]]) -> APIR
         active = ctx.lease_use.since(active_after)
         reads = log.reads_view() if log is not None else {}  # what a front's /health sums
         return JsonResponse(
-            {"mutations": mutations, "epoch": id(log) if log is not None else None, "active": active,
+            {"mutations": mutations, "epoch": log.epoch if log is not None else None, "active": active,
              "now": now, "reads": reads}
         )  # fmt: skip
-
-    @router.put("/sessions/{session}/interference", include_in_schema=False)
-    async def put_interference(session: SessionName, request: Request) -> Response:
-        ctx: ControlContext = request.app.state.control
-        found = find_session(ctx, unquote(session))
-        document = parse_json_body(await request.body())
-        if not isinstance(document, dict) or not isinstance(document.get("exposed"), bool):
-            raise ControlError(400, "bad_interference", "an object with a boolean `exposed`")
-        ctx.front_interference[found.name] = document
-        return JsonResponse({"session": found.name})
 
     return router

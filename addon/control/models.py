@@ -185,8 +185,9 @@ class Mutations(_Open):
         description="each {seq, site, index, session, method, url, time}: a POST, PUT, PATCH or DELETE "
         "to a replica of the site map"
     )
-    epoch: int | None = Field(
-        None, description="changes when the proxy's mutation log is made anew (sequence restarts)"
+    epoch: str | None = Field(
+        None,
+        description="a random token of the proxy's mutation log: another one, the sequence restarted",
     )
     active: dict[str, float] = Field(
         default_factory=dict,

@@ -27,6 +27,9 @@ STOP_SECONDS = 2.0
 """How long stopping waits for open connections before uvicorn cancels them."""
 KEEP_ALIVE_SECONDS = 30
 """How long an idle client connection to the control port stays open."""
+MAX_HEAD = 1024 * 1024
+"""Largest request head the control port reads: a fleet's front carries a finish's interference in one
+(compressed), so more than h11's default 16 KiB; a body may be larger still (`MAX_CONTROL_BODY`)."""
 
 
 def listening_socket(host: str, port: int, family: socket.AddressFamily) -> socket.socket:
@@ -85,6 +88,9 @@ class ControlServer:
             # times the server may close a connection just as a client sends on it (a ReadError).
             timeout_keep_alive=KEEP_ALIVE_SECONDS,
             timeout_graceful_shutdown=int(STOP_SECONDS),
+            # A request head may hold what a fleet's front carries (the interference of a finish,
+            # compressed): as large as a body may be, not h11's default 16 KiB.
+            h11_max_incomplete_event_size=MAX_HEAD,
         )
         server = _GuestServer(config)
         self._server = server

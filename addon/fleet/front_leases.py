@@ -4,17 +4,17 @@ captures a session's traffic (docs/architecture.md, Replicas).
 Before the front forwards `POST /sessions` it leases the task's replicas (waiting up to `wait`), resets
 them when asked, and tells the worker the lease (`LEASE_HEADER`). The workers see the traffic: each
 records the mutations through it, and the front gathers them (`GET /mutations`) before a finish or a
-preview, to hand the worker the session's interference (`PUT /sessions/{s}/interference`), and every
+preview, whose forwarded request carries the session's interference (`INTERFERENCE_HEADER`), and every
 few seconds, so a changed replica is known as changed when its lease ends. A finish, a lost worker or
-`--lease-timeout` (idle time: the workers tell when each session last used its lease) or
-`POST /sessions/{s}/abandon` ends a lease; the session's worker is told (`PUT /sessions/{s}/lease_ended`)
-so its proxy forwards nothing more for it; changed replicas are reset from here, in the background.
+`--lease-timeout` (idle time: the workers tell when each session last used its lease; a session whose
+worker did not answer keeps its lease) or `POST /sessions/{s}/abandon` ends a lease; the session's
+worker is told (`PUT /sessions/{s}/lease_ended`, retried) so its proxy forwards nothing more for it;
+changed replicas are reset from here, in the background.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Callable
@@ -23,8 +23,10 @@ from urllib.parse import quote
 
 import httpx
 
+from webarena_live.addresses.headers import INTERFERENCE_HEADER, LEASE_HEADER
 from webarena_live.control.errors import as_control_error
-from webarena_live.control.leasing import LEASE_HEADER, listed
+from webarena_live.control.leasing import encode_interference, listed
+from webarena_live.control.models import StartSession
 from webarena_live.evaluator import TaskSet, UnknownTaskError, site_key
 from webarena_live.fleet.workers import Worker
 from webarena_live.replicas import Mutation, PoolError
@@ -36,6 +38,10 @@ GATHER_SECONDS = 2.0
 """How often the front gathers the workers' mutations between finishes."""
 ASK_TIMEOUT = 5.0
 """Seconds a worker may take to tell its mutations; one that does not answer is told as such."""
+TELL_TRIES = 5
+"""Times the front tells a worker a lease ended before it gives up (the worker is gone: its session
+is lost anyway); `TELL_PAUSE` seconds apart."""
+TELL_PAUSE = 1.0
 
 
 class FrontLeases:
@@ -44,55 +50,55 @@ class FrontLeases:
     def __init__(self, pool: ReplicaPool, tasks: TaskSet) -> None:
         self.pool = pool
         self.tasks = tasks
-        self.cursors: dict[int, tuple[Any, int]] = {}
-        """Per worker: its pool's epoch and the last mutation gathered from it."""
+        self.cursors: dict[int, tuple[str | None, int]] = {}
+        """Per worker: its mutation log's epoch and the last mutation gathered from it."""
         self.reads: dict[int, dict[str, dict[str, int]]] = {}
         """Per worker: the requests its log judged reads, by site and rule (its latest answer; `/health`)."""
         self.unanswered: set[int] = set()
         """Workers that did not tell their mutations at the last gathering."""
         self.used_since: dict[int, float] = {}
         """Per worker: its clock at its last answer; it tells only the lease uses since (`active_after`)."""
+        self.answered: set[int] = set()
+        """Workers that told them (and when each of their sessions was last used) at the last gathering."""
+        self.telling: set[asyncio.Future[bool]] = set()
+        """The lease ends being told to workers now (kept: a task nobody holds may be collected)."""
 
     # --- the start -------------------------------------------------------------------------------
 
-    async def before_start(self, name: str, document: dict[str, Any]) -> tuple[dict[str, str], bytes]:
+    async def before_start(
+        self, name: str, start: StartSession, document: dict[str, Any]
+    ) -> tuple[dict[str, str], dict[str, Any]]:
         """Lease the task's replicas for `name` (resetting them first when the body asks): the headers
-        and the body to forward. Raises `ControlError` (the pool's 503, a failed reset's 502, an
-        unknown task's 404) with nothing held."""
+        and the body to forward (`document`, the body `start` was read from). Raises `ControlError`
+        (the pool's 503, a failed reset's 502) with nothing held."""
         try:
-            task = self.tasks[int(document["task_id"])]
-        except (KeyError, ValueError, TypeError, UnknownTaskError):
-            return {}, json.dumps(document).encode()  # the worker answers the 400 or the 404
-        wait = document.get("wait", 0)
-        wait = float(wait) if isinstance(wait, int | float) and not isinstance(wait, bool) else 0.0
+            task = self.tasks[start.task_id]
+        except UnknownTaskError:
+            return {}, document  # the worker answers the 404
         try:
-            lease = await self.pool.lease(name, task, wait=min(max(wait, 0.0), 3600.0))
-            if document.get("reset") is True:
-                timeout = document.get("reset_timeout")
-                await self.pool.reset_leased(  # a failure gives the lease back
-                    name, float(timeout) if isinstance(timeout, int | float) else self.pool.reset_timeout
-                )
+            lease = await self.pool.lease(name, task, wait=start.wait)
+            if start.reset:
+                await self.pool.reset_leased(name, start.reset_timeout)  # a failure gives the lease back
                 document = {**document, "reset": False}  # done here, on the session's own replicas
         except PoolError as error:
             raise as_control_error(error) from None
-        return {LEASE_HEADER: json.dumps(lease.indexes)}, json.dumps(document).encode()
+        return {LEASE_HEADER: json.dumps(lease.indexes)}, document
 
     def release(self, name: str, reason: str) -> None:
         self.pool.release(name, reason)
 
     # --- the finish ------------------------------------------------------------------------------
 
-    async def hand_interference(
-        self, http: httpx.AsyncClient, workers: list[Worker], owner: Worker, name: str, auth: dict[str, str]
-    ) -> None:
-        """Gather every worker's mutations, then give the session's worker its interference."""
+    async def interference_header(
+        self, http: httpx.AsyncClient, workers: list[Worker], name: str, auth: dict[str, str]
+    ) -> dict[str, str]:
+        """Gather every worker's mutations; then the header that carries session `name`'s interference
+        on the finish (or preview) the front forwards to its worker."""
         await self.gather(http, workers, auth)
         interference = listed(self.pool.interference(name))
         if self.unanswered:
             interference["unanswered_workers"] = sorted(self.unanswered)
-        url = f"{owner.control_url}/sessions/{quote(name, safe='')}/interference"
-        with contextlib.suppress(httpx.HTTPError):  # the finish then reports this worker's own view
-            await http.put(url, json=interference, headers=auth, timeout=ASK_TIMEOUT)
+        return {INTERFERENCE_HEADER: encode_interference(interference)}
 
     async def gather(self, http: httpx.AsyncClient, workers: list[Worker], auth: dict[str, str]) -> None:
         """Every up worker's mutations since the last gathering, into the front's pool."""
@@ -100,6 +106,7 @@ class FrontLeases:
         self.unanswered = {
             worker.index for worker, answer in zip(workers, answers, strict=True) if answer is None
         }
+        self.answered = {worker.index for worker in workers} - self.unanswered
         for worker, answer in zip(workers, answers, strict=True):
             if answer is None:
                 continue
@@ -128,7 +135,7 @@ class FrontLeases:
 
     async def _ask(
         self, http: httpx.AsyncClient, worker: Worker, auth: dict[str, str]
-    ) -> tuple[Any, list[dict[str, Any]], dict[str, Any], dict[str, dict[str, int]]] | None:
+    ) -> tuple[str | None, list[dict[str, Any]], dict[str, Any], dict[str, dict[str, int]]] | None:
         epoch, after = self.cursors.get(worker.index, (None, 0))
         params: dict[str, Any] = {"after": after}
         if worker.index in self.used_since:  # the uses since its last answer, not every session's
@@ -142,15 +149,17 @@ class FrontLeases:
             return None
         if reply.status_code != 200:
             return None
-        if document.get("epoch") != epoch and after:  # a restarted worker counts from the start again
-            self.cursors[worker.index] = (document.get("epoch"), 0)
+        told = document.get("epoch")
+        told = told if isinstance(told, str) else None
+        if told != epoch and after:  # a restarted worker counts from the start again
+            self.cursors[worker.index] = (told, 0)
             self.used_since.pop(worker.index, None)  # a new process: every use it tells
             return await self._ask(http, worker, auth)
         active, reads = document.get("active"), document.get("reads")
         if isinstance(now := document.get("now"), int | float):
             self.used_since[worker.index] = float(now)
         return (
-            document.get("epoch"),
+            told,
             list(document.get("mutations", [])),
             active if isinstance(active, dict) else {},
             reads if isinstance(reads, dict) else {},
@@ -164,26 +173,49 @@ class FrontLeases:
         owner_of: Callable[[str], Worker | None],
     ) -> None:
         """Gather the workers' mutations (and when each session last used its lease) every few seconds,
-        and end the leases idle past `--lease-timeout`, telling each one's worker."""
+        and end the leases idle past `--lease-timeout`, telling each one's worker. A session whose
+        worker did not answer (or was not asked: restarting, silent) keeps its lease: its idle time is
+        not known."""
         while True:
             await asyncio.sleep(GATHER_SECONDS)
             try:
                 await self.gather(http, list(workers()), auth)
-                for name in self.pool.expire():
+                for name in self.expire(owner_of):
                     logger.warning(
                         "webarena-live: session %s was idle past --lease-timeout (%g s): its replicas are "
                         "given back; its requests are refused until it finishes",
                         name, self.pool.lease_timeout,
                     )  # fmt: skip
                     if (owner := owner_of(name)) is not None:
-                        await self.tell_ended(http, owner, name, "timeout", auth)
+                        told = asyncio.ensure_future(self.tell_ended(http, owner, name, "timeout", auth))
+                        self.telling.add(told)  # in the background: the next gathering does not wait
+                        told.add_done_callback(self.telling.discard)
             except Exception:  # the watch must outlive any one bad answer
                 logger.exception("webarena-live: gathering the workers' mutations failed")
 
+    def expire(self, owner_of: Callable[[str], Worker | None]) -> list[str]:
+        """End the leases idle past `--lease-timeout`, but those of sessions whose worker did not tell
+        when they were last used at the last gathering; the sessions whose lease ended."""
+        unheard = {
+            name for name in self.pool.leases
+            if (owner := owner_of(name)) is not None and owner.index not in self.answered
+        }  # fmt: skip
+        return self.pool.expire(keep=unheard)
+
     async def tell_ended(
         self, http: httpx.AsyncClient, owner: Worker, name: str, ended: str, auth: dict[str, str]
-    ) -> None:
-        """Tell the session's worker its lease ended here, so its proxy forwards nothing more for it."""
+    ) -> bool:
+        """Tell the session's worker its lease ended here, so its proxy forwards nothing more for it;
+        tried `TELL_TRIES` times. Whether the worker heard it."""
         url = f"{owner.control_url}/sessions/{quote(name, safe='')}/lease_ended"
-        with contextlib.suppress(httpx.HTTPError):  # a worker away: its session is lost anyway
-            await http.put(url, json={"ended": ended}, headers=auth, timeout=ASK_TIMEOUT)
+        for tried in range(1, TELL_TRIES + 1):
+            try:
+                reply = await http.put(url, json={"ended": ended}, headers=auth, timeout=ASK_TIMEOUT)
+                if reply.status_code < 500:  # heard (a 404: the session is gone there; nothing to end)
+                    return True
+            except httpx.HTTPError:
+                pass
+            if tried < TELL_TRIES:
+                await asyncio.sleep(TELL_PAUSE)
+        logger.error("webarena-live: worker %d was not told that session %s's lease ended", owner.index, name)
+        return False

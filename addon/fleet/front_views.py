@@ -1,6 +1,6 @@
 """What the front answers about every worker at once: `GET /health` and `GET /sessions`.
 
-Each worker is asked with a deadline (`HEALTH_DEADLINE`, `ASK_DEADLINE` in `fleet/front.py`); one
+Each worker is asked with a deadline (`HEALTH_DEADLINE`, `ASK_DEADLINE` in `fleet/link.py`); one
 that does not answer is listed as such, and its running sessions are listed from what the front
 knows of them (their task, worker and node): no session drops out of the list because its worker is
 silent or restarting. Every row names its `worker` and `node`. See docs/architecture.md, Workers.
@@ -17,13 +17,14 @@ from starlette.responses import Response
 
 from webarena_live.evaluator import __version__
 from webarena_live.fleet import liveness
-from webarena_live.fleet.front import HEALTH_DEADLINE, Front
+from webarena_live.fleet.front import Front
+from webarena_live.fleet.link import HEALTH_DEADLINE
 from webarena_live.fleet.workers import Worker
 
 
 async def health(front: Front, request: Request) -> dict[str, Any]:
     """`GET /health` of the fleet: every worker's state, answered within `HEALTH_DEADLINE`."""
-    asked = [w for w in front.pool if w.up and w.index not in front.placement.down]
+    asked = [w for w in front.workers if w.up and w.index not in front.placement.down]
     replies = await asyncio.gather(*(_health_of(front, worker) for worker in asked))
     healths = {w.index: reply for w, reply in zip(asked, replies, strict=True) if reply is not None}
     for worker in asked:
@@ -32,7 +33,7 @@ async def health(front: Front, request: Request) -> dict[str, Any]:
     first = next(iter(healths.values()), {"status": "restarting", "version": __version__})
     held = front.placement.held_ports()
     workers = []
-    for worker in front.pool:
+    for worker in front.workers:
         state = front.state_of(worker)
         if state in ("up", "unresponsive"):  # this answer's own probe says which
             state = "up" if worker.index in healths else "unresponsive"
@@ -49,19 +50,21 @@ async def health(front: Front, request: Request) -> dict[str, Any]:
         })  # fmt: skip
     answer = {**first, "sessions": sum(w["sessions"] for w in workers), "workers": workers}
     answer["refused_strangers"] = sum(w["refused_strangers"] for w in workers)
-    answer["lost_sessions"] = len(front.lost)
-    answer["control_token"] = bool(front.token)  # this port's, not the workers' (a Ray fleet's own token)
+    answer["lost_sessions"] = len(front.sessions.lost)
+    answer["control_token"] = bool(
+        front.link.token
+    )  # this port's, not the workers' (a Ray fleet's own token)
     answer.update(front.listening)
     for own in ("memory", "web_port"):  # a worker's own; each worker answers them on its port
         answer.pop(own, None)
-    if front.outputs is not None:  # the workers write on their nodes; the files are carried here
-        answer["output_dir"], answer["journal_dir"] = str(front.outputs.output_dir), None
+    if front.sessions.outputs is not None:  # the workers write on their nodes; the files are carried here
+        answer["output_dir"], answer["journal_dir"] = str(front.sessions.outputs.output_dir), None
     return answer
 
 
 async def _health_of(front: Front, worker: Worker) -> dict[str, Any] | None:
     try:
-        reply = await front.http.get(f"{worker.control_url}/health", timeout=HEALTH_DEADLINE)
+        reply = await front.link.http.get(f"{worker.control_url}/health", timeout=HEALTH_DEADLINE)
     except httpx.HTTPError:
         return None
     if reply.status_code != 200:
@@ -72,7 +75,7 @@ async def _health_of(front: Front, worker: Worker) -> dict[str, Any] | None:
 
 async def sessions(front: Front, request: Request) -> list[dict[str, Any]] | Response:
     """`GET /sessions` of the fleet, or a worker's refusal of the request (token, page guard)."""
-    replies = await front.ask_all(request, "/sessions")
+    replies = await front.link.ask_all(request, "/sessions")
     if isinstance(replies, Response):
         return replies
     live: list[dict[str, Any]] = []
@@ -90,27 +93,27 @@ async def sessions(front: Front, request: Request) -> list[dict[str, Any]] | Res
     answered = {worker.index for worker, reply in replies if reply is not None}
     for name in front.placement.held_ports():  # the sessions of a worker that is silent or restarting
         owner = front.placement.owner(name)
-        if name in seen or name not in front.starts or owner is None:
+        if name in seen or name not in front.sessions.starts or owner is None:
             continue
-        worker = front.pool[owner]
+        worker = front.workers[owner]
         state = front.state_of(worker)
         if owner in answered:
             state = "restarting"  # it answered without the session: resuming it
-        live.append({"session": name, "state": "running", "task_id": front.starts[name]["task_id"],
-                     "run": front.starts[name].get("run"), "worker": owner, "node": worker.node,
+        live.append({"session": name, "state": "running", "task_id": front.sessions.starts[name]["task_id"],
+                     "run": front.sessions.starts[name].get("run"), "worker": owner, "node": worker.node,
                      "worker_state": state, "worker_restarting": state == "restarting"})  # fmt: skip
         seen.add(name)
     rest = [view for path, view in resumable.items() if path not in journals and view["session"] not in seen]
-    finished = [view for name, view in front.finished.items() if name not in seen]
-    seen.update(front.finished)
-    lost = [view for name, view in front.lost.items() if name not in seen]
+    finished = [view for name, view in front.sessions.finished.items() if name not in seen]
+    seen.update(front.sessions.finished)
+    lost = [view for name, view in front.sessions.lost.items() if name not in seen]
     return live + finished + rest + lost
 
 
 async def journal_holders(front: Front, request: Request, name: str) -> list[int]:
     """The workers that list an unfinished journal of session `name` (a `resume_journal` start after
     `serve` restarted goes to one of them: with `--ray` a journal is on one node only)."""
-    replies = await front.ask_all(request, "/sessions")
+    replies = await front.link.ask_all(request, "/sessions")
     if isinstance(replies, Response):
         return []
     return [

@@ -3,7 +3,7 @@
 
 The front asks each worker that is up for `/health` every `PROBE_EVERY` seconds; `MISSES` probes in
 a row unanswered within `PROBE_DEADLINE` make it `unresponsive`: its routes answer a JSON 503 at
-once (calls to it in flight are given up, `Front.send`), `/health` lists it so, and its sessions are
+once (calls to it in flight are given up, `WorkerLink.send`), `/health` lists it so, and its sessions are
 kept. The first answer makes it `up` again. Death is the pool's to find (a process that exits, a Ray
 actor that dies); silence alone never loses a session. See docs/architecture.md, Workers.
 """
@@ -31,7 +31,7 @@ async def watch(front: Front) -> None:
     """Probe every worker that is up, for ever (cancelled when the front stops)."""
     while True:
         await asyncio.sleep(PROBE_EVERY)
-        workers = [w for w in front.pool if w.up and w.index not in front.placement.down]
+        workers = [w for w in front.workers if w.up and w.index not in front.placement.down]
         answers = await asyncio.gather(*(_answers(front, worker) for worker in workers))
         for worker, answered in zip(workers, answers, strict=True):
             if worker.up and worker.index not in front.placement.down:  # not restarted meanwhile
@@ -41,10 +41,9 @@ async def watch(front: Front) -> None:
 def note(worker: Worker, answered: bool) -> None:
     """One probe's outcome for `worker`."""
     if answered:
-        worker.misses = 0
-        if not worker.responsive:
-            worker.responsive = True
-            worker.stalled = asyncio.Event()
+        was_responsive = worker.responsive
+        worker.revive()  # as a restarted worker: it answers, whatever it did before
+        if not was_responsive:
             logger.warning("webarena-live: worker %d answers again; its sessions go on", worker.index)
         return
     worker.misses += 1
@@ -59,7 +58,7 @@ def note(worker: Worker, answered: bool) -> None:
 
 async def _answers(front: Front, worker: Worker) -> bool:
     try:
-        reply = await front.http.get(f"{worker.control_url}/health", timeout=PROBE_DEADLINE)
+        reply = await front.link.http.get(f"{worker.control_url}/health", timeout=PROBE_DEADLINE)
     except httpx.HTTPError:
         return False
     return reply.status_code == 200

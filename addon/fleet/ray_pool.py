@@ -1,5 +1,5 @@
 """The workers of `serve --workers N --ray ADDRESS`: `ServeWorker` actors (`ray_actor.py`) spread over
-a Ray cluster's nodes, watched as `WorkerPool` watches its processes.
+a Ray cluster's nodes, watched as `LocalWorkers` watches its processes.
 
 The actors are spread over the nodes by a placement group (one bundle of `CPUS_PER_WORKER` per worker,
 SPREAD), and Ray restarts an actor that dies. This module and `ray_actor.py` are the only ones of the
@@ -19,6 +19,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,9 +30,9 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from webarena_live.control.run_view import run_figures
 from webarena_live.evaluator import load_tasks, prepare_output_dir
-from webarena_live.fleet.front import CarriedOutputs, Front
+from webarena_live.fleet.carry import CarriedOutputs
 from webarena_live.fleet.ray_actor import ServeWorker, WorkerSetup
-from webarena_live.fleet.workers import Worker, Workers
+from webarena_live.fleet.workers import Worker, WorkerEvents, Workers
 from webarena_live.launch import LaunchError, Ports
 
 if TYPE_CHECKING:
@@ -88,30 +89,32 @@ def host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def ray_workers(plan: FleetPlan, front: Front, front_at: str, env: dict[str, str]) -> RayWorkerPool:
-    """The workers on the cluster (connected already), and the front told where their files come from;
-    `front_at` is the HOST:PORT where they reach the front (`fleet/workers_door.py`)."""
+Report = Callable[[str | None], Awaitable[dict[str, Any]]]
+
+
+def ray_workers(
+    plan: FleetPlan, env: dict[str, str]
+) -> tuple[RayWorkers, CarriedOutputs | None, Report | None]:
+    """The workers on the cluster (connected already), not started yet; with an output directory, how
+    their files are carried here and the report of the carried files."""
     assert plan.ray is not None
     output_dir = Path(plan.ray.output_dir).resolve() if plan.ray.output_dir else None
     setup = WorkerSetup(
         fleet=uuid.uuid4().hex[:12],
         journals=journals_name(output_dir),
-        args=tuple(tuple(plan.ray.worker_argv(index, front_at)) for index in range(plan.count)),
+        args=(),  # the workers' flags name the front's address, known at their start
         files=plan.ray.files,
         ca=plan.ray.ca,
         env=env,
         listen_host=None if _loopback(plan.listen_host) else plan.listen_host,
     )
-    pool = RayWorkerPool(
-        plan.count, setup, cpus=CPUS_PER_WORKER, on_down=front.worker_down, on_lost=front.worker_lost,
-        on_restart=front.resume_on,
-    )  # fmt: skip
-    if plan.ray.output_dir:
-        output_dir = prepare_output_dir(plan.ray.output_dir)
-        tasks = load_tasks(plan.ray.tasks) if plan.ray.tasks else load_tasks()
-        front.outputs = CarriedOutputs(output_dir, lambda index: pool.output_dirs[index], pool.read_outputs)
-        front.report = lambda run: run_figures(output_dir, tasks, run)
-    return pool
+    pool = RayWorkers(plan.count, setup, plan.ray.worker_argv, cpus=CPUS_PER_WORKER)
+    if not plan.ray.output_dir:
+        return pool, None, None
+    here = prepare_output_dir(plan.ray.output_dir)
+    tasks = load_tasks(plan.ray.tasks) if plan.ray.tasks else load_tasks()
+    outputs = CarriedOutputs(here, lambda index: pool.output_dirs[index], pool.read_outputs)
+    return pool, outputs, lambda run: run_figures(here, tasks, run)
 
 
 def journals_name(output_dir: Path | None) -> str:
@@ -129,27 +132,17 @@ def _loopback(host: str) -> bool:
         return False
 
 
-class RayWorkerPool(Workers):
-    """`count` `ServeWorker` actors spread over a Ray cluster's nodes, watched as `WorkerPool` watches
-    its processes.
-
-    `on_down(index)` runs as soon as a worker is found gone; `on_lost(index, reason)` when its node left
-    the cluster (its running sessions cannot resume); `on_restart(index)` once it answers again.
-    """
+class RayWorkers(Workers):
+    """`count` `ServeWorker` actors spread over a Ray cluster's nodes, watched as `LocalWorkers` watches
+    its processes; each runs `serve` with `argv(index, front_at)`. A worker whose node left the cluster
+    is told lost (its running sessions cannot resume)."""
 
     def __init__(
-        self,
-        count: int,
-        setup: WorkerSetup,
-        *,
-        cpus: float,
-        on_down: Callable[[int], None],
-        on_lost: Callable[[int, str], None],
-        on_restart: Callable[[int], Awaitable[None]],
+        self, count: int, setup: WorkerSetup, argv: Callable[[int, str], list[str]], *, cpus: float
     ) -> None:
         self.workers = [Worker(i, Ports(0, 0, 0)) for i in range(count)]
-        self.setup, self.cpus = setup, cpus
-        self._on_down, self._on_lost, self._on_restart = on_down, on_lost, on_restart
+        self.setup, self.argv, self.cpus = setup, argv, cpus
+        self._events: WorkerEvents | None = None
         self.actors: list[Any] = []
         self.output_dirs: list[str] = [""] * count
         self.group: PlacementGroup | None = None
@@ -158,9 +151,13 @@ class RayWorkerPool(Workers):
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
 
-    async def start(self) -> None:
+    async def start(self, events: WorkerEvents, front_at: str) -> None:
         """Place the workers, start each and wait until every one answers; `LaunchError` if the
-        cluster cannot hold them or one cannot start."""
+        cluster cannot hold them or one cannot start. `front_at`: the HOST:PORT where they reach the
+        front (`fleet/workers_door.py`)."""
+        self._events = events
+        args = tuple(tuple(self.argv(worker.index, front_at)) for worker in self.workers)
+        self.setup = replace(self.setup, args=args)
         bundles = [{"CPU": self.cpus} for _ in self.workers]
         self.group = placement_group(bundles, strategy="SPREAD", name=f"webarena-live-{self.setup.fleet}")
         try:
@@ -249,7 +246,8 @@ class RayWorkerPool(Workers):
     def _gone(self, worker: Worker, what: str) -> None:
         worker.up = False
         logger.warning("webarena-live: worker %d (node %s) %s", worker.index, worker.node, what)
-        self._on_down(worker.index)
+        assert self._events is not None
+        self._events.worker_down(worker.index)
 
     async def _returned(self, worker: Worker, where: dict[str, Any]) -> None:
         """The worker answers again: its sessions resumed (cut short if it dies meanwhile), then up."""
@@ -257,7 +255,8 @@ class RayWorkerPool(Workers):
         worker.restarts += 1
         worker.revive()
         with contextlib.suppress(Exception):  # resume_on reports each session it cannot resume
-            await self._on_restart(worker.index)
+            assert self._events is not None
+            await self._events.resume_on(worker.index)
         worker.up = True
         logger.warning(
             "webarena-live: worker %d is back on node %s (pid %s)", worker.index, worker.node, worker.pid
@@ -266,7 +265,8 @@ class RayWorkerPool(Workers):
     def _lose(self, worker: Worker, reason: str) -> None:
         if not worker.node_lost:
             worker.node_lost = True
-            self._on_lost(worker.index, reason)
+            assert self._events is not None
+            self._events.worker_lost(worker.index, reason)
 
     def forget_port(self, index: int, port: int) -> None:
         if self.actors:

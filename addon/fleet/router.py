@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from webarena_live.addresses.credentials import proxy_username
 from webarena_live.addresses.placement import Placement, PlacementError
+from webarena_live.runs.sessions import DEFAULT_SESSION
 
 logger = logging.getLogger("webarena_live.fleet")
 
@@ -87,7 +88,7 @@ class SharedPort:
                 await writer.drain()
                 return
             try:
-                seat = self.placement.place(name or "default", address=False)
+                seat = self.placement.place(name or DEFAULT_SESSION, address=False)
             except PlacementError as error:
                 writer.write(_unavailable(str(error)))
                 await writer.drain()

@@ -35,12 +35,15 @@ from webarena_live.fleet import liveness
 from webarena_live.fleet.front import Front
 from webarena_live.fleet.front_app import create_front_app
 from webarena_live.fleet.front_leases import FrontLeases
+from webarena_live.fleet.link import WorkerLink
+from webarena_live.fleet.registry import SessionRegistry
 from webarena_live.fleet.router import SharedPort
-from webarena_live.fleet.workers import WorkerPool, Workers
+from webarena_live.fleet.workers import LocalWorkers, Workers
 from webarena_live.fleet.workers_door import WorkersDoor
 from webarena_live.launch import LaunchError
 from webarena_live.replicas import Isolation
 from webarena_live.replicas.build import banner_line, build_pool, pool_file
+from webarena_live.runs.sessions import NoticeKind
 
 logger = logging.getLogger("webarena_live.fleet")
 
@@ -115,31 +118,12 @@ async def run_fleet(plan: FleetPlan) -> int:
         plan.count, ports=plan.session_ports, host=plan.listen_host,
         reserved=frozenset({plan.port, plan.session_port or 0, plan.control_port}),
     )  # fmt: skip
-    front = Front(placement)
-    front.token = plan.token
     try:
-        front.leases = front_leases(plan)
-        if front.leases is not None:  # the pool's notices in the merged event stream
-            front.leases.pool.on_change = lambda session, notice: front.announce(
-                "pool", {"session": session, **notice}
-            )
-            front.leases.pool.start()  # the resets a restart (or --reset-at-start) calls for, first
+        leases = front_leases(plan)
     except WebArenaLiveError as error:
         for line in str(error).splitlines():
             print(f"webarena-live serve: {line}", file=sys.stderr)
         return 2
-    app = create_front_app(front)
-    server = ControlServer(app, host=plan.control_host, port=plan.control_port)
-    servers = [server]
-    try:
-        await server.start()
-    except OSError as error:
-        return _told(f"cannot open the control port {plan.control_port}: {error}", 1)
-    front.listening = {
-        "proxy_port": plan.port,
-        "session_port": plan.session_port,
-        "control_port": server.port,
-    }
     env = {CONTROL_TOKEN_ENV: plan.token} if plan.token else {}
     web_token = None
     if plan.web_ports:
@@ -147,31 +131,49 @@ async def run_fleet(plan: FleetPlan) -> int:
         # asks for none and ignores it in the address)
         web_token = env[WEB_TOKEN_ENV] = secrets.token_hex(16)
     pool: Workers
+    outputs, report, worker_token = None, None, None
     if plan.ray is not None:
         from webarena_live.fleet import ray_pool
 
         # The workers listen on their nodes' addresses, so their control APIs need a token even when
         # this one (on loopback) has none: the front makes it, and lets them in at a door of their own.
-        front.worker_token = env[CONTROL_TOKEN_ENV] = plan.token or secrets.token_urlsafe(24)
+        worker_token = env[CONTROL_TOKEN_ENV] = plan.token or secrets.token_urlsafe(24)
         try:
             await asyncio.to_thread(ray_pool.connect, plan.ray.address)
-            door = ControlServer(cast(FastAPI, WorkersDoor(app, front.worker_token)),
-                                 host=ray_pool.node_address(), port=0)  # fmt: skip
-            await door.start()
-            servers.append(door)
-            pool = ray_pool.ray_workers(plan, front, ray_pool.host_port(door.host, door.port), env)
+            pool, outputs, report = ray_pool.ray_workers(plan, env)
         except (ConnectionError, WebArenaLiveError, OSError) as error:
-            for each in servers:
-                await each.stop()
             return _told(str(error), 1)
         placement.is_free = lambda port: True  # a port is the worker's node's: its bind is the check
     else:
-        front_at = f"127.0.0.1:{server.port}"
-        pool = WorkerPool(
-            plan.count, lambda index: plan.worker_argv(index, front_at),
-            on_down=front.worker_down, on_restart=front.resume_on, on_lost=front.worker_lost, env=env,
-        )  # fmt: skip
-    front.pool = pool
+        pool = LocalWorkers(plan.count, plan.worker_argv, env=env)
+    sessions = SessionRegistry(outputs, report)
+    if leases is not None:  # the pool's notices in the merged event stream
+        leases.pool.on_change = lambda session, notice: sessions.announce(
+            NoticeKind.POOL, {"session": session, **notice}
+        )
+        leases.pool.start()  # the resets a restart (or --reset-at-start) calls for, first
+    link = WorkerLink(pool, placement, sessions.starts, token=plan.token, worker_token=worker_token)
+    front = Front(pool, placement, link, sessions, leases)
+    app = create_front_app(front)
+    server = ControlServer(app, host=plan.control_host, port=plan.control_port)
+    servers = [server]
+    try:
+        await server.start()
+    except OSError as error:
+        return _told(f"cannot open the control port {plan.control_port}: {error}", 1)
+    front.listening.update(proxy_port=plan.port, session_port=plan.session_port, control_port=server.port)
+    front_at = f"127.0.0.1:{server.port}"
+    if plan.ray is not None:
+        assert worker_token is not None
+        try:
+            door = ControlServer(cast(FastAPI, WorkersDoor(app, worker_token)),
+                                 host=ray_pool.node_address(), port=0)  # fmt: skip
+            await door.start()
+        except OSError as error:
+            await server.stop()
+            return _told(str(error), 1)
+        servers.append(door)
+        front_at = ray_pool.host_port(door.host, door.port)
     shared = [SharedPort(placement, lambda i: (pool[i].host, pool[i].ports.proxy), challenges=False)]
     if plan.session_port:
         shared.append(SharedPort(placement, lambda i: (pool[i].host, pool[i].ports.session), challenges=True))
@@ -179,7 +181,7 @@ async def run_fleet(plan: FleetPlan) -> int:
         await shared[0].start(plan.listen_host, plan.port)
         if len(shared) > 1:
             await shared[1].start(plan.listen_host, plan.session_port or 0)
-        await pool.start()
+        await pool.start(front.recovery, front_at)
     except OSError as error:
         await _stop(shared, servers, pool)
         return _told(f"cannot open a proxy port: {error}", 1)
@@ -191,15 +193,15 @@ async def run_fleet(plan: FleetPlan) -> int:
         code = next((code for code in codes if code), 1)
         return _told(f"a worker did not start (exit code {code}; its output is above)", code)
     front.ready = True
-    headers = front.auth()
+    headers = link.auth()
     watch = None
-    if front.leases is not None:
+    if leases is not None:
         watch = asyncio.get_running_loop().create_task(
-            front.leases.watch(front.http, front.up_workers, headers, front.owner_worker)
+            leases.watch(link.http, link.up_workers, headers, front.owner_worker)
         )
-    health = (await front.http.get(f"{pool[0].control_url}/health", headers=headers)).json()
+    health = (await link.http.get(f"{pool[0].control_url}/health", headers=headers)).json()
     if plan.web_ports and 0 in plan.web_ports:  # each worker picked its mitmweb port on its machine
-        replies = [await front.http.get(f"{w.control_url}/health", headers=headers) for w in pool]
+        replies = [await link.http.get(f"{w.control_url}/health", headers=headers) for w in pool]
         plan = replace(plan, web_ports=tuple(int(reply.json().get("web_port") or 0) for reply in replies))
     print(banner(plan, front, servers, health, web_token), flush=True)
     watching = asyncio.create_task(liveness.watch(front))
@@ -212,9 +214,9 @@ async def run_fleet(plan: FleetPlan) -> int:
     if watch is not None:
         watch.cancel()
     await _stop(shared, servers, pool)
-    if front.leases is not None:
-        await front.leases.pool.close()
-    await front.http.aclose()
+    if leases is not None:
+        await leases.pool.close()
+    await link.http.aclose()
     return 0
 
 
@@ -244,7 +246,7 @@ def banner(
     host, server = plan.listen_host, servers[0]
     lines = [
         f"webarena-live {__version__}: {health.get('tasks')} tasks from {health.get('tasks_source')}, "
-        f"{len(front.pool.workers)} workers",
+        f"{len(front.workers)} workers",
         f"  proxy port    http://{host}:{plan.port}  (credentials optional; none: session 'default')",
     ]
     if plan.session_port:
@@ -254,7 +256,7 @@ def banner(
     lines.append(
         f"  control API   http://{server.host}:{server.port}/ and http://{RESERVED_HOST}/ through the proxy"
     )
-    for worker in front.pool:
+    for worker in front.workers:
         web = f", mitmweb {mitmweb_url(plan.web_ports[worker.index], web_token)}" if plan.web_ports else ""
         node = f", node {worker.node}" if worker.node else ""
         # A Ray worker by the pid Ray prints beside its lines (its actor's); its `serve` child's after.
@@ -263,7 +265,7 @@ def banner(
     if front.leases is not None:
         lines.append(banner_line(front.leases.pool, confine=plan.confine))
     if plan.ray is not None:
-        outputs = front.outputs.output_dir if front.outputs is not None else None
+        outputs = front.sessions.outputs.output_dir if front.sessions.outputs is not None else None
         carried = f"{outputs}  (carried from each worker's node)" if outputs else "none (--output-dir DIR)"
         lines.append(f"  outputs       {carried}")
         lines.append("  journal       in each worker's node's temp directory")

@@ -15,8 +15,9 @@ import ctypes
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from webarena_live.addresses.listeners import ListenerKeeper
 from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
@@ -72,7 +73,7 @@ class Worker:
     """It answered the front's last probes (`fleet/liveness.py`); False: alive but silent."""
     misses: int = 0
     stalled: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set while it does not answer: calls to it in flight are given up (`Front.send`)."""
+    """Set while it does not answer: calls to it in flight are given up (`WorkerLink.send`)."""
 
     def revive(self) -> None:
         """Started again (a new process): it answers, whatever its predecessor did."""
@@ -92,9 +93,22 @@ class Worker:
         return self.process.pid if self.process is not None and self.process.process is not None else None
 
 
+class WorkerEvents(Protocol):
+    """What the workers tell the front (`fleet/recovery.py`): `worker_down(index)` as soon as one is found
+    dead; `resume_on(index)` once a restarted one answers again (its sessions resumed there; cut short if
+    it dies meanwhile); `worker_lost(index, reason)` when its sessions cannot come back."""
+
+    def worker_down(self, index: int) -> None: ...
+
+    async def resume_on(self, index: int) -> None: ...
+
+    def worker_lost(self, index: int, reason: str) -> None: ...
+
+
 class Workers:
-    """What the front needs of a pool of workers, local processes (`WorkerPool`) or Ray actors
-    (`ray_pool.RayWorkerPool`): the workers by index, started and stopped."""
+    """What the front needs of its workers, local processes (`LocalWorkers`) or Ray actors
+    (`ray_pool.RayWorkers`): the workers by index, started (telling `events` what befalls them; they
+    reach the front at `front_at`, HOST:PORT) and stopped."""
 
     workers: list[Worker]
 
@@ -104,7 +118,10 @@ class Workers:
     def __getitem__(self, index: int) -> Worker:
         return self.workers[index]
 
-    async def start(self) -> None:
+    def __len__(self) -> int:
+        return len(self.workers)
+
+    async def start(self, events: WorkerEvents, front_at: str) -> None:
         raise NotImplementedError
 
     async def stop(self) -> None:
@@ -114,12 +131,10 @@ class Workers:
         """Port `port` of worker `index` is no session's any more: the listener kept for it is closed."""
 
 
-class WorkerPool(Workers):
-    """`count` workers, each `serve_args(index)` on its own ports.
+class LocalWorkers(Workers):
+    """`count` worker processes on this machine, each `serve_args(index, front_at)` on its own ports.
 
-    `on_restart(index)` runs once a restarted worker answers again (the front resumes its sessions
-    there; cut short if the worker dies meanwhile); `on_down(index)` as soon as one is found dead;
-    `on_lost(index, reason)` when it cannot be started again (`RESTART_TRIES`). Each worker's listening
+    A worker that cannot be started again `RESTART_TRIES` times is told lost. Each worker's listening
     sockets are kept here across its restarts (`addresses/listeners.py`): during a restart its ports
     accept connections, which the next worker serves.
     """
@@ -127,18 +142,16 @@ class WorkerPool(Workers):
     def __init__(
         self,
         count: int,
-        serve_args: Callable[[int], Sequence[str]],
+        serve_args: Callable[[int, str], Sequence[str]],
         *,
-        on_down: Callable[[int], None],
-        on_restart: Callable[[int], Awaitable[None]],
-        on_lost: Callable[[int, str], None] = lambda index, reason: None,
         env: dict[str, str] | None = None,
     ) -> None:
         ports = free_ports(3 * count)
         self.workers = [Worker(i, Ports(*ports[3 * i : 3 * i + 3])) for i in range(count)]
         self.keepers = [ListenerKeeper() for _ in range(count)]
         self._serve_args = serve_args
-        self._on_down, self._on_restart, self._on_lost = on_down, on_restart, on_lost
+        self._front_at = ""
+        self._events: WorkerEvents | None = None
         self._env = env
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -147,16 +160,18 @@ class WorkerPool(Workers):
         # A process session of its own: a terminal's Ctrl-C reaches the front only, which stops the
         # workers in order (a worker killed by it first would be restarted).
         return ServeProcess(
-            *self._serve_args(worker.index), ports=worker.ports, env=self._env, inherit_output=True,
-            own_session=True, preexec_fn=end_with_parent, keeper=self.keepers[worker.index],
+            *self._serve_args(worker.index, self._front_at), ports=worker.ports, env=self._env,
+            inherit_output=True, own_session=True, preexec_fn=end_with_parent,
+            keeper=self.keepers[worker.index],
         )  # fmt: skip
 
     def forget_port(self, index: int, port: int) -> None:
         self.keepers[index].drop(port)
 
-    async def start(self) -> None:
+    async def start(self, events: WorkerEvents, front_at: str) -> None:
         """Start every worker and wait until each answers; `LaunchError` if one cannot start. The first
         starts alone: a mistake on the command line is then told once, by it, not by every worker."""
+        self._events, self._front_at = events, front_at
         for worker in self.workers:
             worker.process = self._process(worker)
         first, *rest = [w.process for w in self.workers if w.process is not None]
@@ -182,7 +197,8 @@ class WorkerPool(Workers):
                 "webarena-live: worker %d (pid %s) exited with code %s; starting it again on the same ports",
                 worker.index, process.pid, code,
             )  # fmt: skip
-            self._on_down(worker.index)
+            assert self._events is not None
+            self._events.worker_down(worker.index)
             if not await self._start_again(worker):
                 return
             worker.restarts += 1
@@ -205,7 +221,10 @@ class WorkerPool(Workers):
                 failures += 1
                 logger.error("webarena-live: worker %d did not start again: %s", worker.index, error)
                 if failures == RESTART_TRIES:
-                    self._on_lost(worker.index, f"worker {worker.index} did not start again: {error}")
+                    assert self._events is not None
+                    self._events.worker_lost(
+                        worker.index, f"worker {worker.index} did not start again: {error}"
+                    )
                 pause = min(pause * 2, RESTART_PAUSE_MAX)
         return False
 
@@ -213,7 +232,8 @@ class WorkerPool(Workers):
         """Resume the worker's sessions there; False when it died meanwhile (the watcher starts it again)."""
         process = worker.process
         assert process is not None and process.process is not None
-        resuming = asyncio.ensure_future(self._on_restart(worker.index))
+        assert self._events is not None
+        resuming = asyncio.ensure_future(self._events.resume_on(worker.index))
         exited = asyncio.ensure_future(asyncio.to_thread(process.process.wait))
         await asyncio.wait({resuming, exited}, return_when=asyncio.FIRST_COMPLETED)
         if resuming.done():

@@ -19,7 +19,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from webarena_live.control.app import CLIENT_HEADER, FLEET_HEADER
+from webarena_live.addresses.headers import CLIENT_HEADER, FLEET_HEADER
 
 _FLEET = FLEET_HEADER.lower().encode()
 _CLIENT = CLIENT_HEADER.lower().encode()

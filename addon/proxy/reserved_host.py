@@ -16,7 +16,7 @@ from mitmproxy.addons import asgiapp
 from mitmproxy.utils import human
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from webarena_live.control.app import CALLER_HEADER, CLIENT_HEADER, FLEET_HEADER
+from webarena_live.addresses.headers import CALLER_HEADER, CLIENT_HEADER, FLEET_HEADER
 from webarena_live.control.errors import error_response
 from webarena_live.control.middleware import COMMON_HEADERS, MAX_CONTROL_BODY
 

@@ -12,6 +12,7 @@ logged. See docs/architecture.md, Replicas.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -36,6 +37,9 @@ class MutationLog:
 
     def __init__(self, site_map: SiteMap) -> None:
         self.site_map = site_map
+        self.epoch = secrets.token_hex(8)
+        """This log's own random token: a front that reads another knows the numbering began again (a
+        restarted worker). Random, not the log's memory address, which a new process may reuse."""
         self._seq = 0
         self._log: deque[tuple[int, str, int, Mutation]] = deque(maxlen=MUTATIONS_KEPT)
         self._listeners: list[Listener] = []

@@ -28,7 +28,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -209,13 +209,18 @@ class ReplicaPool:
             lease.end("abandoned", detail)
         return self.release(session, "abandoned")
 
-    def expire(self, now: float | None = None) -> list[str]:
+    def expire(self, now: float | None = None, *, keep: Collection[str] = ()) -> list[str]:
         """End the leases idle past `--lease-timeout` (no request through the session, no control call:
-        `Lease.touched`), as `timeout`; the sessions whose lease ended."""
+        `Lease.touched`), as `timeout`, but those of the sessions in `keep` (a fleet's front keeps those
+        whose worker did not say when they were last used); the sessions whose lease ended."""
         if self.lease_timeout is None:
             return []
         now = time.time() if now is None else now
-        expired = [s for s, lease in self.leases.items() if now - lease.touched > self.lease_timeout]
+        expired = [
+            s
+            for s, lease in self.leases.items()
+            if now - lease.touched > self.lease_timeout and s not in keep
+        ]
         for session in expired:
             self.release(session, "timeout")
         return expired

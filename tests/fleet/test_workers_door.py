@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI, Request
 
-from webarena_live.control.app import CLIENT_HEADER, FLEET_HEADER
+from webarena_live.addresses.headers import CLIENT_HEADER, FLEET_HEADER
 from webarena_live.fleet.workers_door import WorkersDoor
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from webarena_live.control.app import CALLER_HEADER, create_app
+from webarena_live.addresses.headers import CALLER_HEADER
+from webarena_live.control.app import create_app
 from webarena_live.control.context import ControlContext
 
 _APPS: weakref.WeakKeyDictionary[ControlContext, FastAPI] = weakref.WeakKeyDictionary()
