@@ -17,11 +17,10 @@
 # They fill side by side, with Debian's packages (chromium; for test and setup also the end-to-end
 # tests' applications: scripts/install_test_apps.sh) installing meanwhile when we are root.
 #
-# `test` then runs ruff, mypy and the import contracts while those fill; the whole suite on Python 3.11
-# (mitmproxy 11) with the wheel checks of both interpreters beside it; the proxy, control, fleet and
-# end-to-end tests on Python 3.13 (mitmproxy 12) with each training framework's tests beside it;
-# BrowserGym's tests last. A part run beside shows its output when it ends. Outside CI a missing
-# Python 3.12 or 3.13 skips its part with a warning; in CI it fails the run.
+# `test` then runs ruff, mypy and the import contracts while those fill; then, one after another, the
+# wheel checks on both interpreters, the whole suite on Python 3.11 (mitmproxy 11), the proxy, control,
+# fleet and end-to-end tests on Python 3.13 (mitmproxy 12), each training framework's tests (at once) and
+# BrowserGym's. Outside CI a missing Python 3.12 or 3.13 skips its part with a warning; in CI it fails the run.
 # Extra arguments (`test -k values`) go to the Python 3.11 suite, and only it runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -132,7 +131,8 @@ uv_install() {
     local interpreter="$1" venv="$2"
     shift 2
     [ -x "$venv/bin/python" ] || "$interpreter" -m venv "$venv"
-    "$uv" pip install --quiet --python "$venv/bin/python" "$@"
+    # Compiled at install, as pip does: else every test process compiles what it imports first.
+    "$uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" "$@"
 }
 
 wheel=""
@@ -174,7 +174,7 @@ print("resolved:", ", ".join(f"{name} {version}" for name, version in found.item
 fi
 
 step "installing webarena-live into .venv (strict editable mode)"
-"$uv" pip install --quiet --python .venv/bin/python --config-settings editable_mode=strict -e '.[test,ray]'
+"$uv" pip install --quiet --compile-bytecode --python .venv/bin/python --config-settings editable_mode=strict -e '.[test,ray]'
 
 if [ "$what" = test ]; then
     # Lint and type checks while the other venvs fill.
@@ -207,16 +207,21 @@ wheel_checks() {
     fi
 }
 reward_tests() {
-    local framework files status=0
+    local framework files i pids=() status=0
     for framework in "${reward_frameworks[@]}"; do
         case "$framework" in
             verifiers) files=(tests/rewards/test_verifiers_v1.py) ;;
             verifiers03) files=(tests/rewards/test_verifiers.py tests/rewards/test_verifiers_v1.py) ;;
             *) files=("tests/rewards/test_$framework.py") ;;
         esac
-        echo "==> the rewards with $framework (.venv-$framework)"
-        # A file that collects nothing fails (exit 5).
-        ".venv-$framework/bin/pytest" -p no:cacheprovider "${files[@]}" || status=1
+        # All at once, each in its venv; a file that collects nothing fails (exit 5).
+        ".venv-$framework/bin/pytest" -p no:cacheprovider "${files[@]}" >"$logs/rewards-$framework.log" 2>&1 &
+        pids+=($!)
+    done
+    for i in "${!pids[@]}"; do
+        wait "${pids[$i]}" || status=1
+        echo "--- ${reward_frameworks[$i]} (.venv-${reward_frameworks[$i]}):"
+        tail -n 25 "$logs/rewards-${reward_frameworks[$i]}.log"
     done
     return "$status"
 }
@@ -235,21 +240,19 @@ case "$what" in
             .venv/bin/pytest -n auto --dist loadfile "${@:2}"
             exit
         fi
-        # The suites on the two interpreters run one after the other: together they would ask the cores for
-        # more than they have, and their start-up deadlines are set for one suite's load. Beside each runs
-        # a light part: the wheel checks beside the first, the training frameworks beside the second.
-        # BrowserGym runs last, alone: its own actions wait at most half a second.
+        # One part after another: each suite keeps both cores to itself. Run side by side (the wheel checks
+        # beside the first suite, the frameworks' tests beside the second) they took longer in all.
         failed=()
-        job "the installed product: wheel checks" wheel_checks
-        step "pytest on $("$python" --version), the whole suite (test files spread over the cores: pytest-xdist), the wheel checks beside it"
+        step "the installed product: wheel in a fresh venv, used from outside the checkout"
+        wheel_checks || failed+=("the wheel checks")
+        step "pytest on $("$python" --version), the whole suite (test files spread over the cores: pytest-xdist)"
         .venv/bin/pytest -n auto --dist loadfile || failed+=("pytest on $("$python" --version)")
-        finish "the installed product: wheel checks" || failed+=("the wheel checks")
         if [ -n "$python313" ]; then
-            job "the rewards with each training framework, in its own venv" reward_tests
-            step "pytest on $("$python313" --version) with mitmproxy 12: the proxy, control, fleet and end-to-end tests, the training frameworks' beside it"
+            step "pytest on $("$python313" --version) with mitmproxy 12: the proxy, control, fleet and end-to-end tests"
             .venv-3.13/bin/pytest -n auto --dist loadfile tests/proxy tests/control tests/fleet tests/e2e ||
                 failed+=("pytest on $("$python313" --version)")
-            finish "the rewards with each training framework, in its own venv" || failed+=("the training frameworks' tests")
+            step "the rewards with each training framework, in its own venv"
+            reward_tests || failed+=("the training frameworks' tests")
         fi
         if [ -n "$python312" ]; then
             step "BrowserGym and its experiment loop on $("$python312" --version), in .venv-browsergym (tests/browsergym)"
