@@ -199,7 +199,6 @@ job_pids=()
 
 # The parts that run beside the Python 3.11 suite, one after the other.
 wheel_checks() {
-    echo "==> the installed product: wheel in a fresh venv, used from outside the checkout"
     bash scripts/check_wheel.sh
     if [ -n "$python313" ]; then
         echo "==> the installed product on $("$python313" --version) with mitmproxy 12"
