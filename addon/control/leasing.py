@@ -134,17 +134,15 @@ def decode_interference(header: str) -> dict[str, Any]:
 
 
 def interference_of(ctx: ControlContext, session: Session, given: str | None = None) -> dict[str, Any]:
-    """What a finish or a preview reports: this process's pool's word when it leased the session; else,
-    on a fleet's worker, the front's, carried on the request (`given`, the `INTERFERENCE_HEADER`); else
-    none. A client's header never overrides a pool's own lease."""
-    pool = ctx.pool
-    if pool is not None and session.name in pool.leases:
-        return listed(pool.interference(session.name, since=session.attempt.started))
+    """What a finish or a preview reports: this process's pool's word when it has one (the single
+    process); else, on a fleet's worker (which keeps no pool: `proxy/leases.py`, `pool_for`), the
+    front's, carried on the request (`given`, the `INTERFERENCE_HEADER`); else none. A client's header
+    never overrides a pool's word."""
+    if ctx.pool is not None:
+        return listed(ctx.pool.interference(session.name, since=session.attempt.started))
     if given is not None:
         return decode_interference(given)
-    if pool is None:
-        return no_interference()
-    return listed(pool.interference(session.name, since=session.attempt.started))
+    return no_interference()
 
 
 def listed(interference: dict[str, Any]) -> dict[str, Any]:

@@ -91,7 +91,6 @@ OPTIONS = (
         "webarena_front", str, "",
         "HOST:PORT of the control API of `serve --workers` when this proxy is one of its workers: "
         "control requests through the proxy go there.",
-        reconfigures=False,
     ),
     AddonOption(
         "webarena_control_port", int, 8081,

@@ -247,3 +247,21 @@ def test_tasks_whose_sites_the_map_lacks_are_refused_at_configure(tmp_path):
             tctx.configure(addon, webarena_tasks=str(write_tasks(tmp_path)))
         tctx.configure(addon)  # the embedded demo tasks need no site map
         assert addon.context is not None and addon.context.tasks.is_embedded_demo
+
+
+def test_a_worker_told_its_front_after_its_other_options_keeps_no_pool(tmp_path):
+    """`serve` sets `--set` options (a worker's `webarena_front`) after the flags: the pool the flags
+    built goes once the front is known, so the worker neither leases nor times leases out itself."""
+    addon = WebArenaLive()
+    with taddons.context(addon) as tctx:
+        tctx.configure(
+            addon,
+            webarena_tasks=str(write_tasks(tmp_path)),
+            webarena_config=str(write_config(tmp_path)),
+            webarena_output_dir=str(tmp_path / "out"),
+            webarena_lease_timeout="2",
+        )
+        assert addon.context is not None and addon.context.pool is not None  # a single process's pool
+        tctx.configure(addon, webarena_front="127.0.0.1:9")
+        assert addon.context is not None and addon.context.pool is None
+        assert addon.context.mutations is not None  # what the front gathers from it
