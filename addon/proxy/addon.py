@@ -53,6 +53,7 @@ from webarena_live.proxy.startup import (
     site_map_problems,
     unfinished_lines,
 )
+from webarena_live.replicas import MutationLog
 from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.sessions import DEFAULT_SESSION, NoticeKind, SessionStore
 from webarena_live.runs.settings import RunSettings
@@ -157,7 +158,7 @@ class WebArenaLive:
             finish_guard=self.finish_guard,
             addresses=self.addresses,
             pool=pool,
-            mutations=log_for(site_map, pool, self.context.mutations if self.context is not None else None),
+            mutations=log_for(site_map, pool, self._worker_log()),
         )
         self.confine = options.webarena_confine
         self.app.state.control = self.context  # options changed while running: both ways in serve it
@@ -167,6 +168,11 @@ class WebArenaLive:
             self._tell_dataset()
             if pool is not None:
                 pool.start()
+
+    def _worker_log(self) -> MutationLog | None:
+        """The log a worker keeps across a reconfiguration; never a pool's (a pool the options built
+        before the worker learnt its front: it would go on taking the worker's mutations)."""
+        return self.context.mutations if self.context is not None and self.context.pool is None else None
 
     def _pool(self, site_map: SiteMap, output_dir: Path | None, journal_dir: Path) -> ReplicaPool | None:
         current = self.context.pool if self.context is not None else None

@@ -245,6 +245,10 @@ class ReplicaPool:
             replica.dirty = True
             self._keep()  # on disk before anything else: a killed serve must not lease it unreset
             self._tell(mutation.session, "replica", {"site": placeholder(site), **replica.view()})
+        if not replica.holders and self.sharing is not Isolation.NONE and not replica.resetting:
+            # changed after its lease ended (a late request, a worker's told late): no release resets it
+            replica.resetting = True
+            self._spawn(self._reset(replica, mutation.session, why="changed after its lease ended"))
 
     def interference(self, session: str, *, since: float | None = None) -> dict[str, Any]:
         """The mutations other sessions made on `session`'s replicas while it held them: `exposed`

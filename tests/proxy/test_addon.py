@@ -261,7 +261,8 @@ def test_a_worker_told_its_front_after_its_other_options_keeps_no_pool(tmp_path)
             webarena_output_dir=str(tmp_path / "out"),
             webarena_lease_timeout="2",
         )
-        assert addon.context is not None and addon.context.pool is not None  # a single process's pool
+        assert addon.context is not None and (built := addon.context.pool) is not None  # a process's own
         tctx.configure(addon, webarena_front="127.0.0.1:9")
         assert addon.context is not None and addon.context.pool is None
-        assert addon.context.mutations is not None  # what the front gathers from it
+        assert addon.context.mutations is not None  # what the front gathers from it ...
+        assert addon.context.mutations is not built.log  # ... which no pool here takes any more

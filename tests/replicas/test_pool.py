@@ -271,3 +271,20 @@ def test_a_resumed_session_keeps_its_lease_and_its_start_urls_name_its_replica(t
         assert call(again, "GET", "/sessions/s")[1]["replicas"] == {"__SHOPPING__": held}
 
     run(scenario)
+
+
+def test_a_change_after_the_lease_ended_is_reset_before_the_next_lease() -> None:
+    """A request still in flight when its session's lease ended (or a worker's mutation gathered after
+    the release) changes a replica nobody holds: it is reset at once, and the next session gets it."""
+
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        pool = ReplicaPool(site_map(endpoints, URLS[:1]), Isolation.EXCLUSIVE)
+        await pool.lease("a", READ)
+        pool.release("a")  # nothing changed yet: no reset
+        assert pool.log.record(f"{URLS[0]}/checkout/cart/add/?x=1", "a", "POST") is not None
+        following = await pool.lease("b", READ, wait=5)  # waits for the reset, then gets the replica
+        assert following.indexes == {"shopping": 0} and endpoints[0].done == 1
+        replica = pool.replicas["shopping"][0]
+        assert not replica.dirty and [r["why"] for r in replica.resets] == ["changed after its lease ended"]
+
+    run(scenario, count=1, delay=0.2)
