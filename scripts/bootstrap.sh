@@ -251,10 +251,12 @@ case "$what" in
         step "the installed product: wheel in a fresh venv, used from outside the checkout"
         wheel_checks || failed+=("the wheel checks")
         step "pytest on $("$python" --version), the whole suite (test files spread over the cores: pytest-xdist)"
-        .venv/bin/pytest -n auto --dist loadfile || failed+=("pytest on $("$python" --version)")
+        .venv/bin/pytest -n auto --dist loadfile --junitxml "$logs/suite-3.11.xml" ||
+            failed+=("pytest on $("$python" --version)")
         if [ -n "$python313" ]; then
             step "pytest on $("$python313" --version) with mitmproxy 12: the proxy, control, fleet and end-to-end tests"
-            .venv-3.13/bin/pytest -n auto --dist loadfile tests/proxy tests/control tests/fleet tests/e2e ||
+            .venv-3.13/bin/pytest -n auto --dist loadfile --junitxml "$logs/suite-3.13.xml" \
+                tests/proxy tests/control tests/fleet tests/e2e ||
                 failed+=("pytest on $("$python313" --version)")
             step "the rewards with each training framework, in its own venv"
             reward_tests || failed+=("the training frameworks' tests")
@@ -263,6 +265,8 @@ case "$what" in
             step "BrowserGym and its experiment loop on $("$python312" --version), in .venv-browsergym (tests/browsergym)"
             browsergym_tests || failed+=("BrowserGym's tests")
         fi
+        step "where the suites' time went (per test file, set-up included: scripts/test_times.py)"
+        .venv/bin/python scripts/test_times.py "$logs"/suite-*.xml --most 15 || true
         if [ ${#failed[@]} -gt 0 ]; then
             step ""
             printf 'failed: %s\n' "${failed[@]}" >&2
