@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.site.harness import check_preview
+from tests.site.harness import finish_with_preview
 from webarena_live.demo import site as demo_site
 from webarena_live.launch import ServeProcess
 
@@ -76,11 +76,7 @@ def finish(
 ) -> requests.Response:
     """`POST {control}/sessions/{session}/finish`, preceded by a preview with the same body that must say
     what the finish then did (`harness.check_preview`), as every finish through the live harness is."""
-    base = f"{control}/sessions/{session}"
-    preview = requests.post(f"{base}/preview", json=answer, timeout=timeout, **kwargs)
-    reply = requests.post(f"{base}/finish", json=answer, timeout=timeout, **kwargs)
-    check_preview(preview, reply)
-    return reply
+    return finish_with_preview(requests, f"{control}/sessions/{session}", answer, timeout=timeout, **kwargs)
 
 
 def start_session(control: str, session: str, task_id: int = 1003, **extra: Any) -> dict[str, Any]:
