@@ -127,18 +127,15 @@ step "creating .venv with uv in it"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check uv 2> >(grep -v '^WARNING: Location' >&2)
 uv=.venv/bin/uv
 # Installs into VENV (made with PYTHON when missing; `venv` keeps pip in it, which some tests call).
-# The venvs of the two suites are compiled at install: their tests start many processes at once, each of
-# which would compile what it imports first. The others run a few processes one after another, and
-# Python keeps what the first compiles; compiling all of them (hundreds of megabytes of frameworks) took
-# a good part of the set-up's CPU time.
+# Compiled at install, as pip does: where PYTHONDONTWRITEBYTECODE is set (as it is on this
+# machine) Python keeps no bytecode of its own, so every test process, and every reference evaluator
+# the parity tests start, would compile all it imports again (with the side venvs left uncompiled the
+# set-up was shorter, and the parity tests against the reference longer).
 uv_install() {
     local interpreter="$1" venv="$2"
     shift 2
     [ -x "$venv/bin/python" ] || "$interpreter" -m venv "$venv"
-    "$uv" pip install --quiet --python "$venv/bin/python" "$@"
-}
-uv_install_compiled() {
-    uv_install "$@" --compile-bytecode
+    "$uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" "$@"
 }
 
 wheel=""
@@ -153,7 +150,7 @@ if $full; then
 
     job .oracle-venv uv_install "$python" .oracle-venv 'webarena-verified==1.2.3'
     if [ -n "$python313" ]; then
-        job .venv-3.13 uv_install_compiled "$python313" .venv-3.13 "$wheel[test,ray]"
+        job .venv-3.13 uv_install "$python313" .venv-3.13 "$wheel[test,ray]"
         reward_frameworks=(openenv verifiers verifiers03 harbor)
         [ "${WEBARENA_LIVE_NEMO_GYM:-}" != 1 ] || reward_frameworks+=(nemogym)
         common=('pytest>=8' 'pytest-timeout>=2.3' 'requests>=2.31')

@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 def test_file(classname: str) -> str:
-    """`tests.e2e.test_x.TestY` -> `tests/e2e/test_x.py`: the module a test case's class name names."""
+    """The module a test case's class name names: `tests.e2e.test_pool_leases.TestSomething` -> its file."""
     parts = classname.split(".")
     while len(parts) > 1 and not parts[-1].startswith("test_"):
         parts.pop()  # a test class inside the module
