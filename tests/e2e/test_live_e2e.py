@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from playwright.sync_api import Browser, Page
 
 from tests.site import agents
-from tests.site.harness import FinishRecorder, ProxyProcess, wait_for
+from tests.site.harness import PREVIEW_CHECKS, PREVIEWS_OVERTAKEN, FinishRecorder, ProxyProcess, wait_for
 from tests.site.live_fixtures import assert_oracle_agrees, assert_verdict, evaluator_statuses, run_task
 from tests.site.pages import LOGO_PNG
 from tests.site.server import RunningSite
@@ -344,3 +345,17 @@ def test_oracle_agrees_with_every_live_finish(
     )
     if whole_module:  # parity was checked on both kinds of verdict
         assert {f.live_status for f in live_recorder.finishes} == {"success", "failure"}
+
+
+def test_a_finish_after_quiet_traffic_is_compared_with_its_preview(
+    live_proxy: ProxyProcess, live_site: RunningSite
+) -> None:
+    """Every finish through the harness is checked against the preview just before it, to the letter
+    unless the session's trace grew between the two; with nothing in flight it is compared."""
+    body = {"task_id": 9001, "session": "quiet", "run": "quiet"}
+    assert live_proxy.control.post("/sessions", body).status_code == 200
+    through = live_proxy.session_proxy_url.replace("http://", "http://quiet:x@")
+    assert requests.get(live_site.shop_http + "/", proxies={"http": through}, timeout=30).status_code == 200
+    checked, overtaken = len(PREVIEW_CHECKS), len(PREVIEWS_OVERTAKEN)
+    live_proxy.control.finish("quiet", agents.NAVIGATE_DONE)
+    assert (len(PREVIEW_CHECKS), len(PREVIEWS_OVERTAKEN)) == (checked + 1, overtaken)

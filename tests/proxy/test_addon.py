@@ -29,17 +29,22 @@ def credentials(user: str, password: str = "x") -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
+def configure_with_files(tctx, addon: WebArenaLive, tmp_path, **more) -> None:
+    """The addon configured on the test tasks and site map, its outputs under `tmp_path`."""
+    tctx.configure(
+        addon,
+        webarena_tasks=str(write_tasks(tmp_path)),
+        webarena_config=str(write_config(tmp_path)),
+        webarena_output_dir=str(tmp_path / "out"),
+        **more,
+    )
+
+
 @pytest.fixture
 def live(tmp_path):
     addon = WebArenaLive()
     with taddons.context(addon) as tctx:
-        tctx.configure(
-            addon,
-            webarena_tasks=str(write_tasks(tmp_path)),
-            webarena_config=str(write_config(tmp_path)),
-            webarena_output_dir=str(tmp_path / "out"),
-            webarena_session_port=SESSION_PORT,
-        )
+        configure_with_files(tctx, addon, tmp_path, webarena_session_port=SESSION_PORT)
         yield addon
 
 
@@ -254,13 +259,7 @@ def test_a_worker_told_its_front_after_its_other_options_keeps_no_pool(tmp_path)
     built goes once the front is known, so the worker neither leases nor times leases out itself."""
     addon = WebArenaLive()
     with taddons.context(addon) as tctx:
-        tctx.configure(
-            addon,
-            webarena_tasks=str(write_tasks(tmp_path)),
-            webarena_config=str(write_config(tmp_path)),
-            webarena_output_dir=str(tmp_path / "out"),
-            webarena_lease_timeout="2",
-        )
+        configure_with_files(tctx, addon, tmp_path, webarena_lease_timeout="2")
         assert addon.context is not None and (built := addon.context.pool) is not None  # a process's own
         tctx.configure(addon, webarena_front="127.0.0.1:9")
         assert addon.context is not None and addon.context.pool is None
