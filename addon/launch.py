@@ -171,7 +171,7 @@ class ServeProcess:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 code = self.process.returncode
-                raise LaunchError(f"the proxy exited with code {code}: {self.log_tail(500)}")
+                raise LaunchError(f"the proxy exited with code {code}: {self.log_tail()}")
             try:
                 if not self._control:
                     socket.create_connection((self.host, self.ports.proxy), timeout=1).close()
@@ -182,7 +182,7 @@ class ServeProcess:
                 time.sleep(0.05)
         self.stop()
         where = f"{self.control_url}/health" if self._control else self.proxy_url
-        raise LaunchError(f"the proxy did not answer on {where} within {timeout:.0f}s: {self.log_tail(500)}")
+        raise LaunchError(f"the proxy did not answer on {where} within {timeout:.0f}s: {self.log_tail()}")
 
     def log_tail(self, chars: int = 4000) -> str:
         if self._inherit_output:

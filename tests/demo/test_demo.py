@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.oracle_bridge import run_in_oracle
 from tests.support.paths import REPO
 from webarena_live.demo.command import event_differences, failure_reason
 from webarena_live.evaluator.tasks import load_tasks
@@ -167,10 +168,10 @@ def oracle_judged(
     config["test_data_file"] = str(_oracle_dataset(official_dataset, tmp_path / "dataset.json"))
     (tmp_path / "oracle-config.json").write_text(json.dumps(config))
     task_ids = sorted(load_tasks(DEMO_TASKS))
-    oracle = subprocess.run(
-        [str(oracle_python), "-m", "webarena_verified", "eval-tasks", "--output-dir", str(judged),
+    oracle = run_in_oracle(
+        oracle_python, ["-m", "webarena_verified", "eval-tasks", "--output-dir", str(judged),
          "--config", str(tmp_path / "oracle-config.json"), "--task-ids", ",".join(map(str, task_ids))],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        cwd=tmp_path,
     )  # fmt: skip
     assert oracle.returncode == 0, oracle.stdout[-3000:] + oracle.stderr[-3000:]
     return judged

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.oracle_bridge import ask_oracle_network
 from tests.support.paths import SUPPORT
 from webarena_live.evaluator.har import load_trace, trace_to_har
 from webarena_live.evaluator.network_evaluator import evaluate_network
@@ -154,11 +155,7 @@ def _compare_with_oracle(
                 ours.append((label, file.name, task_id, status))
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"config": config, "runs": runs}))
-    out = subprocess.run(
-        [str(oracle_python), str(HERE / "oracle_network.py"), "evaluate", str(request)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    theirs = json.loads(out.stdout)
+    theirs = ask_oracle_network(oracle_python, "evaluate", request)
     mismatches = []
     by_trace: dict[str, list[str]] = {}
     for (label, file, task_id, status), verdict in zip(ours, theirs, strict=True):

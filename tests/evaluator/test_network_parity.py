@@ -15,11 +15,11 @@ export shows up as a disagreement too.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from tests.support import network_cases as cases
+from tests.support.oracle_bridge import ask_oracle_network
 from tests.support.paths import SUPPORT
 from webarena_live.evaluator.har import load_trace, trace_to_har
 from webarena_live.evaluator.network_evaluator import evaluate_network
@@ -62,13 +62,7 @@ def _build_runs(official_dataset: Path, tmp_path: Path) -> tuple[Any, list[dict[
 def _ask_oracle(oracle_python: Path, runs: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]]:
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"config": cases.CONFIG, "runs": runs}))
-    out = subprocess.run(
-        [str(oracle_python), str(HERE / "oracle_network.py"), "evaluate", str(request)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    verdicts: list[dict[str, Any]] = json.loads(out.stdout)
+    verdicts: list[dict[str, Any]] = ask_oracle_network(oracle_python, "evaluate", request)
     assert len(verdicts) == len(runs)
     return verdicts
 

@@ -10,13 +10,12 @@ a request carry no Accept header: the reference does not count them as navigatio
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.paths import SUPPORT
+from tests.support.oracle_bridge import ask_oracle_network
 from webarena_live.evaluator import (
     NetworkEvent,
     Revalidations,
@@ -197,11 +196,7 @@ def test_the_reference_on_the_same_files(oracle_python: Path, tmp_path: Path) ->
         runs += [{"task": TASK, "response": ANSWER, "har": str(file)} for file in (original, exported)]
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"config": CONFIG, "runs": runs}))
-    done = subprocess.run(
-        [str(oracle_python), str(SUPPORT / "oracle_network.py"), "evaluate", str(request)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    verdicts = iter(verdict["status"] for verdict in json.loads(done.stdout))
+    verdicts = iter(verdict["status"] for verdict in ask_oracle_network(oracle_python, "evaluate", request))
     reference = {name: (next(verdicts), next(verdicts)) for name in files}  # (original, our export)
     assert ours == {"reload_savehar": "success", "reload_browser": "success",
                     "back_browser": "failure", "back_wire": "failure"}  # fmt: skip

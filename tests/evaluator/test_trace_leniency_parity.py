@@ -11,7 +11,6 @@ file we refuse being an `error`), and the task statuses must agree — 100%.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 
 from tests.support import network_cases as cases
 from tests.support import trace_variants as variants
+from tests.support.oracle_bridge import ask_oracle_network
 from tests.support.paths import SUPPORT
 from webarena_live.evaluator.errors import WebArenaLiveError
 from webarena_live.evaluator.evaluate import evaluate_task
@@ -50,13 +50,7 @@ def _ours(task: Task, path: Path) -> str:
 def _oracle(oracle_python: Path, runs: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]]:
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"config": cases.CONFIG, "runs": runs}))
-    done = subprocess.run(
-        [str(oracle_python), str(HERE / "oracle_network.py"), "evaluate", str(request)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    verdicts: list[dict[str, Any]] = json.loads(done.stdout)
+    verdicts: list[dict[str, Any]] = ask_oracle_network(oracle_python, "evaluate", request)
     assert len(verdicts) == len(runs)
     return verdicts
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.oracle_bridge import ask_oracle_network
 from tests.support.paths import SUPPORT
 from webarena_live.evaluator.errors import NormalizationError, WebArenaLiveError
 from webarena_live.evaluator.sites import SiteMap
@@ -115,13 +115,7 @@ def _ours(case: dict[str, Any]) -> dict[str, Any]:
 def run_oracle(oracle_python: Path, mode: str, request: dict[str, Any], tmp_path: Path) -> Any:
     request_file = tmp_path / f"{mode}.json"
     request_file.write_text(json.dumps(request))
-    out = subprocess.run(
-        [str(oracle_python), str(HERE / "oracle_network.py"), mode, str(request_file)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(out.stdout)
+    return ask_oracle_network(oracle_python, mode, request_file)
 
 
 def test_normalization_matches_the_oracle(oracle_python: Path, tmp_path: Path) -> None:

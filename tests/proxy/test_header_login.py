@@ -11,7 +11,6 @@ the proxy adds each site's own, the trace records it, and the reference agrees o
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +21,7 @@ import requests
 from mitmproxy.test import taddons, tflow
 
 from tests.support.addon_helpers import ORACLE_JUDGE
+from tests.support.oracle_bridge import run_in_oracle
 from tests.support.serve_process import finish, launch_serve
 from webarena_live.evaluator.site_checks import config_problems
 from webarena_live.evaluator.sites import SiteMap
@@ -263,10 +263,9 @@ def test_serve_logs_agents_in_by_header_and_the_reference_agrees(
     har = json.loads((tmp_path / "out" / "9100" / "network.har").read_text())
     sent = {h["name"]: h["value"] for h in har["log"]["entries"][0]["request"]["headers"]}
     assert sent[HEADER] == "admin:admin1234"  # recorded as the browser would have sent it
-    judged = subprocess.run(
-        [str(oracle_python), "-c", ORACLE_JUDGE, str(tmp_path / "tasks.json"),
+    judged = run_in_oracle(
+        oracle_python, ["-c", ORACLE_JUDGE, str(tmp_path / "tasks.json"),
          json.dumps(environments(admin)), "9100", str(tmp_path / "out" / "9100")],
-        capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert judged.returncode == 0, judged.stderr[-2000:]
     assert json.loads(judged.stdout.strip().splitlines()[-1])["status"] == "success"

@@ -11,7 +11,6 @@ import base64
 import hashlib
 import json
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ import requests
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from tests.support.oracle_bridge import run_in_oracle
 from webarena_live.commands.cli import addon_path
 from webarena_live.demo.command import CHROMIUM_ARGS as DEMO_CHROMIUM_ARGS
 from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
@@ -325,13 +325,8 @@ def oracle_dataset(official: Path, ours: Path, dest: Path) -> Path:
 
 def oracle_verdicts(oracle_python: Path, output_dir: Path, config: Path) -> dict[int, dict[str, Any]]:
     """Run `webarena-verified eval-tasks` on a directory; its eval_result.json per task."""
-    run = subprocess.run(
-        [str(oracle_python), "-m", "webarena_verified", "eval-tasks", "--output-dir", str(output_dir),
-         "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )  # fmt: skip
+    args = ["-m", "webarena_verified", "eval-tasks", "--output-dir", str(output_dir), "--config", str(config)]
+    run = run_in_oracle(oracle_python, args)
     assert run.returncode == 0, (
         f"oracle eval-tasks failed ({run.returncode}):\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     )

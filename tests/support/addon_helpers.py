@@ -9,12 +9,13 @@ virtual environment on the files our outputs wrote.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from mitmproxy import http
 from mitmproxy.test import tflow
+
+from tests.support.oracle_bridge import run_in_oracle
 
 SHOP = "http://shop.test"
 
@@ -167,12 +168,14 @@ def oracle_verdict(
     oracle_python: Path, tasks_file: Path, task_id: int, task_dir: Path, base_url: str = SHOP
 ) -> dict[str, Any]:
     """The reference evaluator's status and score for the files in `task_dir`."""
-    done = subprocess.run(
-        [str(oracle_python), "-c", ORACLE_JUDGE, str(tasks_file), json.dumps(environments(base_url)),
-         str(task_id), str(task_dir)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )  # fmt: skip
+    args = [
+        "-c",
+        ORACLE_JUDGE,
+        str(tasks_file),
+        json.dumps(environments(base_url)),
+        str(task_id),
+        str(task_dir),
+    ]
+    done = run_in_oracle(oracle_python, args)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -1,27 +1,116 @@
 """Asking the reference evaluator, in its own interpreter, for verdicts (tests/support/oracle_values.py), and
-comparing them with ours."""
+comparing them with ours.
+
+`run_in_oracle` is `subprocess.run([oracle_python, *args])` served by interpreters that stay up
+(tests/support/oracle_host.py): a short judgement's CPU is mostly the interpreter's start and the
+reference's import, and the suites ask for hundreds. Each host runs one command at a time; the bridge
+starts another when all are busy, and a host that overstays its timeout is killed, as a subprocess would be.
+"""
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
 import subprocess
+import threading
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 BRIDGE = Path(__file__).with_name("oracle_values.py")
+NETWORK = Path(__file__).with_name("oracle_network.py")
+HOST = Path(__file__).with_name("oracle_host.py")
+
+
+class _Host:
+    """One interpreter of the oracle's, taking command lines on its stdin."""
+
+    def __init__(self, oracle_python: Path) -> None:
+        read, write = os.pipe()
+        self.process = subprocess.Popen(
+            [str(oracle_python), str(HOST), str(write)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, pass_fds=(write,), text=True,
+        )  # fmt: skip
+        os.close(write)
+        self.answers: IO[str] = os.fdopen(read, encoding="utf-8")
+
+    def run(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """The answer; `TimeoutExpired` if it overstays `timeout`, `RuntimeError` if the host died (it is
+        killed either way)."""
+        assert self.process.stdin is not None
+        answer: list[str] = []
+        reader = threading.Thread(target=lambda: answer.append(self.answers.readline()), daemon=True)
+        timed_out = False
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            reader.start()
+            reader.join(timeout)
+            timed_out = reader.is_alive()
+        finally:
+            if not answer or not answer[0]:
+                self.close()
+        if timed_out:
+            raise subprocess.TimeoutExpired(request["args"], timeout)
+        if not answer[0]:
+            code = self.process.returncode
+            raise RuntimeError(f"the oracle's interpreter exited ({code}) on {request['args']}")
+        reply: dict[str, Any] = json.loads(answer[0])
+        return reply
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        self.answers.close()
+
+
+_idle: dict[Path, list[_Host]] = {}
+_lock = threading.Lock()
+
+
+def run_in_oracle(
+    oracle_python: Path, args: list[str], *, input: str | None = None, cwd: Path | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """`python ARGS` with the oracle's interpreter (text in and out), on a host that stays up."""
+    with _lock:
+        idle = _idle.setdefault(Path(oracle_python), [])
+        host = None
+        while idle and host is None:
+            host = idle.pop()
+            if host.process.poll() is not None:  # died while idle
+                host.close()
+                host = None
+    host = host or _Host(oracle_python)
+    request = {"args": [str(arg) for arg in args], "input": input, "cwd": str(cwd) if cwd else None}
+    reply = host.run(request, timeout)
+    with _lock:
+        _idle[Path(oracle_python)].append(host)
+    return subprocess.CompletedProcess(
+        [str(oracle_python), *args], reply["returncode"], reply["stdout"], reply["stderr"]
+    )
+
+
+@atexit.register
+def _close_hosts() -> None:
+    with _lock:
+        for hosts in _idle.values():
+            for host in hosts:
+                host.close()
+            hosts.clear()
+
+
+def ask_oracle_network(oracle_python: Path, mode: str, request: Path) -> Any:
+    """What tests/support/oracle_network.py answers in `mode` for the request file `request`."""
+    done = run_in_oracle(oracle_python, [str(NETWORK), mode, str(request)], timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
 
 
 def ask_oracle(oracle_python: Path, request: dict[str, Any]) -> list[dict[str, Any]]:
     """The reference's verdicts for `request` (see tests/support/oracle_values.py for its modes)."""
-    done = subprocess.run(
-        [str(oracle_python), str(BRIDGE)],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=900,
-    )
+    done = run_in_oracle(oracle_python, [str(BRIDGE)], input=json.dumps(request), timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     verdicts: list[dict[str, Any]] = json.loads(done.stdout)
     return verdicts
