@@ -168,8 +168,8 @@ class _Calls:
         return _Call(method, _session_path(name, action), body, params or None)
 
 
-class Client:
-    """The control API, one blocking request per method."""
+class _Connected:
+    """How both clients are made: the API's address, its token, the requests' timeout."""
 
     def __init__(
         self,
@@ -180,7 +180,19 @@ class Client:
         verify: bool = True,
     ) -> None:
         """`verify=False` skips loading the CA certificates (tens of milliseconds): for http:// only."""
-        self.http = httpx.Client(base_url=base_url, headers=_headers(token), timeout=timeout, verify=verify)
+        self.http = self._connect(base_url=base_url, headers=_headers(token), timeout=timeout, verify=verify)
+
+    def _connect(self, **options: Any) -> Any:
+        raise NotImplementedError
+
+
+class Client(_Connected):
+    """The control API, one blocking request per method."""
+
+    http: httpx.Client
+
+    def _connect(self, **options: Any) -> httpx.Client:
+        return httpx.Client(**options)
 
     def __enter__(self) -> Client:
         return self
@@ -256,20 +268,13 @@ class Client:
                     yield notice
 
 
-class AsyncClient:
+class AsyncClient(_Connected):
     """The control API for asyncio code: the same methods as `Client`, awaited."""
 
-    def __init__(
-        self,
-        base_url: str = DEFAULT_URL,
-        *,
-        token: str | None = None,
-        timeout: float = 60,
-        verify: bool = True,
-    ) -> None:
-        self.http = httpx.AsyncClient(
-            base_url=base_url, headers=_headers(token), timeout=timeout, verify=verify
-        )
+    http: httpx.AsyncClient
+
+    def _connect(self, **options: Any) -> httpx.AsyncClient:
+        return httpx.AsyncClient(**options)
 
     async def __aenter__(self) -> AsyncClient:
         return self

@@ -18,8 +18,9 @@ every event still comes out in order around them, each its own message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -158,9 +159,11 @@ class Streams:
         self._open.add(subscription)
         return subscription
 
-    def done(self, subscription: Subscription) -> None:
-        self._open.discard(subscription)
-        subscription.unsubscribe()
+    def done(self, subscription: Subscription | None) -> None:
+        """The stream ended (None: it never subscribed)."""
+        if subscription is not None:
+            self._open.discard(subscription)
+            subscription.unsubscribe()
 
     def close_all(self) -> None:
         for subscription in list(self._open):
@@ -196,9 +199,29 @@ def _caught_up(feeds: list[EventFeed], subscription: Subscription) -> list[bytes
     return written
 
 
-def _response(events: AsyncIterator[bytes]) -> EventSourceResponse:
+def _told(
+    feed: EventFeed | None, kind: str, payload: dict[str, Any], trace: NetworkTrace, upto: int
+) -> list[bytes]:
+    """A notice's messages: the events captured before it (when the stream tells each event), then the
+    notice, unless it only tells that the trace was replaced (the feed then follows the new one)."""
+    written = feed.before(trace, upto) if feed is not None else []
+    if kind != TRACE_REPLACED:
+        written.append(message(payload, event=kind))
+    return written
+
+
+async def _written(events: AsyncGenerator[bytes, None]) -> AsyncIterator[bytes]:
+    """The stream's writes, the empty ones left out (a batch of notices can tell nothing new); closing
+    this closes `events` at once (its `finally` unsubscribes)."""
+    async with contextlib.aclosing(events):
+        async for chunk in events:
+            if chunk:
+                yield chunk
+
+
+def _response(events: AsyncGenerator[bytes, None]) -> EventSourceResponse:
     response = EventSourceResponse(
-        events, ping=HEARTBEAT_SECONDS, sep="\n", headers={"Cache-Control": "no-cache"}
+        _written(events), ping=HEARTBEAT_SECONDS, sep="\n", headers={"Cache-Control": "no-cache"}
     )
     # A stream is the last answer on its connection: when it ends, so does the connection, which is
     # how a client reading to the end (curl, a plain socket) learns that the stream is over.
@@ -220,7 +243,7 @@ def session_stream(
     each new one, and the verdict at the end. Events carry their index as the message id (what
     `since` resumes from)."""
 
-    async def events() -> AsyncIterator[bytes]:
+    async def events() -> AsyncGenerator[bytes, None]:
         subscription = None
 
         def listener(session: Session, kind: str, payload: dict[str, Any] | None) -> None:
@@ -245,18 +268,14 @@ def session_stream(
             async for notices in subscription.batches():
                 written: list[bytes] = []
                 for kind, payload, trace, upto in notices:
-                    written += feed.before(trace, upto)
-                    if kind != TRACE_REPLACED:
-                        written.append(message(payload, event=kind))
+                    written += _told(feed, kind, payload, trace, upto)
                     if kind == FINISHED:
                         yield b"".join(written)
                         return
                 written += _caught_up([feed], subscription)
-                if written:
-                    yield b"".join(written)
+                yield b"".join(written)
         finally:
-            if subscription is not None:
-                streams.done(subscription)
+            streams.done(subscription)
 
     return _response(events())
 
@@ -269,7 +288,7 @@ def global_stream(
     `each_event`, a write tells a session's new events as one `counts` notice (its event counts by
     type then), after the write's other notices, for watchers that only count them."""
 
-    async def events() -> AsyncIterator[bytes]:
+    async def events() -> AsyncGenerator[bytes, None]:
         subscription: Subscription | None = None
         feeds: dict[str, EventFeed] = {}  # each_event: the sessions with events or notices since the opening
         # Counts only: the trace and length each session's last counts told (none are kept otherwise).
@@ -321,15 +340,10 @@ def global_stream(
             async for notices in subscription.batches():
                 written: list[bytes] = []
                 for name, kind, payload, trace, upto in notices:
-                    if each_event:
-                        written += feeds[name].before(trace, upto)
-                    if kind != TRACE_REPLACED:
-                        written.append(message(payload, event=kind))
+                    written += _told(feeds[name] if each_event else None, kind, payload, trace, upto)
                 written += _caught_up(list(feeds.values()), subscription) if each_event else counts()
-                if written:
-                    yield b"".join(written)
+                yield b"".join(written)
         finally:
-            if subscription is not None:
-                streams.done(subscription)
+            streams.done(subscription)
 
     return _response(events())

@@ -77,45 +77,17 @@ class WebArenaEnvironment(Environment[WebArenaAction, WebArenaObservation, WebAr
         self._state = WebArenaState()
 
     # reset ---------------------------------------------------------------------------------------
-    def reset(
-        self,
-        seed: int | None = None,
-        episode_id: str | None = None,
-        task_id: int | None = None,
-        session: str | None = None,
-        reset_sites: bool = False,
-        **kwargs: Any,
-    ) -> WebArenaObservation:
-        name, body = self._plan(episode_id, task_id, session, reset_sites, kwargs)
-        started = _started(shared_client(self.control, self.token), name, body)
-        return self._begin(episode_id, name, started)
+    # OpenEnv passes every keyword to a reset that takes `**kwargs`; both flavours read theirs with
+    # `_plan`'s signature: reset(seed=None, episode_id=None, task_id=None, session=None,
+    # reset_sites=False, run=..., restart=..., wait=...).
+    def reset(self, *args: Any, **kwargs: Any) -> WebArenaObservation:
+        episode_id, name, body = _plan(*args, **kwargs)
+        return self._begin(episode_id, name, _started(shared_client(self.control, self.token), name, body))
 
-    async def reset_async(
-        self,
-        seed: int | None = None,
-        episode_id: str | None = None,
-        task_id: int | None = None,
-        session: str | None = None,
-        reset_sites: bool = False,
-        **kwargs: Any,
-    ) -> WebArenaObservation:
-        name, body = self._plan(episode_id, task_id, session, reset_sites, kwargs)
+    async def reset_async(self, *args: Any, **kwargs: Any) -> WebArenaObservation:
+        episode_id, name, body = _plan(*args, **kwargs)
         started = await _astarted(shared_async_client(self.control, self.token), name, body)
         return self._begin(episode_id, name, started)
-
-    def _plan(
-        self,
-        episode_id: str | None,
-        task_id: int | None,
-        session: str | None,
-        reset_sites: bool,
-        extra: dict[str, Any],
-    ) -> tuple[str, dict[str, Any]]:
-        if task_id is None:
-            raise ValueError("reset needs task_id: the WebArena-Verified task of this episode")
-        name = session or episode_id or f"openenv-{uuid.uuid4().hex[:12]}"
-        options: dict[str, Any] = {key: extra[key] for key in ("run", "restart", "wait") if key in extra}
-        return name, {"task_id": int(task_id), "session": name, "reset": reset_sites, **options}
 
     def _begin(self, episode_id: str | None, name: str, started: dict[str, Any]) -> WebArenaObservation:
         self._state = WebArenaState(episode_id=episode_id or name, session=name, task_id=started["task_id"])
@@ -173,6 +145,22 @@ class WebArenaEnvironment(Environment[WebArenaAction, WebArenaObservation, WebAr
             except Exception as error:  # the state stays readable while the API is away
                 self._state.progress = {"error": str(error)}
         return self._state
+
+
+def _plan(
+    seed: int | None = None,
+    episode_id: str | None = None,
+    task_id: int | None = None,
+    session: str | None = None,
+    reset_sites: bool = False,
+    **extra: Any,
+) -> tuple[str | None, str, dict[str, Any]]:
+    """A reset's arguments read: (episode id, session name, `POST /sessions` body)."""
+    if task_id is None:
+        raise ValueError("reset needs task_id: the WebArena-Verified task of this episode")
+    name = session or episode_id or f"openenv-{uuid.uuid4().hex[:12]}"
+    options: dict[str, Any] = {key: extra[key] for key in ("run", "restart", "wait") if key in extra}
+    return episode_id, name, {"task_id": int(task_id), "session": name, "reset": reset_sites, **options}
 
 
 def _started(api: Client, name: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,8 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Generator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -114,16 +116,15 @@ def score(
 ) -> Reward:
     """The reward of `session`: finished with `final_response` (None: its verdict is read)."""
     api = client or shared_client(control, token)
-    deadline = time.monotonic() + patience
-    while True:
+    steps = _scoring(session, final_response, patience, api.http.base_url)
+    step = _advance(steps, None, None)
+    while isinstance(step, _Ask):
         try:
-            return _judge(api, session, final_response)
-        except ControlAPIError as error:
-            if (wait := _retry_in(error, deadline)) is None:
-                return refusal(session, error.status, error.error, error.detail)
-            time.sleep(wait)
-        except httpx.HTTPError as error:
-            return _unreachable(session, api.http.base_url, error)
+            reply, error = step.call(api, time.sleep), None
+        except (ControlAPIError, httpx.HTTPError) as failed:
+            reply, error = None, failed
+        step = _advance(steps, reply, error)
+    return step
 
 
 async def ascore(
@@ -135,27 +136,72 @@ async def ascore(
     patience: float = PATIENCE,
     client: AsyncClient | None = None,
 ) -> Reward:
-    """`score` for asyncio code."""
+    """`score` for asyncio code: the same steps, each request awaited."""
     api = client or shared_async_client(control, token)
+    steps = _scoring(session, final_response, patience, api.http.base_url)
+    step = _advance(steps, None, None)
+    while isinstance(step, _Ask):
+        reply: Any = None
+        error: ControlAPIError | httpx.HTTPError | None = None
+        try:
+            reply = await step.call(api, asyncio.sleep)
+        except (ControlAPIError, httpx.HTTPError) as failed:
+            error = failed
+        step = _advance(steps, reply, error)
+    return step
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """One step of a reward for the client to take: a method of the client's (`sleep`: a pause)."""
+
+    method: str
+    args: tuple[Any, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def call(self, api: Client | AsyncClient, sleep: Any) -> Any:
+        """The step taken (an awaitable with the asyncio client)."""
+        if self.method == "sleep":
+            return sleep(*self.args)
+        return getattr(api, self.method)(*self.args, **self.options)
+
+
+Steps = Generator[_Ask, Any, Reward]
+"""A reward's steps: each client request asked for gets its answer sent back in (its failure thrown in),
+so both flavours of `score` take the same steps with their own client."""
+
+
+def _advance(steps: Steps, reply: Any, error: BaseException | None) -> _Ask | Reward:
+    """The next step, given the last one's answer or failure; the reward once there are none."""
+    try:
+        return steps.send(reply) if error is None else steps.throw(error)
+    except StopIteration as done:
+        reward: Reward = done.value
+        return reward
+
+
+def _scoring(session: str, answer: Any, patience: float, base_url: httpx.URL) -> Steps:
+    """Judge `session` on `answer`; a 503 (its worker restarting) is asked again until `patience` runs
+    out; any other refusal, or an API that does not answer, is the masked reward saying so."""
     deadline = time.monotonic() + patience
     while True:
         try:
-            return await _ajudge(api, session, final_response)
+            return (yield from _judging(session, answer, str(base_url)))
         except ControlAPIError as error:
             if (wait := _retry_in(error, deadline)) is None:
                 return refusal(session, error.status, error.error, error.detail)
-            await asyncio.sleep(wait)
+            yield _Ask("sleep", (wait,))
         except httpx.HTTPError as error:
-            return _unreachable(session, api.http.base_url, error)
+            return _unreachable(session, base_url, error)
 
 
-def _judge(api: Client, session: str, answer: Any) -> Reward:
+def _judging(session: str, answer: Any, base: str) -> Steps:
     view = None
     if answer is READ_RESULT:
-        view = api.session(session)
+        view = yield _Ask("session", (session,))
     else:
         try:
-            result = api.finish_document(session, answer)
+            result = yield _Ask("finish_document", (session, answer))
         except ControlAPIError as error:
             if (refused := answered_another(session, error)) is None:
                 raise
@@ -167,35 +213,10 @@ def _judge(api: Client, session: str, answer: Any) -> Reward:
         result = read
     said, site_down = sent_site_check(result)
     if not said and needs_site_check(result):  # a server that does not send it: read the trace
-        base = str(api.http.base_url)
         if base not in _origins:
-            _origins[base] = site_origins(api.health().get("sites"))
-        site_down = unreachable_site(api.trace(session, status=UNANSWERED), _origins[base])
-    return judged(session, result, site_down)
-
-
-async def _ajudge(api: AsyncClient, session: str, answer: Any) -> Reward:
-    view = None
-    if answer is READ_RESULT:
-        view = await api.session(session)
-    else:
-        try:
-            result = await api.finish_document(session, answer)
-        except ControlAPIError as error:
-            if (refused := answered_another(session, error)) is None:
-                raise
-            return refused
-    if view is not None:
-        read = _finished(session, view)
-        if isinstance(read, Reward):
-            return read
-        result = read
-    said, site_down = sent_site_check(result)
-    if not said and needs_site_check(result):  # a server that does not send it: read the trace
-        base = str(api.http.base_url)
-        if base not in _origins:
-            _origins[base] = site_origins((await api.health()).get("sites"))
-        site_down = unreachable_site(await api.trace(session, status=UNANSWERED), _origins[base])
+            _origins[base] = site_origins((yield _Ask("health")).get("sites"))
+        unanswered = yield _Ask("trace", (session,), {"status": UNANSWERED})
+        site_down = unreachable_site(unanswered, _origins[base])
     return judged(session, result, site_down)
 
 
