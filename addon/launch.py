@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -56,14 +57,41 @@ class Ports:
     control: int
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """Distinct ports that were free a moment ago on `host`."""
-    sockets = []
+EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
+QUIET_PORTS_FROM = 20000
+"""The lowest port `free_ports` draws: above Ray's worker ports (10002 to 19999 unless configured)."""
+
+
+def _quiet_ports() -> range:
+    """Ports below the kernel's ephemeral range, from which no outgoing connection takes its local port."""
     try:
-        for _ in range(count):
+        first_ephemeral = int(EPHEMERAL_PORTS.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first_ephemeral = 32768  # Linux's default; elsewhere the draw still checks each port
+    return range(QUIET_PORTS_FROM, first_ephemeral)
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """Distinct ports free on `host` a moment ago, drawn at random below the ephemeral range.
+
+    A port the kernel hands out for `bind(0)` comes from the range outgoing connections take their
+    local ports from: on a busy machine one of them could take it between this check and the bind
+    that follows. Where no quiet range is left, the kernel's choice it is."""
+    quiet = _quiet_ports()
+    sockets: list[socket.socket] = []
+    try:
+        for draw in range(count + 200):
+            if len(sockets) == count:
+                break
             sock = socket.socket()
-            sock.bind((host, 0))
+            try:
+                sock.bind((host, random.choice(quiet) if quiet and draw < 200 else 0))
+            except OSError:  # taken: draw again
+                sock.close()
+                continue
             sockets.append(sock)
+        if len(sockets) < count:
+            raise OSError(f"no {count} free ports on {host}")
         return [sock.getsockname()[1] for sock in sockets]
     finally:
         for sock in sockets:

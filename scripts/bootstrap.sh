@@ -24,6 +24,11 @@
 # Extra arguments (`test -k values`) go to the Python 3.11 suite, and only it runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Python keeps the bytecode of what it imports, so only what runs is compiled, once (compiling whole
+# venvs at install was most of the set-up's CPU). Where PYTHONDONTWRITEBYTECODE is set (some machines set
+# it for every process), every test process, and every reference evaluator the parity tests start, would
+# compile all it imports again: it is unset for everything this script runs.
+unset PYTHONDONTWRITEBYTECODE
 
 what="${1:-setup}"
 python="${PYTHON:-python3.11}"
@@ -127,15 +132,13 @@ step "creating .venv with uv in it"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check uv 2> >(grep -v '^WARNING: Location' >&2)
 uv=.venv/bin/uv
 # Installs into VENV (made with PYTHON when missing; `venv` keeps pip in it, which some tests call).
-# Compiled at install, as pip does: where PYTHONDONTWRITEBYTECODE is set (as it is on this
-# machine) Python keeps no bytecode of its own, so every test process, and every reference evaluator
-# the parity tests start, would compile all it imports again (with the side venvs left uncompiled the
-# set-up was shorter, and the parity tests against the reference longer).
+# Not compiled at install: Python compiles each module when it is first imported and keeps its bytecode
+# (PYTHONDONTWRITEBYTECODE is unset above).
 uv_install() {
     local interpreter="$1" venv="$2"
     shift 2
     [ -x "$venv/bin/python" ] || "$interpreter" -m venv "$venv"
-    "$uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" "$@"
+    "$uv" pip install --quiet --python "$venv/bin/python" "$@"
 }
 
 wheel=""
@@ -177,7 +180,7 @@ print("resolved:", ", ".join(f"{name} {version}" for name, version in found.item
 fi
 
 step "installing webarena-live into .venv (strict editable mode)"
-"$uv" pip install --quiet --compile-bytecode --python .venv/bin/python --config-settings editable_mode=strict -e '.[test,ray]'
+"$uv" pip install --quiet --python .venv/bin/python --config-settings editable_mode=strict -e '.[test,ray]'
 
 if [ "$what" = test ]; then
     # Lint and type checks while the other venvs fill.
