@@ -181,11 +181,15 @@ class ServeWorker:
             "actor_pid": os.getpid(),  # the pid Ray names this worker by in the lines it passes on
         }  # fmt: skip
 
-    def wait(self, deaths: int, up: bool, timeout: float) -> dict[str, Any]:
-        """`where()` once `serve` died more than `deaths` times, or (`up`) once it answers again; at
-        the latest after `timeout` seconds (the caller asks again: a silence is then contact lost)."""
+    def wait(self, instance: str, deaths: int, up: bool, timeout: float) -> dict[str, Any]:
+        """`where()` at once if the caller knows another `instance` (Ray restarted this actor: the
+        caller must learn of it now, not after `timeout`), else once `serve` died more than `deaths`
+        times, or (`up`) once it answers again; at the latest after `timeout` seconds (the caller asks
+        again: a silence is then contact lost)."""
         with self._changed:
-            self._changed.wait_for(lambda: self.deaths > deaths or (up and self.up), timeout)
+            self._changed.wait_for(
+                lambda: instance != self.instance or self.deaths > deaths or (up and self.up), timeout
+            )
         return self.where()
 
     def drop_port(self, port: int) -> None:

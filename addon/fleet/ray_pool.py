@@ -212,7 +212,8 @@ class RayWorkers(Workers):
         while not self._stopping:
             seen = self._seen[worker.index]
             try:
-                where = await _within(actor.wait.remote(seen["deaths"], False, WAIT_SLICE), WAIT_SLICE + CALL)
+                asked = actor.wait.remote(seen["instance"], seen["deaths"], False, WAIT_SLICE)
+                where = await _within(asked, WAIT_SLICE + CALL)
             except ActorDiedError as error:
                 self._gone(worker, "is gone for good")
                 self._lose(worker, f"Ray gave worker {worker.index} up: {error}")
@@ -239,7 +240,8 @@ class RayWorkers(Workers):
         self._gone(worker, f"(pid {worker.pid}) exited; its actor starts it again on the same sockets")
         while not self._stopping and not where["up"]:
             with contextlib.suppress(RayActorError, TimeoutError, GetTimeoutError):
-                where = await _within(actor.wait.remote(where["deaths"], True, WAIT_SLICE), WAIT_SLICE + CALL)
+                asked = actor.wait.remote(where["instance"], where["deaths"], True, WAIT_SLICE)
+                where = await _within(asked, WAIT_SLICE + CALL)
         if not self._stopping:
             await self._returned(worker, where)
 
