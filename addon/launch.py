@@ -62,6 +62,9 @@ QUIET_PORTS_FROM = 20000
 """The lowest port `free_ports` draws: above Ray's worker ports (10002 to 19999 unless configured)."""
 
 
+_draw = random.Random()  # its own: a program that seeds `random` draws no one else's ports
+
+
 def _quiet_ports() -> range:
     """Ports below the kernel's ephemeral range, from which no outgoing connection takes its local port."""
     try:
@@ -85,7 +88,7 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
                 break
             sock = socket.socket()
             try:
-                sock.bind((host, random.choice(quiet) if quiet and draw < 200 else 0))
+                sock.bind((host, _draw.choice(quiet) if quiet and draw < 200 else 0))
             except OSError:  # taken: draw again
                 sock.close()
                 continue

@@ -14,6 +14,8 @@ from webarena_live.launch import free_ports
 
 def test_ports_are_distinct_free_and_below_the_ephemeral_range() -> None:
     first_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    if first_ephemeral <= launch.QUIET_PORTS_FROM:
+        pytest.skip(f"this kernel's ephemeral ports start at {first_ephemeral}: there is no quiet range")
     for _ in range(20):
         ports = free_ports(5)
         assert len(set(ports)) == 5

@@ -238,10 +238,13 @@ class RayWorkers(Workers):
 
     async def _serve_restarted(self, worker: Worker, actor: Any, where: dict[str, Any]) -> None:
         self._gone(worker, f"(pid {worker.pid}) exited; its actor starts it again on the same sockets")
+        instance = where["instance"]
         while not self._stopping and not where["up"]:
             with contextlib.suppress(RayActorError, TimeoutError, GetTimeoutError):
-                asked = actor.wait.remote(where["instance"], where["deaths"], True, WAIT_SLICE)
+                asked = actor.wait.remote(instance, where["deaths"], True, WAIT_SLICE)
                 where = await _within(asked, WAIT_SLICE + CALL)
+            if where["instance"] != instance:  # Ray restarted the actor meanwhile: `_watch` takes it
+                return
         if not self._stopping:
             await self._returned(worker, where)
 

@@ -22,13 +22,10 @@ from typing import Any
 import pytest
 
 from tests.support.oracle_bridge import ask_oracle_network
-from tests.support.paths import SUPPORT
 from webarena_live.evaluator.har import load_trace, trace_to_har
 from webarena_live.evaluator.network_evaluator import evaluate_network
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import load_tasks
-
-HERE = SUPPORT
 
 
 class _Site(BaseHTTPRequestHandler):

@@ -20,12 +20,10 @@ from typing import Any
 
 from tests.support import network_cases as cases
 from tests.support.oracle_bridge import ask_oracle_network
-from tests.support.paths import SUPPORT
 from webarena_live.evaluator.har import load_trace, trace_to_har
 from webarena_live.evaluator.network_evaluator import evaluate_network
 from webarena_live.evaluator.tasks import load_tasks, parse_task
 
-HERE = SUPPORT
 MUTATION_NAMES = [name for name in cases.MUTATIONS if name != "golden"]
 PER_TASK = 3
 

@@ -20,13 +20,10 @@ import pytest
 from tests.support import network_cases as cases
 from tests.support import trace_variants as variants
 from tests.support.oracle_bridge import ask_oracle_network
-from tests.support.paths import SUPPORT
 from webarena_live.evaluator.errors import WebArenaLiveError
 from webarena_live.evaluator.evaluate import evaluate_task
 from webarena_live.evaluator.har import load_trace
 from webarena_live.evaluator.tasks import Task, TaskSet, load_tasks
-
-HERE = SUPPORT
 
 DOCUMENTED = {
     # README "Differences": we read a HAR that is a bare JSON list of entries; the reference refuses it.

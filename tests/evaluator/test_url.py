@@ -11,13 +11,11 @@ from typing import Any
 import pytest
 
 from tests.support.oracle_bridge import ask_oracle_network
-from tests.support.paths import SUPPORT
 from webarena_live.evaluator.errors import NormalizationError, WebArenaLiveError
 from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.values import normalize
 from webarena_live.evaluator.values.url import Url, parse_query, split_base64_query
 
-HERE = SUPPORT
 CONFIG = {
     "environments": {
         "__GITLAB__": {"urls": ["http://localhost:8023"]},

@@ -13,6 +13,7 @@ import atexit
 import json
 import os
 import subprocess
+import tempfile
 import threading
 from collections import Counter
 from pathlib import Path
@@ -21,6 +22,9 @@ from typing import IO, Any
 BRIDGE = Path(__file__).with_name("oracle_values.py")
 NETWORK = Path(__file__).with_name("oracle_network.py")
 HOST = Path(__file__).with_name("oracle_host.py")
+KEPT_HOSTS = 4
+"""Idle hosts kept per interpreter: as many as a test asks for at once (tests/support/threeway.py's
+four threads); each holds the reference in memory."""
 
 
 class _Host:
@@ -28,11 +32,14 @@ class _Host:
 
     def __init__(self, oracle_python: Path) -> None:
         read, write = os.pipe()
+        handle, log = tempfile.mkstemp(prefix="oracle-host-", suffix=".log")
+        self.log = Path(log)  # what it writes to its own stdout and stderr, read when it dies
         self.process = subprocess.Popen(
-            [str(oracle_python), str(HOST), str(write)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, pass_fds=(write,), text=True,
+            [str(oracle_python), str(HOST), str(write)], stdin=subprocess.PIPE, stdout=handle,
+            stderr=subprocess.STDOUT, pass_fds=(write,), text=True,
         )  # fmt: skip
         os.close(write)
+        os.close(handle)
         self.answers: IO[str] = os.fdopen(read, encoding="utf-8")
 
     def run(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -50,19 +57,21 @@ class _Host:
             timed_out = reader.is_alive()
         finally:
             if not answer or not answer[0]:
-                self.close()
+                self.close(keep_log=True)
         if timed_out:
             raise subprocess.TimeoutExpired(request["args"], timeout)
         if not answer[0]:
             code = self.process.returncode
-            raise RuntimeError(f"the oracle's interpreter exited ({code}) on {request['args']}")
+            raise RuntimeError(f"the oracle host exited ({code}) on {request['args']} (see {self.log})")
         reply: dict[str, Any] = json.loads(answer[0])
         return reply
 
-    def close(self) -> None:
+    def close(self, *, keep_log: bool = False) -> None:
         self.process.kill()
         self.process.wait()
         self.answers.close()
+        if not keep_log:
+            self.log.unlink(missing_ok=True)
 
 
 _idle: dict[Path, list[_Host]] = {}
@@ -73,7 +82,8 @@ def run_in_oracle(
     oracle_python: Path, args: list[str], *, input: str | None = None, cwd: Path | None = None,
     timeout: float = 300,
 ) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    """`python ARGS` with the oracle's interpreter (text in and out), on a host that stays up."""
+    """`python ARGS` with the oracle's interpreter (text in and out, in the caller's folder and
+    environment), on a host that stays up."""
     with _lock:
         idle = _idle.setdefault(Path(oracle_python), [])
         host = None
@@ -83,10 +93,20 @@ def run_in_oracle(
                 host.close()
                 host = None
     host = host or _Host(oracle_python)
-    request = {"args": [str(arg) for arg in args], "input": input, "cwd": str(cwd) if cwd else None}
-    reply = host.run(request, timeout)
+    request = {"args": [str(arg) for arg in args], "input": input, "cwd": str(cwd or os.getcwd()),
+               "env": dict(os.environ)}  # fmt: skip
+    try:
+        reply = host.run(request, timeout)
+    except BaseException:
+        host.close(keep_log=True)
+        raise
     with _lock:
-        _idle[Path(oracle_python)].append(host)
+        kept = _idle[Path(oracle_python)]
+        if len(kept) < KEPT_HOSTS:
+            kept.append(host)
+            host = None
+    if host is not None:  # enough wait idle already
+        host.close()
     return subprocess.CompletedProcess(
         [str(oracle_python), *args], reply["returncode"], reply["stdout"], reply["stderr"]
     )

@@ -4,15 +4,18 @@ time, as `python ARGS` would take it (`-m MODULE ...`, `-c CODE ...` or `SCRIPT 
 
 Starting the interpreter and importing the reference is most of the CPU of a short judgement, and the
 suites ask for hundreds; the reference's own code still does all the judging. Each request is a JSON
-line `{"args": [...], "input": str | null, "cwd": str | null}`; each answer a JSON line
-`{"returncode": int, "stdout": str, "stderr": str}` on the file descriptor the bridge passes (the
-reference's own writes to the process's stdout and stderr are the request's, whatever object they hold).
+line `{"args": [...], "input": str | null, "cwd": str, "env": {...}}` (the caller's folder and
+environment, as a subprocess would inherit them); each answer a JSON line
+`{"returncode": int, "stdout": str, "stderr": str}` on the file descriptor the bridge passes. What the
+run writes through `sys.stdout` and `sys.stderr` is its answer's, also from a handler that kept either
+object from an earlier run; writes to the process's file descriptors 1 and 2 go to the host's log.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import runpy
 import sys
@@ -70,15 +73,22 @@ def run(args: list[str]) -> int:
 def main() -> None:
     answers = os.fdopen(int(sys.argv[1]), "w", encoding="utf-8")
     requests = sys.stdin
+    del sys.path[0]  # this script's folder: `python -m` or `-c` would not have it
     out, err = Switch(), Switch()
-    sys.stdout, sys.stderr = out, err
-    home = os.getcwd()
     for line in requests:
         request: dict[str, Any] = json.loads(line)
         out.target, err.target = io.StringIO(), io.StringIO()
-        sys.stdin = io.StringIO(request.get("input") or "")
-        os.chdir(request.get("cwd") or home)
-        code = run(request["args"])
+        # What one run may have changed is set back as a new interpreter would have it.
+        sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO(request.get("input") or "")
+        logging.disable(logging.NOTSET)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        try:
+            os.chdir(request["cwd"])
+            code = run(request["args"])
+        except OSError as error:  # the caller's folder is gone
+            print(f"oracle host: {error}", file=sys.stderr)
+            code = 1
         answer = {"returncode": code, "stdout": out.target.getvalue(), "stderr": err.target.getvalue()}
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
