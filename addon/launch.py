@@ -14,6 +14,7 @@ ports of 127.0.0.1 (or the ones given), its output in a log file, ready once
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import random
 import signal
@@ -81,15 +82,16 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     local ports from: on a busy machine one of them could take it between this check and the bind
     that follows. Where no quiet range is left, the kernel's choice it is."""
     quiet = _quiet_ports()
+    draws = (_draw.choice(quiet) for _ in range(200 if quiet else 0))
     sockets: list[socket.socket] = []
     try:
-        for draw in range(count + 200):
+        for port in itertools.chain(draws, itertools.repeat(0, count)):  # then the kernel's choice
             if len(sockets) == count:
                 break
             sock = socket.socket()
             try:
-                sock.bind((host, _draw.choice(quiet) if quiet and draw < 200 else 0))
-            except OSError:  # taken: draw again
+                sock.bind((host, port))
+            except OSError:  # taken: the next one
                 sock.close()
                 continue
             sockets.append(sock)

@@ -43,25 +43,19 @@ class _Host:
         self.answers: IO[str] = os.fdopen(read, encoding="utf-8")
 
     def run(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """The answer; `TimeoutExpired` if it overstays `timeout`, `RuntimeError` if the host died (it is
-        killed either way)."""
+        """The answer; `TimeoutExpired` if it overstays `timeout`, `RuntimeError` if the host died (the
+        caller closes it then)."""
         assert self.process.stdin is not None
         answer: list[str] = []
         reader = threading.Thread(target=lambda: answer.append(self.answers.readline()), daemon=True)
-        timed_out = False
-        try:
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
-            reader.start()
-            reader.join(timeout)
-            timed_out = reader.is_alive()
-        finally:
-            if not answer or not answer[0]:
-                self.close(keep_log=True)
-        if timed_out:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        reader.start()
+        reader.join(timeout)
+        if reader.is_alive():
             raise subprocess.TimeoutExpired(request["args"], timeout)
         if not answer[0]:
-            code = self.process.returncode
+            code = self.process.wait()
             raise RuntimeError(f"the oracle host exited ({code}) on {request['args']} (see {self.log})")
         reply: dict[str, Any] = json.loads(answer[0])
         return reply
@@ -97,7 +91,7 @@ def run_in_oracle(
                "env": dict(os.environ)}  # fmt: skip
     try:
         reply = host.run(request, timeout)
-    except BaseException:
+    except BaseException:  # its log kept: it says why
         host.close(keep_log=True)
         raise
     with _lock:
