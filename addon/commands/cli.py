@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -299,12 +300,25 @@ def addon_path() -> str:
     return spec.origin
 
 
+def _serve(args: argparse.Namespace) -> int:
+    # The start-up imports make tens of thousands of objects that live as long as the process; the cyclic
+    # collector would walk them over and over as they come. With the tuning on (serve's own policy,
+    # addon/commands/process_memory.py) it waits until they are in, and is back before anything listens.
+    paused = args.gc_tuning and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        from webarena_live.commands.serve import run as run_serve
+    finally:
+        if paused:
+            gc.enable()
+    return run_serve(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        from webarena_live.commands.serve import run as run_serve
-
-        return run_serve(args)
+        return _serve(args)
     if args.command == "evaluate":
         from webarena_live.commands.evaluate import run as run_evaluate
 

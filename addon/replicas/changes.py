@@ -25,8 +25,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
-from graphql import GraphQLError, OperationDefinitionNode, parse
-
 from webarena_live.evaluator import SiteMap, SiteRule, placeholder
 
 CHANGING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -144,6 +142,10 @@ def graphql_operations(content_type: str, body: bytes | None) -> list[tuple[str,
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):  # a body nested past the parser's depth too
         return None
+    # graphql-core only when a GraphQL body comes: the parser is most of this module's import time, and
+    # `serve` imports this module at start-up whatever its sites are.
+    from graphql import GraphQLError, OperationDefinitionNode, parse
+
     items = document if isinstance(document, list) else [document]
     found: list[tuple[str, str | None]] = []
     for item in items:

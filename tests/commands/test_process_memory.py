@@ -30,6 +30,7 @@ import requests
 from tests.site.agents import NAVIGATE_DONE
 from tests.site.harness import TASKS_FILE, start_proxy, write_config
 from tests.support.paths import SUPPORT
+from webarena_live.commands import cli
 from webarena_live.commands.process_memory import (
     LARGE_BODY,
     LargeBodyCollector,
@@ -197,6 +198,18 @@ def test_serve_freezes_the_start_up_heap_and_keeps_collections_out_of_a_finish(
     assert seen["response"]["enabled"] and seen["response"]["frozen"] > 10_000
     assert seen["finish"]["enabled"] is False
     assert health["memory"]["frozen_objects"] > 10_000
+
+
+@pytest.mark.parametrize("tuning", [True, False])
+def test_the_collector_waits_out_serves_imports_only(monkeypatch: pytest.MonkeyPatch, tuning: bool) -> None:
+    """With the tuning on, collections wait while `serve`'s modules load and are back before anything
+    else runs, here a start refused for a bad flag; with `--no-gc-tuning` the collector is left alone."""
+    calls: list[str] = []
+    monkeypatch.setattr(gc, "disable", lambda: calls.append("disable"))
+    monkeypatch.setattr(gc, "enable", lambda: calls.append("enable"))
+    argv = ["serve", "--advertise-host", "not a host", *([] if tuning else ["--no-gc-tuning"])]
+    assert cli.main(argv) == 2
+    assert calls == (["disable", "enable"] if tuning else [])
 
 
 def test_serve_with_no_gc_tuning_leaves_the_collector_alone(

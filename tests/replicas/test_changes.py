@@ -158,6 +158,18 @@ def test_methods_that_never_change_are_not_parsed() -> None:
     assert rules().judge("POST", "http://elsewhere.example/api/graphql", JSON, b"{}") is CHANGE_BY_DEFAULT
 
 
+def test_graphql_core_is_loaded_by_the_first_graphql_body_only() -> None:
+    """`serve` imports the rules at start-up whatever its sites are; the parser comes with the first body."""
+    probe = (
+        "import sys; from webarena_live.replicas import changes; assert 'graphql' not in sys.modules; "
+        'body = b\'{"query": "{ a }"}\'; '
+        "assert changes.graphql_operations('application/json', body) == [('query', None)]; "
+        "assert 'graphql' in sys.modules"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
 def test_a_site_maps_own_reads_and_changes_come_first() -> None:
     site = rules(
         reads=[{"method": "POST", "path": "^/search$"}, {"graphql_operations": ["markSeen"]}],
