@@ -19,8 +19,8 @@
 #
 # `test` then runs ruff, mypy and the import contracts while those fill; then, one after another, the
 # wheel checks on both interpreters, the whole suite on Python 3.11 (mitmproxy 11), the proxy, control,
-# fleet and end-to-end tests on Python 3.13 (mitmproxy 12); last, all at once, each training framework's
-# tests and BrowserGym's. Outside CI a missing Python 3.12 or 3.13 skips its part with a warning; in CI it fails the run.
+# fleet and end-to-end tests on Python 3.13 (mitmproxy 12), each training framework's tests (at once) and
+# BrowserGym's. Outside CI a missing Python 3.12 or 3.13 skips its part with a warning; in CI it fails the run.
 # Extra arguments (`test -k values`) go to the Python 3.11 suite, and only it runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -254,7 +254,7 @@ case "$what" in
             .venv/bin/pytest -n auto --dist loadfile "${@:2}"
             exit
         fi
-        # The suites one after another: each keeps both cores to itself. Run side by side (the wheel checks
+        # One part after another: each suite keeps both cores to itself. Run side by side (the wheel checks
         # beside the first suite, the frameworks' tests beside the second) they took longer in all.
         failed=()
         step "the installed product: wheel in a fresh venv, used from outside the checkout"
@@ -267,16 +267,12 @@ case "$what" in
             .venv-3.13/bin/pytest -n auto --dist loadfile --junitxml "$logs/suite-3.13.xml" \
                 tests/proxy tests/control tests/fleet tests/e2e ||
                 failed+=("pytest on $("$python313" --version)")
+            step "the rewards with each training framework, in its own venv"
+            reward_tests || failed+=("the training frameworks' tests")
         fi
-        # The frameworks' tests and BrowserGym's at once: each mostly waits on its browser, proxy and
-        # reference evaluator, so together they take about as long as the longer one.
-        if [ -n "$python313" ]; then job "the training frameworks' tests" reward_tests; fi
-        if [ -n "$python312" ]; then job "BrowserGym's tests" browsergym_tests; fi
-        if [ ${#job_pids[@]} -gt 0 ]; then
-            step "side by side: the rewards with each training framework in its own venv (Python 3.13), BrowserGym and its experiment loop in .venv-browsergym (Python 3.12, tests/browsergym)"
-            for name in "${!job_pids[@]}"; do
-                finish "$name" || failed+=("$name")
-            done
+        if [ -n "$python312" ]; then
+            step "BrowserGym and its experiment loop on $("$python312" --version), in .venv-browsergym (tests/browsergym)"
+            browsergym_tests || failed+=("BrowserGym's tests")
         fi
         step "where the suites' time went (per test file, set-up included: scripts/test_times.py)"
         .venv/bin/python scripts/test_times.py "$logs"/suite-*.xml --most 15 || true

@@ -142,9 +142,7 @@ def graphql_operations(content_type: str, body: bytes | None) -> list[tuple[str,
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):  # a body nested past the parser's depth too
         return None
-    # graphql-core only when a GraphQL body comes: the parser is most of this module's import time, and
-    # `serve` imports this module at start-up whatever its sites are.
-    from graphql import GraphQLError, OperationDefinitionNode, parse
+    from graphql import GraphQLError, OperationDefinitionNode, parse  # loaded already: see ChangeRules
 
     items = document if isinstance(document, list) else [document]
     found: list[tuple[str, str | None]] = []
@@ -212,6 +210,14 @@ class ChangeRules:
             )
             own = tuple(from_site_rule(f"{placeholder(site)} reads[{i}]", r) for i, r in enumerate(env.reads))
             self.reads[site] = own + BUILT_IN.get(site, ())
+        every = [
+            rule for by_site in (self.changes, self.reads) for rules in by_site.values() for rule in rules
+        ]
+        if any(rule.graphql_queries or rule.graphql_operations for rule in every):
+            # graphql-core is most of this module's import time, and `serve` imports the module whatever its
+            # sites are: the parser loads with rules that need it, here (when the proxy is configured), so
+            # no request waits on the import.
+            import graphql  # noqa: F401
 
     def judge(self, method: str, url: str, content_type: str, body: bytes | None) -> Judgement:
         """What the request does to the site `url` is on. Only POST, PUT, PATCH and DELETE are looked

@@ -23,7 +23,14 @@ import requests
 from playwright.sync_api import Browser, Page
 
 from tests.site import agents
-from tests.site.harness import PREVIEW_CHECKS, PREVIEWS_OVERTAKEN, FinishRecorder, ProxyProcess, wait_for
+from tests.site.harness import (
+    PREVIEW_CHECKS,
+    PREVIEWS_OVERTAKEN,
+    FinishRecorder,
+    ProxyProcess,
+    interference_grew,
+    wait_for,
+)
 from tests.site.live_fixtures import assert_oracle_agrees, assert_verdict, evaluator_statuses, run_task
 from tests.site.pages import LOGO_PNG
 from tests.site.server import RunningSite
@@ -359,3 +366,18 @@ def test_a_finish_after_quiet_traffic_is_compared_with_its_preview(
     checked, overtaken = len(PREVIEW_CHECKS), len(PREVIEWS_OVERTAKEN)
     live_proxy.control.finish("quiet", agents.NAVIGATE_DONE)
     assert (len(PREVIEW_CHECKS), len(PREVIEWS_OVERTAKEN)) == (checked + 1, overtaken)
+
+
+def test_a_preview_may_name_fewer_of_the_others_changes_than_the_finish_and_nothing_else_differs() -> None:
+    """Between a preview and its finish another session's change may land on the shared copy (a browser
+    left a DokuWiki edit page just before); the finish then names it too, after the preview's."""
+    one, two = (
+        {"session": "b", "method": "POST", "url": "/x"},
+        {"session": "b", "method": "POST", "url": "/y"},
+    )
+    seen = {"exposed": True, "mutations": [one], "count": 1}
+    assert interference_grew(seen, {"exposed": True, "mutations": [one, two], "count": 2})
+    assert interference_grew({"exposed": False, "mutations": [], "count": 0}, seen)
+    assert not interference_grew(seen, seen)  # equal: compared as it is
+    assert not interference_grew(seen, {"exposed": True, "mutations": [two, one], "count": 2})  # reordered
+    assert not interference_grew(seen, {"exposed": True, "mutations": [two], "count": 1})  # replaced

@@ -158,16 +158,28 @@ def test_methods_that_never_change_are_not_parsed() -> None:
     assert rules().judge("POST", "http://elsewhere.example/api/graphql", JSON, b"{}") is CHANGE_BY_DEFAULT
 
 
-def test_graphql_core_is_loaded_by_the_first_graphql_body_only() -> None:
-    """`serve` imports the rules at start-up whatever its sites are; the parser comes with the first body."""
+@pytest.mark.parametrize(
+    ("site", "loaded"),
+    [
+        ({"__SHOPPING__": {"urls": [SHOP]}}, False),
+        ({"__SHOPPING__": {"urls": [SHOP], "reads": [{"graphql_operations": ["markSeen"]}]}}, True),
+        ({"__GITLAB__": {"urls": [GITLAB]}}, True),  # its built-in query rule
+    ],
+)
+def test_graphql_core_loads_with_rules_that_need_it(site: dict[str, object], loaded: bool) -> None:
+    """`serve` imports this module whatever its sites are; the parser loads when rules that need it are
+    compiled (the proxy being configured), so no request waits on the import, and only then."""
     probe = (
-        "import sys; from webarena_live.replicas import changes; assert 'graphql' not in sys.modules; "
-        'body = b\'{"query": "{ a }"}\'; '
-        "assert changes.graphql_operations('application/json', body) == [('query', None)]; "
-        "assert 'graphql' in sys.modules"
+        "import json, sys; from webarena_live.evaluator import SiteMap; "
+        "from webarena_live.replicas.changes import ChangeRules; "
+        "ChangeRules(SiteMap.from_dict({'environments': json.loads(sys.argv[1])})); "
+        "print('graphql' in sys.modules)"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(site)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(loaded)
 
 
 def test_a_site_maps_own_reads_and_changes_come_first() -> None:
