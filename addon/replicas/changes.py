@@ -142,7 +142,7 @@ def graphql_operations(content_type: str, body: bytes | None) -> list[tuple[str,
         document = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):  # a body nested past the parser's depth too
         return None
-    from graphql import GraphQLError, OperationDefinitionNode, parse  # loaded already: see ChangeRules
+    from graphql import GraphQLError, OperationDefinitionNode, parse  # cheap: ChangeRules loaded it
 
     items = document if isinstance(document, list) else [document]
     found: list[tuple[str, str | None]] = []

@@ -129,7 +129,6 @@ def check_preview(
             return
         done = finish.json()
         if interference_grew(previewed.get("interference"), done.get("interference")):
-            INTERFERENCE_GREW.append(previewed.get("task_id"))
             previewed["interference"] = done["interference"]
         assert previewed == done, f"preview {previewed} != finish {finish.text}"
     elif 400 <= finish.status_code < 500:  # refused (state, body, session): the preview was refused alike
@@ -140,21 +139,31 @@ def check_preview(
 
 
 def interference_grew(previewed: Any, finished: Any) -> bool:
-    """Whether the finish names every change the preview named, in the same order, and more: another
-    session's change to the shared copy recorded between the two (a browser closed just before may
-    still send one, as DokuWiki's edit page does when it is left). Anything else must be equal."""
+    """Whether the finish names every change the preview named, in their order, and more, with the count
+    grown by as many and the rest as it was: other sessions' changes to the shared copy recorded between
+    the two (a browser closed just before may still send one, as DokuWiki's edit page does when it is
+    left). The pool lists changes by when they were sent, so a late one may come before others."""
     if not isinstance(previewed, dict) or not isinstance(finished, dict) or previewed == finished:
         return False
     before, after = previewed.get("mutations", []), finished.get("mutations", [])
-    return len(after) > len(before) and after[: len(before)] == before
+    added = len(after) - len(before)
+    remaining = iter(after)
+    kept_in_order = all(any(change == later for later in remaining) for change in before)
+    rest = {key: value for key, value in previewed.items() if key not in ("mutations", "count", "exposed")}
+    return (
+        added > 0
+        and kept_in_order
+        and finished.get("count") == previewed.get("count", 0) + added
+        and finished.get("exposed") is True
+        and rest == {key: value for key, value in finished.items() if key in rest}
+        and set(finished) == set(previewed)
+    )
 
 
 PREVIEW_CHECKS: list[int] = []
 """Each preview-before-finish checked in this process, by the preview's status (tests count them)."""
 PREVIEWS_OVERTAKEN: list[Any] = []
 """The previews whose session's trace grew before the finish (their documents were not compared)."""
-INTERFERENCE_GREW: list[Any] = []
-"""Tasks whose finish named more of other sessions' changes than their preview (`interference_grew`)."""
 
 
 def trace_events(body: Any) -> list[dict[str, Any]]:
