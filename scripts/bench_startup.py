@@ -22,15 +22,16 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench_common import MITMDUMP, median, wait_for_port
 
 from webarena_live.launch import free_ports
 
@@ -45,28 +46,17 @@ class Start:
     """Seconds of wall time from the command to the first answer."""
 
 
-def _answered(url: str | None, port: int) -> bool:
-    try:
-        if url is not None:
-            with urllib.request.urlopen(url, timeout=1):
-                return True
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
-def start_once(argv: list[str], *, port: int, health: str | None, timeout: float = 60.0) -> Start:
-    """Run `argv` until it answers (`health`'s URL, else a TCP connect to `port`), then SIGTERM it."""
+def start_once(argv: list[str], ready: Callable[[subprocess.Popen[bytes]], object]) -> Start:
+    """Run `argv` until `ready` returns, then SIGTERM it and read its CPU from `wait4`."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # bytecode as users keep it
     began = time.perf_counter()
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + timeout
-    while not _answered(health, port):
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise SystemExit(f"no answer from {' '.join(argv[:4])} ... (exit {process.poll()})")
-        time.sleep(0.01)
+    try:
+        ready(process)
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
     up = time.perf_counter() - began
     process.send_signal(signal.SIGTERM)
     _, _, usage = os.wait4(process.pid, 0)
@@ -78,19 +68,20 @@ def serve_start(python: str, conf: Path) -> Start:
     proxy, control = free_ports(2)
     flags = ["--port", str(proxy), "--session-port", "off", "--control-port", str(control), "--quiet"]
     argv = [python, "-m", "webarena_live.commands.cli", "serve", *flags, "--set", f"confdir={conf}"]
-    return start_once(argv, port=control, health=f"http://127.0.0.1:{control}/health")
+
+    def answered(process: subprocess.Popen[bytes]) -> None:  # listening, then its first answer
+        wait_for_port(control, process=process)
+        with urllib.request.urlopen(f"http://127.0.0.1:{control}/health", timeout=60) as reply:
+            reply.read()
+
+    return start_once(argv, answered)
 
 
-def mitmdump_start(confdir: Path) -> Start:
+def mitmdump_start(conf: Path) -> Start:
     (port,) = free_ports(1)
-    code = "import sys; from mitmproxy.tools.main import mitmdump; sys.exit(mitmdump())"
-    argv = [sys.executable, "-c", code, "-q", "--listen-host", "127.0.0.1", "--listen-port", str(port),
-            "--set", f"confdir={confdir}"]  # fmt: skip
-    return start_once(argv, port=port, health=None)
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)
+    argv = [str(MITMDUMP), "-q", "--listen-host", "127.0.0.1", "--listen-port", str(port),
+            "--set", f"confdir={conf}"]  # fmt: skip
+    return start_once(argv, lambda process: wait_for_port(port, process=process))
 
 
 def main() -> int:

@@ -210,10 +210,8 @@ class ChangeRules:
             )
             own = tuple(from_site_rule(f"{placeholder(site)} reads[{i}]", r) for i, r in enumerate(env.reads))
             self.reads[site] = own + BUILT_IN.get(site, ())
-        every = [
-            rule for by_site in (self.changes, self.reads) for rules in by_site.values() for rule in rules
-        ]
-        if any(rule.graphql_queries or rule.graphql_operations for rule in every):
+        compiled = (rule for rules in (*self.changes.values(), *self.reads.values()) for rule in rules)
+        if any(rule.graphql_queries or rule.graphql_operations for rule in compiled):
             # graphql-core is most of this module's import time, and `serve` imports the module whatever its
             # sites are: the parser loads with rules that need it, here (when the proxy is configured), so
             # no request waits on the import.

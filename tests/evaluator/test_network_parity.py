@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import network_cases as cases
+from tests.support.network_own_tasks import HAND_WRITTEN
 from tests.support.oracle_bridge import ask_oracle_network
 from webarena_live.evaluator.har import load_trace, trace_to_har
 from webarena_live.evaluator.network_evaluator import evaluate_network
@@ -104,9 +105,9 @@ def test_network_verdicts_match_the_oracle(
 
 
 def test_hand_written_network_cases_match_the_oracle(oracle_python: Path, tmp_path: Path) -> None:
-    """Tasks of their own (`network_cases.HAND_WRITTEN`), judged by both like the official ones."""
+    """Tasks of their own (`network_own_tasks.HAND_WRITTEN`), judged by both like the official ones."""
     runs: list[dict[str, Any]] = []
-    for name, (document, entries) in cases.HAND_WRITTEN.items():
+    for name, (document, entries) in HAND_WRITTEN.items():
         original = tmp_path / f"{name}.har"
         original.write_text(json.dumps(cases.har(entries)))
         exported = tmp_path / f"{name}.exported.har"
