@@ -275,7 +275,9 @@ def test_ctrl_c_stops_site_proxy_and_browser(tmp_path: Path) -> None:
     seen: dict[int, str] = {}  # every process the demo started, with its command name
 
     def look() -> None:
-        seen.update({pid: _command_name(pid) for pid in _descendants(demo.pid) if pid not in seen})
+        # Read again at every look: a child caught between its fork and its exec still has its parent's
+        # name (`webarena-live`), and is `python…` or `chromium` a moment later.
+        seen.update({pid: name for pid in _descendants(demo.pid) if (name := _command_name(pid))})
 
     try:
         deadline = time.monotonic() + 60
