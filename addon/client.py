@@ -19,7 +19,13 @@ body are built, and its answer read, by the same code in both flavours.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import os
+import threading
+import time
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +44,35 @@ if TYPE_CHECKING:
     from webarena_live.evaluator import TaskProgress, TaskResult
 
 DEFAULT_URL = "http://127.0.0.1:8081"
+TOKEN_ENV = "WEBARENA_LIVE_CONTROL_TOKEN"
+"""The control token's variable: the one `serve` reads its own from (addresses.credentials'
+CONTROL_TOKEN_ENV, which the client may not import; tests/browsergym/test_control_api.py keeps them equal)."""
+OLD_TOKEN_ENV = "WEBARENA_LIVE_TOKEN"
+"""The name BrowserGym's environment read before: still read, with a warning, for one release."""
+WAIT_NOTICE_AFTER = 1.0
+"""Seconds a start may take before the client says it waits for a replica (a free one answers at once)."""
+WAIT_NOTICE_EVERY = 30.0
+"""Seconds between the lines a start that still waits for a replica logs."""
+
+logger = logging.getLogger(__name__)
+
+
+def token_from_env() -> str | None:
+    """The control token from the environment: WEBARENA_LIVE_CONTROL_TOKEN, else the old
+    WEBARENA_LIVE_TOKEN with a warning (renamed: one name for one setting), else None."""
+    token = os.environ.get(TOKEN_ENV)
+    if token:
+        return token
+    old = os.environ.get(OLD_TOKEN_ENV)
+    if old:
+        warnings.warn(
+            f"{OLD_TOKEN_ENV} is renamed {TOKEN_ENV} (the variable serve reads): the old name is read "
+            "for one more release",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return old
+    return None
 
 
 class ControlAPIError(WebArenaLiveError):
@@ -127,7 +162,40 @@ def _read(response: httpx.Response) -> Any:
         error, detail = "http_error", response.text[:500]
     if error == "different_answer":
         raise DifferentAnswer(response.status_code, error, detail)
+    if response.status_code == 401:
+        raise ControlAPIError(401, error, f"{detail} (the client sends ${TOKEN_ENV}, or its token=)")
     raise ControlAPIError(response.status_code, error, detail)
+
+
+class _WaitNotices:
+    """The lines a start that waits for a free replica logs: one after WAIT_NOTICE_AFTER seconds, then
+    one every WAIT_NOTICE_EVERY, naming the session, its task and the task's sites (read once)."""
+
+    def __init__(self, task_id: int, session: str | None, wait: float) -> None:
+        self.what = f"session {session!r} (task {task_id})" if session else f"a session of task {task_id}"
+        self.wait, self.began, self.sent, self.sites = wait, time.monotonic(), 0, ""
+
+    def pause(self) -> float:
+        """Seconds until the next line is due."""
+        due = self.began + WAIT_NOTICE_AFTER + self.sent * WAIT_NOTICE_EVERY
+        return max(0.0, due - time.monotonic())
+
+    def line(self, task: Any = None) -> None:
+        """Log the next line; `task` (the first time only) is the task's view, for its sites."""
+        sites = task.get("sites") if isinstance(task, dict) else None
+        if isinstance(sites, list) and sites:
+            self.sites = f" of {', '.join(map(str, sites))}"
+        waited, self.sent = time.monotonic() - self.began, self.sent + 1
+        logger.warning("%s waits for a free replica%s: %.0f s so far, up to %.0f s",
+                       self.what, self.sites, waited, self.wait)  # fmt: skip
+
+
+def _start_timeout(options: dict[str, Any], default: Any) -> Any:
+    """A start that may wait for a replica gets that long to answer, and the usual time beside."""
+    wait = options.get("wait")
+    if isinstance(wait, int | float) and wait > 0:
+        return httpx.Timeout(default.read + float(wait) if default.read else None, connect=default.connect)
+    return default
 
 
 def _notice(kind: str, data: str, event_id: str | None) -> Notice | None:
@@ -217,8 +285,28 @@ class Client(_Connected):
 
     def start(self, task_id: int, *, session: str | None = None, **options: Any) -> Started:
         """Start a session on a task; options: `run`, `restart`, `reset`, `resume_journal`, `wait` (seconds
-        for a free replica of each site), `near`."""
-        return Started.model_validate(self._do(_Calls.start(task_id, session=session, **options)))
+        for a free replica of each site: a start that waits logs so, every WAIT_NOTICE_EVERY s), `near`."""
+        call = _Calls.start(task_id, session=session, **options)
+        timeout = _start_timeout(options, self.http.timeout)
+        if timeout is self.http.timeout:
+            return Started.model_validate(self._do(call))
+        notices, done = _WaitNotices(task_id, session, float(options["wait"])), threading.Event()
+
+        def tell() -> None:
+            while not done.wait(notices.pause()):
+                try:
+                    task = None if notices.sent else self.task(task_id)
+                except (httpx.HTTPError, ControlAPIError):
+                    task = None
+                if not done.is_set():
+                    notices.line(task)
+
+        threading.Thread(target=tell, name="start-wait-notices", daemon=True).start()
+        try:
+            answer = self.http.request(call.method, call.path, json=call.body, timeout=timeout)
+        finally:
+            done.set()
+        return Started.model_validate(_read(answer))
 
     def session(self, name: str) -> dict[str, Any]:
         return self._do(_Calls.session(name))
@@ -298,7 +386,27 @@ class AsyncClient(_Connected):
         return (await self._do(_Calls.list_sessions))["sessions"]
 
     async def start(self, task_id: int, *, session: str | None = None, **options: Any) -> Started:
-        return Started.model_validate(await self._do(_Calls.start(task_id, session=session, **options)))
+        call = _Calls.start(task_id, session=session, **options)
+        timeout = _start_timeout(options, self.http.timeout)
+        if timeout is self.http.timeout:
+            return Started.model_validate(await self._do(call))
+        notices = _WaitNotices(task_id, session, float(options["wait"]))
+
+        async def tell() -> None:
+            while True:
+                await asyncio.sleep(notices.pause())
+                try:
+                    task = None if notices.sent else await self.task(task_id)
+                except (httpx.HTTPError, ControlAPIError):
+                    task = None
+                notices.line(task)
+
+        teller = asyncio.create_task(tell())
+        try:
+            answer = await self.http.request(call.method, call.path, json=call.body, timeout=timeout)
+        finally:
+            teller.cancel()
+        return Started.model_validate(_read(answer))
 
     async def session(self, name: str) -> dict[str, Any]:
         return await self._do(_Calls.session(name))
@@ -350,4 +458,14 @@ def proxy_url(session: str, *, host: str = "127.0.0.1", port: int = 8082) -> str
     return f"http://{quote(session, safe='')}:x@{host}:{port}"
 
 
-__all__ = ["AsyncClient", "Client", "ControlAPIError", "DifferentAnswer", "Notice", "Started", "proxy_url"]
+__all__ = [
+    "TOKEN_ENV",
+    "AsyncClient",
+    "Client",
+    "ControlAPIError",
+    "DifferentAnswer",
+    "Notice",
+    "Started",
+    "proxy_url",
+    "token_from_env",
+]

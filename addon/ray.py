@@ -35,7 +35,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV
 from webarena_live.client import Client
-from webarena_live.fleet.workers import end_with_parent
+from webarena_live.fleet.workers.local import end_with_parent
 from webarena_live.launch import ServeProcess
 
 __all__ = ["Fleet", "start_fleet"]

@@ -19,7 +19,9 @@ STATIC_ASSET_SUFFIXES = (
     ".woff", ".woff2", ".ttf", ".ico", ".webp",
 )  # fmt: skip
 
-MUTATION_METHODS = frozenset({"POST", "PUT", "DELETE", "PATCH"})
+MUTATION_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+"""The methods that may change a site: the trace's mutation events, the pool's candidate changes, the
+site map's rule methods and the control API's page guard all read this one constant."""
 
 
 class EventType(StrEnum):

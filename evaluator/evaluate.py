@@ -22,9 +22,6 @@ from webarena_live.evaluator.sites import SiteMap
 from webarena_live.evaluator.tasks import AgentResponseEvaluatorConfig, NetworkEventEvaluatorConfig, Task
 from webarena_live.evaluator.trace import NetworkTrace
 
-RESPONSE_EVALUATOR = "AgentResponseEvaluator"
-NETWORK_EVALUATOR = "NetworkEventEvaluator"
-
 
 def task_fields(task: Task) -> dict[str, Any]:
     """The identifying fields every result of `task` carries."""

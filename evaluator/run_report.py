@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from webarena_live.evaluator.run_dir import ATTEMPTS_DIR, POOL_FILE, named_runs, task_attempts
+from webarena_live.evaluator.run_sites import faults_figures, site_errors_figures
 from webarena_live.evaluator.run_verdicts import (
     ReportError,
     Verdict,
@@ -212,8 +213,11 @@ class RunReport:
             "by_template": by_template,
             "templates": templates,
             "failing_checks": self.failing_checks(),
+            "site_errors": site_errors_figures(every),
             "attempts_by_task": by_task,
         }  # fmt: skip
+        if (faults := faults_figures(self.attempts)) is not None:
+            document["faults"] = faults
         if self.hard is not None:
             hard = {task_id: tried for task_id, tried in self.attempts.items() if task_id in self.hard}
             document["hard"] = Rate.of(hard).to_dict()

@@ -17,6 +17,16 @@ UNREACHABLE_STATUSES = frozenset({0, 502, 503, 504})
 and unavailability statuses a site behind a reverse proxy answers while it is down."""
 JUDGED_TYPES = frozenset({"navigation", "mutation"})
 """The event types the evaluators judge; a failed asset or XHR says nothing about the verdict."""
+FAILING_STATUSES = UNREACHABLE_STATUSES | {500}
+"""Statuses that show the site failing rather than answering: the unreachable ones, and 500, the status
+a broken application answers to everything. A copy's health (`replicas.health`) and a verdict's
+`site_errors` (`site_errors_field`) count these."""
+
+
+def answer_failed(status: object, error: object = None) -> bool:
+    """Whether an answer shows the site failing: a failing status, or an error with no status (no
+    connection, a timeout)."""
+    return status in FAILING_STATUSES or (bool(error) and not status)
 
 
 def url_origin(url: str) -> str:
@@ -63,3 +73,53 @@ def sites_answered_fields(events: Iterable[Mapping[str, Any]], origins: frozense
     if not missing:
         return {"sites_answered": True}
     return {"sites_answered": False, "unanswered": {"count": len(missing), "first": missing[0]}}
+
+
+SITE_ERRORS_LISTED = 5
+"""How many failing answers `site_errors` lists (`first`); the count covers them all."""
+
+
+def site_errors_field(
+    events: Iterable[Mapping[str, Any]],
+    origins: frozenset[str],
+    *,
+    listed: int = SITE_ERRORS_LISTED,
+) -> dict[str, Any]:
+    """A finish's `site_errors`: how many navigations and mutations to a site of `origins` got a failing
+    answer (`answer_failed`: no connection, a timeout, 500, 502-504), how many per origin (one origin
+    is one replica of one site), and the first `listed` of them (method, URL, status, error).
+    Never part of the verdict: the reference's verdict stands, and this says how far to trust it."""
+    count, by_origin, first = 0, dict[str, int](), list[dict[str, Any]]()
+    for event in events:
+        if event.get("type") not in JUDGED_TYPES:
+            continue
+        if not answer_failed(event.get("status"), event.get("error")):
+            continue
+        url, method = str(event.get("url", "")), str(event.get("method", "GET"))
+        if not url.startswith(("http://", "https://")) or (origin := url_origin(url)) not in origins:
+            continue
+        count += 1
+        by_origin[origin] = by_origin.get(origin, 0) + 1
+        if len(first) < listed:
+            seen = {"method": method, "url": url, "status": event.get("status") or 0}
+            first.append({**seen, "error": str(event["error"])} if event.get("error") else seen)
+    return {"count": count, "origins": by_origin, "first": first}
+
+
+def excuse(
+    events: Iterable[Mapping[str, Any]], excused: Iterable[tuple[str, str]]
+) -> list[Mapping[str, Any]]:
+    """`events` without the failing answers the proxy made on purpose (`serve --faults`): each (method,
+    URL) of `excused` drops the first failing event of that method and URL not dropped yet. An injected
+    fault is what the agent saw (it stays in the trace) but shows nothing of the site."""
+    owed: dict[tuple[str, str], int] = {}
+    for key in excused:
+        owed[key] = owed.get(key, 0) + 1
+    kept = []
+    for event in events:
+        key = (str(event.get("method", "GET")), str(event.get("url", "")))
+        if owed.get(key) and answer_failed(event.get("status"), event.get("error")):
+            owed[key] -= 1
+            continue
+        kept.append(event)
+    return kept

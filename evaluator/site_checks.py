@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from webarena_live.evaluator.site_environment import SiteHealth
 from webarena_live.evaluator.site_rules import RULE_KEYS, ConfigChangeRule, ConfigRule
 
 KNOWN_SITES = ("gitlab", "homepage", "map", "reddit", "shopping", "shopping_admin", "wikipedia")
@@ -82,17 +83,40 @@ def _raise_problem(check: Callable[[str], str | None]) -> Callable[[str], str]:
     return validate
 
 
+def health_url_problem(url: object) -> str | None:
+    """Why `url` cannot be a replica's `health_url` (a path such as `/-/readiness`, or an http(s) URL)."""
+    if (isinstance(url, str) and url.startswith("/")) or url_problem(url) is None:
+        return None
+    return f"{url!r} is neither a path (such as '/-/readiness') nor an http(s) URL with a host"
+
+
 SiteName = Annotated[str, AfterValidator(_raise_problem(unknown_site_problem))]
 BaseUrl = Annotated[str, AfterValidator(_raise_problem(url_problem))]
+HealthUrl = Annotated[str, AfterValidator(_raise_problem(health_url_problem))]
+
+
+class ConfigHealth(SiteHealth):
+    """A site's `health` as its author wrote it: `SiteHealth`, with no unknown key."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+HEALTH_HINTS = {
+    "window": "a whole number of answers, at least 1 (default 10)",
+    "threshold": "the share of failures that makes a replica failing, above 0 and at most 1 (default 0.5)",
+    "min_answers": "a whole number of answers, at least 1 (default 2)",
+}
+"""What each key of `health` takes, for the line that names a mistyped value."""
 
 
 class ConfigReplica(BaseModel):
-    """One deployment of a site: its URLs and its reset endpoint (this project's own key)."""
+    """One deployment of a site: its URLs, its reset endpoint and its health probe (this project's)."""
 
     model_config = ConfigDict(extra="forbid")
 
     urls: Annotated[list[BaseUrl], Field(min_length=1)]
     reset_url: BaseUrl | None = None
+    health_url: HealthUrl | None = None
 
 
 class ConfigEnvironment(BaseModel):
@@ -113,12 +137,18 @@ class ConfigEnvironment(BaseModel):
     """This project's own: requests that only read the site (`site_rules`)."""
     changes: list[ConfigChangeRule] | None = None
     """This project's own: requests that change the site, whatever else says they read (`site_rules`)."""
+    health: ConfigHealth | None = None
+    """This project's own: when a replica of the site counts as failing (`SiteHealth`)."""
+    health_url: HealthUrl | None = None
+    """This project's own, with plain `urls`: where to ask whether the site is up."""
 
     @model_validator(mode="after")
     def _urls_or_replicas(self) -> ConfigEnvironment:
-        if self.replicas is not None and (self.urls is not None or self.reset_url is not None):
+        plain = (self.urls, self.reset_url, self.health_url)
+        if self.replicas is not None and any(value is not None for value in plain):
             raise PydanticCustomError(
-                "site_config", 'give either "urls" (and "reset_url") or "replicas", each with its own'
+                "site_config",
+                'give either "urls" (and "reset_url", "health_url") or "replicas", each with its own',
             )
         if self.replicas is None and self.urls is None:
             raise PydanticCustomError("site_config", '"urls" must be a non-empty list of base URLs')
@@ -183,6 +213,7 @@ class ConfigFile(BaseModel):
 CONFIG_KEYS = tuple(ConfigFile.model_fields)
 ENVIRONMENT_KEYS = tuple(ConfigEnvironment.model_fields)
 REPLICA_KEYS = tuple(ConfigReplica.model_fields)
+HEALTH_KEYS = tuple(ConfigHealth.model_fields)
 _EXAMPLE = '{"environments": {"__SHOPPING__": {"urls": ["http://127.0.0.1:7770"]}}}'
 
 
@@ -225,15 +256,19 @@ def _lines(error: Any, data: dict[str, Any]) -> str:
     if kind == "extra_forbidden":
         in_replica = len(loc) > 3 and loc[2] == "replicas"
         in_rule = len(loc) > 3 and loc[2] in ("reads", "changes")
+        in_health = len(loc) == 4 and loc[2] == "health"
         keys = (
             CONFIG_KEYS if len(loc) == 1
             else REPLICA_KEYS if in_replica
             else RULE_KEYS if in_rule
+            else HEALTH_KEYS if in_health
             else ENVIRONMENT_KEYS
         )  # fmt: skip
         where = (
             "" if len(loc) == 1
-            else f"environments.{loc[1]}" + (f".{loc[2]}[{loc[3]}]" if in_replica or in_rule else "")
+            else f"environments.{loc[1]}" + (
+                f".{loc[2]}[{loc[3]}]" if in_replica or in_rule else ".health" if in_health else ""
+            )
         )  # fmt: skip
         return f"{where}{': ' if where else ''}unknown key {loc[-1]!r}{_did_you_mean(str(loc[-1]), keys)}"
     where = f"environments.{loc[1]}"
@@ -245,11 +280,21 @@ def _lines(error: Any, data: dict[str, Any]) -> str:
             return f'{where}: must be an object such as {{"urls": ["http://..."], "reset_url": "http://..."}}'
     if loc[2] in ("reads", "changes"):
         return _rule_line(where, loc[2:], error["msg"])
+    if loc[2] == "health":
+        return _health_line(where, loc[3:], value)
     if loc[2] in ("urls", "replicas") and len(loc) == 3:
         what = "base URLs" if loc[2] == "urls" else 'replicas, each {"urls": [...], "reset_url": ...}'
         return f'{where}: "{loc[2]}" must be a non-empty list of {what}'
     field = f"urls[{loc[3]}]" if loc[2] == "urls" and len(loc) > 3 else loc[2]
     return f"{where}.{field}: {url_problem(value) or error['msg']}"
+
+
+def _health_line(where: str, loc: tuple[Any, ...], value: object) -> str:
+    """A mistake in a site's `health` as one line naming the key and what it takes."""
+    if not loc or loc[0] not in HEALTH_HINTS:
+        example = '{"window": 10, "threshold": 0.5, "min_answers": 2}'
+        return f"{where}.health: must be an object such as {example}"
+    return f"{where}.health.{loc[0]}: must be {HEALTH_HINTS[loc[0]]}, not {value!r}"
 
 
 def _rule_line(where: str, loc: tuple[Any, ...], message: str) -> str:

@@ -11,8 +11,10 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from webarena_live.evaluator.errors import SiteConfigError
 from webarena_live.evaluator.site_rules import SiteRule
@@ -39,18 +41,49 @@ def read_config_file(path: str | Path) -> Any:
         raise SiteConfigError(f"{file}: site config is not valid JSON: {error}") from None
 
 
+class SiteHealth(BaseModel):
+    """This project's own key (`health`): when a replica of the site counts as failing. Of its last
+    `window` judged answers, once it has at least `min_answers`, a share of `threshold` or more were
+    failures (no connection, a timeout, 500, 502-504; `webarena_live.replicas.health`)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    window: int = Field(default=10, ge=1)
+    threshold: float = Field(default=0.5, gt=0, le=1)
+    min_answers: int = Field(default=2, ge=1)
+
+    @model_validator(mode="after")
+    def _fits_the_window(self) -> SiteHealth:
+        # A window never holds more answers than its size: such a copy could never be called failing.
+        if self.min_answers > self.window:
+            raise PydanticCustomError(
+                "site_config",
+                "min_answers ({min_answers}) is more than window ({window}): it never holds that many",
+                {"min_answers": self.min_answers, "window": self.window},
+            )
+        return self
+
+
 class Replica(BaseModel):
-    """One complete deployment of a site: its URLs (the first is where agents start) and the endpoint
-    that brings it back to its seeded state."""
+    """One complete deployment of a site: its URLs (the first is where agents start), the endpoint
+    that brings it back to its seeded state, and where to ask whether it is up."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     urls: tuple[str, ...]
     reset_url: str | None = None
+    health_url: str | None = None
+    """This project's own key: a path on the replica (`/-/readiness`) or a URL that answers 2xx while
+    it is up; probed after a reset and while it is failing. None probes the start URL."""
 
     @property
     def url(self) -> str:
         return self.urls[0]
+
+    @property
+    def probe_url(self) -> str:
+        """The URL a health probe asks: `health_url` against the start URL, or the start URL itself."""
+        return urljoin(self.url, self.health_url) if self.health_url else self.url
 
 
 class SiteEnvironment(BaseModel):
@@ -73,6 +106,10 @@ class SiteEnvironment(BaseModel):
     """This project's own key: requests that only read the site (`site_rules`; the replica pool's)."""
     changes: tuple[SiteRule, ...] = ()
     """This project's own key: requests that change the site whatever else says (`site_rules`)."""
+    health: SiteHealth = SiteHealth()
+    """This project's own key: when a replica of the site counts as failing (`SiteHealth`)."""
+    health_url: str | None = None
+    """This project's own key, for a site of plain `urls`: its one replica's `health_url`."""
 
     @model_validator(mode="before")
     @classmethod
@@ -90,7 +127,8 @@ class SiteEnvironment(BaseModel):
         if self.active_url_idx is None and self.urls:
             object.__setattr__(self, "active_url_idx", 0)
         if not self.replicas and self.urls:
-            object.__setattr__(self, "replicas", (Replica(urls=self.urls, reset_url=self.reset_url),))
+            one = Replica(urls=self.urls, reset_url=self.reset_url, health_url=self.health_url)
+            object.__setattr__(self, "replicas", (one,))
         return self
 
     @property

@@ -30,8 +30,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-CHANGING_METHODS = ("POST", "PUT", "PATCH", "DELETE")
-"""The methods the trace counts as mutations; the only ones a rule judges (any other method reads)."""
+from webarena_live.evaluator.classify import MUTATION_METHODS
 
 
 def _pattern(value: str) -> str:
@@ -44,11 +43,11 @@ def _pattern(value: str) -> str:
 
 def _methods(value: str | list[str]) -> list[str]:
     methods = [value] if isinstance(value, str) else value
-    wrong = [m for m in methods if m.upper() not in CHANGING_METHODS]
+    wrong = [m for m in methods if m.upper() not in MUTATION_METHODS]
     if wrong or not methods:
         raise PydanticCustomError(
             "site_config",
-            f"{wrong[0] if wrong else methods!r} is not one of {', '.join(CHANGING_METHODS)} "
+            f"{wrong[0] if wrong else methods!r} is not one of {', '.join(MUTATION_METHODS)} "
             "(other methods never change a site)",
         )
     return [m.upper() for m in methods]
@@ -100,7 +99,7 @@ class SiteRule(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    method: tuple[str, ...] = CHANGING_METHODS
+    method: tuple[str, ...] = MUTATION_METHODS
     path: str | None = None
     graphql_operations: tuple[str, ...] = ()
     graphql_queries: bool = False
@@ -119,7 +118,7 @@ class SiteRule(BaseModel):
 
     def describe(self) -> str:
         """The rule as one short phrase (what `/health` counts reads under)."""
-        parts = ["/".join(self.method) if self.method != CHANGING_METHODS else ""]
+        parts = ["/".join(self.method) if self.method != MUTATION_METHODS else ""]
         parts.append(self.path or "")
         if self.graphql_operations:
             parts.append("graphql " + ",".join(self.graphql_operations))

@@ -173,11 +173,6 @@ class Task(_Frozen):
     def task_type(self) -> TaskType:
         return self.response_config.expected.task_type
 
-    @property
-    def sites_key(self) -> str:
-        """Sites joined the way the reference's per-site summary names them."""
-        return "-".join(sorted(self.sites))
-
 
 def _describe(error: ValidationError, task_label: str) -> str:
     lines = []

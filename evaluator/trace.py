@@ -138,15 +138,6 @@ class NetworkEvent:
     def referer(self) -> str | None:
         return self.headers.get("referer")
 
-    def response_header(self, name: str) -> str | None:
-        """The last response header called `name` (case-insensitive), if kept."""
-        name = name.lower()
-        found = None
-        for key, value in self.response_headers:
-            if key.lower() == name:
-                found = value
-        return found
-
     def summary(self) -> dict[str, Any]:
         """A small JSON-ready view, for the event stream and the trace route."""
         return _summary(self.event_type, _event_summary_fields(self))

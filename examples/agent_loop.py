@@ -1,7 +1,7 @@
 """A Playwright agent that checks its progress after every step, then previews its answer before finishing.
 
 Run it against a live proxy serving the demo tasks with the demo shop mapped
-(see the README, "Agent and RL loops"):
+(see docs/guides/agent-loops.md):
 
     python examples/agent_loop.py --control http://127.0.0.1:8081 --session-port 8082
 

@@ -89,7 +89,7 @@ def spread(values: Sequence[float]) -> str:
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """A Markdown table, so the output can be pasted into the README as is."""
+    """A Markdown table, so the output can be pasted into the docs as is."""
     cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     line = "| " + " | ".join(h.ljust(w) for h, w in zip(cells[0], widths, strict=True)) + " |"

@@ -33,14 +33,10 @@ serial run's; under none, the flips it prevents are shown.
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
-import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -49,11 +45,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import requests
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package: its reset endpoint
-
-from tests.support.reset_endpoint import ResetEndpoint
-from webarena_live.launch import ServeProcess
+from bench_pool_common import arguments, run_agents, slow_reset
 
 NOTES = {f"n{i}": f"v{i}" for i in range(8)}
 
@@ -226,77 +218,30 @@ def run_setup(
     workdir: Path,
 ) -> Outcome:
     sites = [NotesSite() for _ in range(replicas)]
-    endpoints = [ResetEndpoint(site.reset, delay=reset_seconds) for site in sites]
-    for server in [*sites, *endpoints]:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-    config = {
-        "environments": {
-            "__SHOPPING__": {
-                "replicas": [
-                    {"urls": [s.url], "reset_url": e.url} for s, e in zip(sites, endpoints, strict=True)
-                ]
-            }
-        }
-    }
-    folder = workdir / name
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(config))
-    (folder / "tasks.json").write_text(
-        json.dumps([{k: v for k, v in t.items() if not k.startswith("_")} for t in tasks])
+    run = run_agents(
+        workdir / name,
+        "__SHOPPING__",
+        [(site, slow_reset(site.reset, reset_seconds)) for site in sites],
+        {},
+        tasks,
+        lambda control, task: agent(control, task, think, reset=reset_each),
+        isolation=isolation,
+        agents=agents,
     )
-    serve = ServeProcess(
-        "--tasks",
-        str(folder / "tasks.json"),
-        "--config",
-        str(folder / "config.json"),
-        "--output-dir",
-        str(folder / "out"),
-        "--isolation",
-        isolation,
-        "--quiet",
-        log=folder / "serve.log",
-    )
-    serve.start(timeout=60)
-    try:
-        started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=agents) as pool:
-            results = list(pool.map(lambda t: agent(serve.control_url, t, think, reset=reset_each), tasks))
-        while any(
-            requests.get(f"{serve.control_url}/health", timeout=30).json()["pool"]["sites"][s]["resetting"]
-            for s in ("__SHOPPING__",)
-        ):
-            time.sleep(0.1)  # the last background resets belong to the run
-        seconds = time.perf_counter() - started
-    finally:
-        serve.stop()
-        for server in [*sites, *endpoints]:
-            server.shutdown()
-            server.server_close()
     return Outcome(
         name,
-        seconds,
-        {r["task_id"]: r["status"] for r in results},
-        sum(r["exposed"] for r in results),
-        sum(e.calls for e in endpoints),
-        sum(e.done for e in endpoints) * reset_seconds,
+        run.seconds,
+        {r["task_id"]: r["status"] for r in run.results},
+        sum(r["exposed"] for r in run.results),
+        run.resets,
+        run.resets * reset_seconds,
     )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--agents", type=int, default=12)
-    parser.add_argument("--tasks", type=int, default=48)
-    parser.add_argument("--replicas", type=int, default=4)
-    parser.add_argument("--reset-seconds", type=float, default=2.0, help="how long each reset takes")
-    parser.add_argument("--think", type=float, default=0.5, help="an agent's own seconds per task")
-    parser.add_argument(
-        "--site", choices=("notes", "gitlab"), default="notes", help="the site the agents use"
-    )
-    args = parser.parse_args()
+    args = arguments(__doc__ or "")
     if args.site == "gitlab":
-        import bench_pool_gitlab  # this script's folder is on the path
+        import bench_pool_gitlab  # the GitLab-shaped run; it never imports this script back
 
         with tempfile.TemporaryDirectory(prefix="bench-pool-gitlab-") as tmp:
             return bench_pool_gitlab.main(args, Path(tmp))

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
+import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,10 +31,10 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package: the site and agents
 
+from bench_pool_common import arguments, run_agents, slow_reset
+
 from tests.gitlab.agents import CREATE, MUTATED, NAVIGATED
 from tests.gitlab.app import ISSUES_QUERY, PASSWORD, PROJECT, USER, GitLabServer, Site
-from tests.support.reset_endpoint import ResetEndpoint
-from webarena_live.launch import ServeProcess
 
 TASKS = json.loads((Path(__file__).resolve().parent.parent / "tests" / "gitlab" / "tasks.json").read_text())
 KINDS = {task["task_id"]: task for task in TASKS}
@@ -111,43 +110,23 @@ class Outcome:
 def run_setup(name: str, tasks: list[dict[str, Any]], *, isolation: str, by_method: bool, replicas: int,
               agents: int, think: float, reset_seconds: float, workdir: Path) -> Outcome:  # fmt: skip
     sites = [GitLabServer(Site()) for _ in range(replicas)]
-    endpoints = [ResetEndpoint(site.site.restore, delay=reset_seconds) for site in sites]
-    for server in [*sites, *endpoints]:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-    entry: dict[str, Any] = {
-        "replicas": [{"urls": [s.url], "reset_url": e.url} for s, e in zip(sites, endpoints, strict=True)]
-    }
-    if by_method:
-        entry["changes"] = [{"path": ".*"}]  # every POST a change, as the pool judged before
-    folder = workdir / name
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({"environments": {"__GITLAB__": entry}}))
-    (folder / "tasks.json").write_text(json.dumps(tasks))
-    serve = ServeProcess("--tasks", str(folder / "tasks.json"), "--config", str(folder / "config.json"),
-                         "--output-dir", str(folder / "out"), "--isolation", isolation, "--quiet",
-                         log=folder / "serve.log")  # fmt: skip
-    serve.start(timeout=60)
-    try:
-        started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=agents) as pool:
-            results = list(pool.map(lambda t: agent(serve.control_url, t, think), tasks))
-        while (
-            site := requests.get(f"{serve.control_url}/health", timeout=30).json()["pool"]["sites"][
-                "__GITLAB__"
-            ]
-        )["resetting"]:
-            time.sleep(0.1)  # the last background resets belong to the run
-        seconds = time.perf_counter() - started
-    finally:
-        serve.stop()
-        for server in [*sites, *endpoints]:
-            server.shutdown()
-            server.server_close()
-    exposed = [r for r in results if r["exposed"]]
+    # by method: every POST a change, as the pool judged before
+    entry: dict[str, Any] = {"changes": [{"path": ".*"}]} if by_method else {}
+    run = run_agents(
+        workdir / name,
+        "__GITLAB__",
+        [(site, slow_reset(site.site.restore, reset_seconds)) for site in sites],
+        entry,
+        tasks,
+        lambda control, task: agent(control, task, think),
+        isolation=isolation,
+        agents=agents,
+    )
+    exposed = [r for r in run.results if r["exposed"]]
     return Outcome(
-        name, seconds, sum(e.calls for e in endpoints), sum(r["status"] != "success" for r in results),
+        name, run.seconds, run.resets, sum(r["status"] != "success" for r in run.results),
         sum(not r["mutating"] for r in exposed), sum(r["mutating"] for r in exposed),
-        site.get("reads_by_rule", {}),
+        run.site.get("reads_by_rule", {}),
     )  # fmt: skip
 
 
@@ -186,7 +165,5 @@ def main(args: Any, workdir: Path) -> int:
 
 
 if __name__ == "__main__":  # the same as `bench_pool.py --site gitlab`
-    import bench_pool  # this script's folder is on the path
-
-    sys.argv[1:1] = ["--site", "gitlab"]
-    raise SystemExit(bench_pool.main())
+    with tempfile.TemporaryDirectory(prefix="bench-pool-gitlab-") as tmp:
+        raise SystemExit(main(arguments(__doc__ or "", ["--site", "gitlab", *sys.argv[1:]]), Path(tmp)))

@@ -26,10 +26,14 @@ ratio of their requests/s is the ratio of their per-request costs. Per round:
   seconds); p50 and p99 of the round trip.
 
     .venv/bin/python scripts/bench_proxy.py [--quick] [--rounds N] [--seconds S] [--connections C]
-                                               [--dashboard]
+                                               [--dashboard] [--profile]
 
 With `--dashboard`, a headless Chromium keeps the live dashboard open on serve's session for the whole
 run (serve streams every event to it), as a person watching the run would.
+
+With `--profile`, py-spy samples serve (from outside) during the main rounds, and the addon's share
+of its CPU samples is printed by hook, with the costliest functions inside (`scripts/hook_profile.py`).
+The sampling takes some of serve's CPU time: compare ratios of runs without it.
 
 Targets: throughput >= 0.95x the baseline; added latency p50 <= +0.3 ms, p99 <= +2 ms.
 """
@@ -48,6 +52,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_common as bench
+from hook_profile import HookShares, Recording, hook_shares, table
 
 SESSION = "bench"
 TASK_ID = 1005
@@ -86,8 +91,10 @@ def compare(
     connections: int,
     label: str,
     dashboard: bool = False,
-) -> tuple[list[list[Any]], int]:
-    """`rounds` rounds of plain mitmdump against `webarena-live serve` (`options` its `--set` pairs)."""
+    profile: bool = False,
+) -> tuple[list[list[Any]], int, HookShares | None]:
+    """`rounds` rounds of plain mitmdump against `webarena-live serve` (`options` its `--set` pairs);
+    with `profile`, serve's samples by hook during the rounds (`hook_profile.py`)."""
     results: dict[str, list[dict[str, float]]] = {BASELINE: [], SERVE: []}
     proxies = {
         BASELINE: bench.Proxy(serve=False),
@@ -99,6 +106,7 @@ def compare(
         # Warm both up (imports, first connections) before anything counts.
         for proxy in proxies.values():
             bench.run_load(proxy.port, url, connections=4, seconds=1.0, session=SESSION)
+        recording = Recording(proxies[SERVE].pid).start() if profile else None
         for index in range(rounds):
             round_figures = measure(proxies, url, connections=connections, seconds=seconds)
             for name, figures in round_figures.items():
@@ -106,8 +114,9 @@ def compare(
                 print(f"  {label} round {index + 1} {name:8}: {figures['rps']:8.1f} req/s, "
                       f"{figures['cpu_us']:7.0f} us CPU/req, p50 {figures['p50']:6.2f} ms, "
                       f"p99 {figures['p99']:7.2f} ms", flush=True)  # fmt: skip
+        shares = hook_shares(recording.stop()) if recording is not None else None
         session = bench.control(proxies[SERVE].control_port, "GET", f"/sessions/{SESSION}")
-    return _rows(results[BASELINE], results[SERVE], label), session["counts"]["total"]
+    return _rows(results[BASELINE], results[SERVE], label), session["counts"]["total"], shares
 
 
 @contextlib.contextmanager
@@ -154,6 +163,11 @@ def main() -> int:
         help="keep the live dashboard open (headless Chromium) on serve's session during the runs",
     )
     parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample serve with py-spy during the main rounds and print the addon's share by hook",
+    )
+    parser.add_argument(
         "--task",
         type=int,
         default=TASK_ID,
@@ -175,8 +189,10 @@ def main() -> int:
             "connections": args.connections,
             "dashboard": args.dashboard,
         }
-        rows, captured = compare(url, options, rounds=rounds, label="", **common)
-        own_rows, _ = compare(url, options, serve_args=["--no-gc-tuning"], rounds=max(2, rounds // 2),
+        rows, captured, shares = compare(
+            url, options, rounds=rounds, label="", profile=args.profile, **common
+        )
+        own_rows, _, _ = compare(url, options, serve_args=["--no-gc-tuning"], rounds=max(2, rounds // 2),
                               label=" (--no-gc-tuning)", **common)  # fmt: skip
 
     print(
@@ -188,6 +204,9 @@ def main() -> int:
         ["figure", "plain mitmdump -q", "webarena-live serve", "serve vs baseline", "target"],
         [*rows, *[[*row[:4], "(the addon's own work)"] for row in own_rows]],
     )
+    if shares is not None:
+        print(f"\nserve's CPU samples during the {rounds} main rounds (py-spy, scripts/hook_profile.py):\n")
+        print(table(shares))
     return 0
 
 

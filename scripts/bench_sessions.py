@@ -16,14 +16,18 @@ machine falls on every N alike):
 3. every session finished one after another: finish latency p50 / p99.
 
 Each figure is given with its ratio to the same set-up's figure at 20 sessions, in the same run.
+With 20 sessions open, the p99 of their 20 starts is the slowest one; so, before step 3, `--probes`
+more sessions (default 100) are started, used once through their own address and finished one at a
+time beside the open ones, and their start and finish p50 / p99 are compared on as many samples at
+every N (the second table).
 
     .venv/bin/python scripts/bench_sessions.py [--sizes 20,100,500,1000] [--workers 1,2]
-                                               [--seconds S] [--rounds R] [--connections C]
-    .venv/bin/python scripts/bench_sessions.py claims [--sizes 20,1000] [--cycles 40]
+                                               [--seconds S] [--rounds R] [--connections C] [--probes P]
+    .venv/bin/python scripts/bench_sessions.py claims [--sizes 20,1000] [--cycles 200]
 
 `claims`: what opening and closing one session's address costs in the proxy itself, with N others
 open, without HTTP round trips: `SessionAddresses.claim`, `release` and `settle` in-process on a real
-mitmproxy (`DumpMaster` with the addon), p50 / p90 of `--cycles` cycles per N.
+mitmproxy (`DumpMaster` with the addon), p50 / p90 / p99 of `--cycles` cycles per N.
 
 Targets: at 1,000 open sessions one worker keeps >= 0.9x its request rate at 20; start and
 finish p99 within 2x of their figures at 20; memory per open session stated.
@@ -37,6 +41,7 @@ import contextlib
 import itertools
 import json
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -101,6 +106,45 @@ def finish_sessions(proxy: bench.Proxy, sessions: int) -> dict[str, float]:
     }
 
 
+def probe_sessions(proxies: dict[int, bench.Proxy], probes: int, url: str) -> dict[int, dict[str, float]]:
+    """`probes` more sessions per proxy, each started, sent one request through its own address and
+    finished, one after another, while the others stay open: start and finish latencies of as many
+    samples at every N (the p99 of N = 20 sessions above is their slowest one). The proxies take
+    turns probe by probe, so drift on a shared machine falls on every N alike."""
+    starts: dict[int, list[float]] = {size: [] for size in proxies}
+    finishes: dict[int, list[float]] = {size: [] for size in proxies}
+    for index in range(probes):
+        name = f"probe-{index}"
+        for size, proxy in proxies.items():
+            took, started = _timed(proxy.control_port, "POST", "/sessions",
+                                   {"task_id": TASK_ID, "session": name, "run": "bench"})  # fmt: skip
+            starts[size].append(took)
+            _one_request(int(started["proxy"].rsplit(":", 1)[1]), url)
+            took, _ = _timed(proxy.control_port, "POST", f"/sessions/{name}/finish", NAVIGATED)
+            finishes[size].append(took)
+    return {
+        size: {
+            "probe_start_p50": bench.percentile(starts[size], 0.5) * 1e3,
+            "probe_start_p99": bench.percentile(starts[size], 0.99) * 1e3,
+            "probe_finish_p50": bench.percentile(finishes[size], 0.5) * 1e3,
+            "probe_finish_p99": bench.percentile(finishes[size], 0.99) * 1e3,
+        }
+        for size in proxies
+    }
+
+
+def _one_request(port: int, url: str) -> None:
+    """One GET of `url` through the proxy on `port`, on a connection of its own."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        host = url.split("/")[2]
+        connection.sendall(f"GET {url} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    if not answer.startswith(b"HTTP/1.1 200"):
+        raise RuntimeError(f"a probe's request through port {port} failed: {answer[:80]!r}")
+
+
 def measure(
     workers: int, sizes: list[int], url: str, options: list[str], args: argparse.Namespace
 ) -> dict[int, dict[str, Any]]:
@@ -125,6 +169,9 @@ def measure(
                 got = _load(figures[size]["ports"], url, connections=args.connections, seconds=args.seconds)
                 rates[size].append(got["rps"])
                 errors[size] += got["errors"]
+        if args.probes:
+            for size, probed in probe_sessions(proxies, args.probes, url).items():
+                figures[size] |= probed
         for size, proxy in proxies.items():
             figures[size] |= finish_sessions(proxy, size)
             figures[size] |= {"rps": bench.median(rates[size]), "spread": bench.spread(rates[size]),
@@ -189,11 +236,16 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--rounds", type=int, default=3, help="load runs per figure (their median)")
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument(
+        "--probes", type=int, default=100,
+        help="sessions started and finished one at a time with the others open (their p50 / p99; 0: none)",
+    )  # fmt: skip
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     print(bench.machine_line())
     work = Path(tempfile.mkdtemp(prefix="bench-sessions-"))
-    rows = []
+    rows: list[list[Any]] = []
+    probes: list[list[Any]] = []
     with contextlib.ExitStack() as cleanup, bench.upstream() as port:
         cleanup.callback(shutil.rmtree, work, ignore_errors=True)  # the site map and the run's outputs
         url = f"http://127.0.0.1:{port}/"
@@ -210,11 +262,27 @@ def main() -> int:
                     f"{got['finish_p99'] / base['finish_p99']:.2f}x",
                     f"{got['rss_per_session_kib']:.0f}", f"{got['rss_mib']:.0f}", int(got["errors"]),
                 ])  # fmt: skip
+                if args.probes:
+                    probes.append([
+                        workers, size, f"{got['probe_start_p50']:.1f} / {got['probe_start_p99']:.1f}",
+                        f"{got['probe_start_p99'] / base['probe_start_p99']:.2f}x",
+                        f"{got['probe_finish_p50']:.1f} / {got['probe_finish_p99']:.1f}",
+                        f"{got['probe_finish_p99'] / base['probe_finish_p99']:.2f}x",
+                    ])  # fmt: skip
     bench.print_table(
         ["workers", "open sessions", "req/s", "spread", f"vs {sizes[0]}", "start p50 / p99 ms",
          f"vs {sizes[0]}", "finish p50 / p99 ms", f"vs {sizes[0]}", "RSS KiB / session", "RSS MiB", "errors"],
         rows,
     )  # fmt: skip
+    if probes:
+        print(
+            f"\n{args.probes} sessions started, used once and finished one at a time beside the open ones:\n"
+        )
+        bench.print_table(
+            ["workers", "open sessions", "start p50 / p99 ms", f"vs {sizes[0]}", "finish p50 / p99 ms",
+             f"vs {sizes[0]}"],
+            probes,
+        )  # fmt: skip
     return 0
 
 
@@ -250,7 +318,7 @@ async def _claims(sizes: list[int], cycles: int) -> None:
     running = asyncio.get_running_loop().create_task(master.run())
     try:
         await asyncio.sleep(1)
-        addresses, opened = live.addresses, 0
+        addresses, opened, first = live.addresses, 0, 0.0
         for size in sizes:
             while opened < size:
                 await addresses.claim(f"open-{opened}")
@@ -262,8 +330,10 @@ async def _claims(sizes: list[int], cycles: int) -> None:
                 addresses.release(f"probe-{index}")
                 await addresses.settle()
                 took.append(time.perf_counter() - started)
-            p50, p90 = bench.percentile(took, 0.5) * 1e3, bench.percentile(took, 0.9) * 1e3
-            print(f"{size:5} open: claim + release p50 {p50:.2f} ms, p90 {p90:.2f} ms", flush=True)
+            p50, p90, p99 = (bench.percentile(took, share) * 1e3 for share in (0.5, 0.9, 0.99))
+            first = first or p99
+            print(f"{size:5} open: claim + release p50 {p50:.2f} ms, p90 {p90:.2f} ms, p99 {p99:.2f} ms "
+                  f"({p99 / first:.2f}x the first size's p99)", flush=True)  # fmt: skip
     finally:
         master.shutdown()
         await running
@@ -273,7 +343,7 @@ async def _claims(sizes: list[int], cycles: int) -> None:
 def claims_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="20,1000")
-    parser.add_argument("--cycles", type=int, default=40)
+    parser.add_argument("--cycles", type=int, default=200)
     args = parser.parse_args(argv)
     print(bench.machine_line())
     asyncio.run(_claims([int(size) for size in args.sizes.split(",")], args.cycles))

@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Set up everything webarena-live needs on a fresh Debian/Ubuntu machine, then
-# run one thing:  scripts/bootstrap.sh demo | test | setup
+# run one thing:  scripts/bootstrap.sh demo | test [--quick] | setup
 #   demo   run the embedded demo (webarena-live demo)
-#   test   lint, type-check, check the built wheel installed in a fresh venv, run the whole test suite
+#   test   lint, type-check, build the documentation site (mkdocs build --strict), check the built wheel
+#          installed in a fresh venv, run the whole test suite: what CI runs (.ci/run)
+#   test --quick  for everyday work: ruff, mypy, the import contracts and the documentation site, then
+#          every package's unit tests and the parity corpora on Python 3.11: no browser, no real
+#          application, no Ray, no other venv but the reference's: pytest's plugin tests/support/quick.py
+#          leaves out every test that starts a browser, a real application, Ray or machines made of
+#          network namespaces (it reads the code)
 #   setup  only install
 #
 # Virtual environments (uv fills them: it downloads and installs in parallel, so the set-up is a
@@ -37,9 +43,11 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))'; then
     echo "webarena-live needs Python 3.11 or newer (found $("$python" --version 2>&1)); set PYTHON=/path/to/python3" >&2
     exit 1
 fi
-case "$what" in demo | test | setup) ;; *) echo "usage: scripts/bootstrap.sh demo | test | setup" >&2; exit 2 ;; esac
+case "$what" in demo | test | setup) ;; *) echo "usage: scripts/bootstrap.sh demo | test [--quick] | setup" >&2; exit 2 ;; esac
+quick=false
+if [ "$what" = test ] && [ "${2:-}" = --quick ]; then quick=true; fi
 full=false
-if [ "$what" = test ] || [ "$what" = setup ]; then full=true; fi
+if { [ "$what" = test ] && ! $quick; } || [ "$what" = setup ]; then full=true; fi
 
 # Each step says what it starts and, when the next one starts (or the script ends), how long it took.
 step_name=""
@@ -125,7 +133,7 @@ debian_packages() {
         bash scripts/install_test_apps.sh
     fi
 }
-job "Debian's packages" debian_packages
+$quick || job "Debian's packages" debian_packages  # the quick tests start no browser
 
 step "creating .venv with uv in it"
 [ -x .venv/bin/python ] || "$python" -m venv .venv
@@ -168,8 +176,9 @@ if $full; then
         # playwright would let an older BrowserGym in, so the resolution is checked); tqdm and pandas are
         # what browsergym-experiments' loop and Benchmark import without declaring them.
         browsergym_venv() {
+            # the extra brings browsergym-experiments, tqdm and pandas (the study recipe's), as a user gets them
             uv_install "$python312" .venv-browsergym "$wheel[browsergym]" 'browsergym-webarena-verified==0.14.3' \
-                'browsergym-experiments==0.14.3' tqdm pandas 'pytest>=8' 'pytest-timeout>=2.3' 'requests>=2.31'
+                'pytest>=8' 'pytest-timeout>=2.3' 'requests>=2.31'
             .venv-browsergym/bin/python -c 'from importlib.metadata import version as v
 found = {name: v(name) for name in ("browsergym-core", "playwright", "webarena-verified")}
 assert found["browsergym-core"] == "0.14.3", f"webarena-live[browsergym] resolved {found}, not browsergym-core 0.14.3"
@@ -179,8 +188,12 @@ print("resolved:", ", ".join(f"{name} {version}" for name, version in found.item
     fi
 fi
 
+if $quick; then  # the parity corpora's judge; nothing else of the full set-up
+    job .oracle-venv uv_install "$python" .oracle-venv 'webarena-verified==1.2.3'
+fi
+
 step "installing webarena-live into .venv (strict editable mode)"
-"$uv" pip install --quiet --python .venv/bin/python --config-settings editable_mode=strict -e '.[test,ray]'
+"$uv" pip install --quiet --python .venv/bin/python --config-settings editable_mode=strict -e '.[test,ray,docs]'
 
 if [ "$what" = test ]; then
     # Lint and type checks while the other venvs fill.
@@ -190,6 +203,8 @@ if [ "$what" = test ]; then
     .venv/bin/mypy
     step "import contracts (which part may import which: pyproject.toml, [tool.importlinter])"
     .venv/bin/lint-imports
+    step "the documentation site (mkdocs build --strict: a broken link, a missing page or a reference that cannot be generated fails)"
+    NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$logs/site"
 fi
 
 step "the venvs and Debian's packages (filled in the background meanwhile)"
@@ -249,6 +264,11 @@ case "$what" in
         ;;
     test)
         export WEBARENA_ORACLE="$PWD/.oracle-venv/bin/python"
+        if $quick; then
+            step "pytest on $("$python" --version), the quick tests (no browser, real application, Ray or namespace machines: tests/support/quick.py)"
+            .venv/bin/pytest -p tests.support.quick -n auto --dist loadfile "${@:3}"
+            exit
+        fi
         if [ $# -gt 1 ]; then
             step "pytest ${*:2}"
             .venv/bin/pytest -n auto --dist loadfile "${@:2}"

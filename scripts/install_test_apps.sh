@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the third-party software the end-to-end tests run, from Debian packages: DokuWiki
 # (tests/e2e/test_wiki_e2e.py), served by PHP's built-in web server (php-cli); kiwix-serve
-# (kiwix-tools); Redmine with SQLite and puma; the README recipes' chromedriver and Node; Firefox. The tests copy DokuWiki's configuration and data into a temporary
+# (kiwix-tools); Redmine with SQLite and puma; the guide's recipes' chromedriver and Node; Firefox. The tests copy DokuWiki's configuration and data into a temporary
 # directory and never touch the installed state.
 # Nothing happens when they are already installed; installing needs root and apt-get.
 set -euo pipefail
@@ -9,7 +9,7 @@ set -euo pipefail
 packages=()
 [ -f /usr/share/dokuwiki/doku.php ] || packages+=(dokuwiki)
 command -v php >/dev/null 2>&1 || packages+=(php-cli)
-# The README's Selenium and Puppeteer recipes (tests/e2e/test_readme_examples.py): Debian's chromedriver,
+# The guide's Selenium and Puppeteer recipes (tests/e2e/test_readme_examples.py): Debian's chromedriver,
 # and Node with npm (the test installs puppeteer-core from npm itself).
 [ -x /usr/bin/chromedriver ] || packages+=(chromium-driver)
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
@@ -31,7 +31,7 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     echo "The end-to-end tests need ${packages[*]}: install them first (sudo apt-get install ${packages[*]}), then run this again." >&2
     exit 1
 fi
-echo "==> installing ${packages[*]} with apt-get (for the DokuWiki, Kiwix and Redmine end-to-end tests and the README recipes)"
+echo "==> installing ${packages[*]} with apt-get (for the DokuWiki, Kiwix and Redmine end-to-end tests and the guide's recipes)"
 # --no-install-recommends: the recommends add ImageMagick, database drivers and more the tests never use.
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null

@@ -63,11 +63,11 @@ WRONG_ARROWS = [
     ),
     ("client.py", "from webarena_live.runs import journal", "The client is the control API's"),
     ("ray.py", "from webarena_live.proxy import options", "The Ray face is thin"),
-    ("fleet/front.py", "import ray", "Ray only where --ray runs"),
+    ("fleet/front/front.py", "import ray", "Ray only where --ray runs"),
     ("proxy/sizes.py", "from webarena_live.demo import catalog", "Nothing but the CLI imports"),
     ("proxy/sizes.py", "from webarena_live.evaluator.memo import BoundedMemo", "exported names only"),
     ("rewards/scoring.py", "from webarena_live.runs import journal", "Rewards are what any client"),
-    ("control/app.py", "from webarena_live.rewards import score", "Only the CLI imports the rewards"),
+    ("control/app.py", "from webarena_live.rewards import score", "Only the CLI and BrowserGym's"),
 ]
 
 
@@ -218,3 +218,119 @@ def test_the_map_names_every_module():
     doc = (REPO / "docs" / "architecture.md").read_text()
     missing = _unnamed_modules(doc)
     assert not missing, "docs/architecture.md does not name " + ", ".join(missing)
+
+
+def _source_files(*suffixes: str) -> list[Path]:
+    """The repository's own files of those suffixes (no venv, build or cache)."""
+    roots = ("addon", "evaluator", "scripts", "tests", "examples", "docs")
+    return sorted(
+        path
+        for root in roots
+        for path in (REPO / root).rglob("*")
+        if path.suffix in suffixes and "__pycache__" not in path.parts and path.is_file()
+    )
+
+
+def test_nothing_cites_a_design_document_outside_the_repository():
+    """The contract the project was built to lives outside the repository: code and pages cite the
+    project's own docs/ instead, which a reader has."""
+    cited = re.compile("DESIGN" + r"\.md")  # spelled apart, or this file would cite it
+    offenders = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in _source_files(".py", ".sh", ".md", ".js", ".html")
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1)
+        if cited.search(line)
+    ]
+    assert offenders == []
+
+
+def architecture_sections() -> set[str]:
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    return {line[3:].strip() for line in doc.splitlines() if line.startswith("## ")}
+
+
+def architecture_citations(text: str) -> list[str]:
+    """What each `docs/architecture.md, SECTION` citation in `text` names, a line break or a comment's
+    `#` inside it read as a space; the name runs to the first `)`, `.`, `:` or `;`."""
+    flat = re.sub(r"\s*\n\s*(?:#\s*)?", " ", text)
+    return [name.strip() for name in re.findall(r"docs/architecture\.md, ([^).:;`]+)", flat)]
+
+
+def cited_sections_missing(name: str, sections: set[str]) -> list[str]:
+    """The sections a citation names that the note does not have (`Workers and Ray` names two)."""
+    if name in sections:
+        return []
+    return [part for part in re.split(r", | and ", name) if part not in sections]
+
+
+def test_every_citation_of_the_architecture_note_names_one_of_its_sections():
+    sections = architecture_sections()
+    assert {"Capture", "Workers", "Ray", "Replicas", "The finish", "Rooms and arrows"} <= sections
+    missing = [
+        f"{path.relative_to(REPO)}: {name!r}"
+        for path in _source_files(".py", ".sh", ".md")
+        if path != Path(__file__)  # the rule's own examples, below
+        for name in architecture_citations(path.read_text(errors="replace"))
+        if cited_sections_missing(name, sections)
+    ]
+    assert missing == [], f"sections of docs/architecture.md: {sorted(sections)}"
+
+
+def test_the_citation_rule_reads_what_the_code_writes():
+    """The rule above finds citations across a docstring's line break and names each missing part."""
+    text = "x (docs/architecture.md,\n    Workers and Ray). y docs/architecture.md, Replicas and leases."
+    assert architecture_citations(text) == ["Workers and Ray", "Replicas and leases"]
+    sections = {"Workers", "Ray", "Replicas", "Rooms and arrows"}
+    assert cited_sections_missing("Workers and Ray", sections) == []
+    assert cited_sections_missing("Rooms and arrows", sections) == []
+    assert cited_sections_missing("Replicas and leases", sections) == ["leases"]
+
+
+SCRIPTS_ON_THE_TESTS = {
+    # the tools of the test suite's own data: the conformance corpus and its stored verdicts
+    "refresh_oracle_verdicts.py",
+    # benchmarks measured on the test suite's corpora and applications
+    "bench_eval.py",
+    "bench_finish.py",
+    "bench_offline.py",
+    "bench_pages.py",
+    "bench_pool_gitlab.py",
+}
+"""The scripts that still import `tests`, each for what only the test suite has. The list only shrinks:
+a script that stops importing `tests` must leave it, and no other script may join it."""
+
+
+def test_no_script_imports_the_tests():
+    """The developer scripts stand on the package and on each other, never on the test suite's helpers:
+    what a benchmark and a test share lives in the package or in scripts/ (but the scripts listed
+    above, which work on the test suite's own corpora and applications)."""
+    importing = set()
+    for path in sorted((REPO / "scripts").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            if any(name.split(".")[0] == "tests" for name in names):
+                importing.add(path.name)
+    assert importing == SCRIPTS_ON_THE_TESTS
+
+
+def test_the_scripts_import_no_cycle():
+    """No script imports a script that imports it back, however many steps apart."""
+    scripts = {path.stem: path for path in (REPO / "scripts").glob("*.py")}
+    imports: dict[str, set[str]] = {}
+    for name, path in scripts.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                found.add(node.module or "")
+        imports[name] = found & set(scripts)
+
+    def reaches(start: str, goal: str, seen: frozenset[str] = frozenset()) -> bool:
+        return any(
+            nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})) for nxt in imports[start]
+        )
+
+    assert [name for name in sorted(scripts) if reaches(name, name)] == []

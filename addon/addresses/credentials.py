@@ -1,7 +1,7 @@
 """Credentials: the session a proxy connection names, and where a `serve` process finds its control token.
 
 Both sides read them: the proxy (`proxy/credentials.py`, on mitmproxy's flows) and the shared ports of
-`serve --workers` (`fleet/router.py`, on a connection's first request head); the fleet hands the token
+`serve --workers` (`fleet/front/router.py`, on a connection's first request head); the fleet hands the token
 to its workers in the environment variable the proxy's options read.
 """
 

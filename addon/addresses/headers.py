@@ -20,7 +20,7 @@ INTERFERENCE_HEADER = "X-WebArena-Live-Interference"
 the front's pool names it (`control/leasing.py`: `encode_interference`)."""
 FLEET_HEADER = "X-WebArena-Live-Fleet"
 """Set by a worker of `serve --ray` on the control requests it passes to the front: the fleet's token,
-which the front's door for its workers asks for (fleet/workers_door.py)."""
+which the front's door for its workers asks for (fleet/front/door.py)."""
 CALLER_HEADER = "X-WebArena-Live-Caller"
 """Set by the addon on control requests through the proxy: the caller's session (percent-encoded),
 from the proxy credentials. It only picks the session `POST /sessions` starts when its body names

@@ -46,3 +46,19 @@ def use_debian_chromium(chromium: str = SYSTEM_CHROMIUM, folder: str | Path | No
         marker.touch()
     os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(root)
     return root
+
+
+def playwright_has_chromium() -> bool:
+    """Whether the Chromium the installed Playwright expects is in its browsers folder
+    (`PLAYWRIGHT_BROWSERS_PATH`, else ~/.cache/ms-playwright): `playwright install chromium` was run."""
+    folder = os.environ.get("PLAYWRIGHT_BROWSERS_PATH")
+    root = Path(folder) if folder and folder != "0" else Path.home() / ".cache" / "ms-playwright"
+    return (root / f"chromium-{_chromium_revision()}" / "chrome-linux" / "chrome").exists()
+
+
+def some_chromium(chromium: str = SYSTEM_CHROMIUM) -> Path | None:
+    """Playwright's own Chromium when it is installed (None: nothing to do), else the system's
+    (`use_debian_chromium`), so a first run needs no `playwright install`; returns the folder set."""
+    if playwright_has_chromium() or not Path(chromium).exists():
+        return None
+    return use_debian_chromium(chromium)

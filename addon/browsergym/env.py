@@ -5,11 +5,18 @@ free replica), the browser is launched with the session's own proxy address (no 
 Chromium keeps its cache on, as in BrowserGym's own runs), and the task opens the start URLs rendered
 on the leased replicas. The finish happens inside BrowserGym's own `validate` step; anything that ends
 an episode without one (close, truncation, a failed reset, the next reset) abandons the session, so
-its replicas go back to the pool at once (docs/architecture.md, Replicas and leases).
+its replicas go back to the pool at once (docs/architecture.md, Replicas).
+
+The reward follows the rewards' own rule (`webarena_live.rewards.reward.judged`): the verdict's score,
+or, when the environment failed the agent (its lease ended, its replica was exposed to another
+session's changes, a site did not answer or answered failures), NaN: a float no trainer can take for
+the agent's 0.0, with `info["webarena_live"]["reward"]` saying why. `plain_score=True` gives the score
+in every case.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import uuid
 from typing import Any
@@ -17,11 +24,16 @@ from typing import Any
 from browsergym.core.env import BrowserEnv
 
 from webarena_live.browsergym.task import INFEASIBLE_STATUS, INFEASIBLE_TASK_TYPE, LiveTask
-from webarena_live.client import Client, ControlAPIError, Started
+from webarena_live.browsergym.tokens import offline_token_counts
+from webarena_live.client import Client, ControlAPIError, Started, token_from_env
+from webarena_live.rewards.reward import Reward, judged, sent_site_check
 
 DEFAULT_CONTROL = "http://127.0.0.1:8081"
 DEFAULT_WAIT = 600.0
 """Seconds a reset waits for a free replica (the proxy answers 503 after that)."""
+MASKED_REWARD = math.nan
+"""The reward of an episode the environment failed (the rewards' masked sample): not a number, so
+no sum or mean takes it for the agent's doing; `info["webarena_live"]["reward"]` has the kind and reason."""
 
 
 class LiveBrowserEnv(BrowserEnv):
@@ -43,27 +55,32 @@ class LiveBrowserEnv(BrowserEnv):
         task_kwargs: dict[str, Any] | None = None,
         pw_chromium_kwargs: dict[str, Any] | None = None,
         pw_context_kwargs: dict[str, Any] | None = None,
+        plain_score: bool = False,
         **browser_env_kwargs: Any,
     ) -> None:
         # BrowserGym's experiment loops (EnvArgs.make_env) can only hand an environment `task_kwargs`:
         # the control API's address and token may come that way too.
         extra = dict(task_kwargs or {})
         control = extra.pop("control", None) or control or os.environ.get("WEBARENA_LIVE_CONTROL")
-        token = extra.pop("token", None) or token or os.environ.get("WEBARENA_LIVE_TOKEN")
+        token = extra.pop("token", None) or token or token_from_env()
         session, run = extra.pop("session", None) or session, extra.pop("run", None) or run
         if extra:
             raise TypeError(f"unknown task_kwargs for a webarena-live task: {sorted(extra)}")
         self.task_id = task_id
         self.client = Client(control or DEFAULT_CONTROL, token=token, verify=False)
         self.session_name, self.wait, self.run_name = session, wait, run
-        self.storage_state, self.max_steps = storage_state, max_steps
+        self.storage_state, self.max_steps, self.plain_score = storage_state, max_steps, plain_score
         self.infeasible = dict(infeasible_status=infeasible_status, infeasible_task_type=infeasible_task_type)
         self.started: Started | None = None
         self.finished = False
+        self.finished_session = ""
         self.episodes = 0
         self.steps = 0
         self._chromium_kwargs = dict(pw_chromium_kwargs or {})
         self._context_kwargs = dict(pw_context_kwargs or {})
+        # The experiment loop that drives this environment runs in this process (AgentLab's and
+        # BrowserGym's make it in their worker): its token counts must not need a download.
+        offline_token_counts()
         super().__init__(task_entrypoint=self._make_task, **browser_env_kwargs)
 
     def _make_task(self, seed: int | None = None) -> LiveTask:
@@ -79,7 +96,7 @@ class LiveBrowserEnv(BrowserEnv):
     def _finish(self, response: Any) -> dict[str, Any]:
         assert self.started is not None
         document = self.client.finish_document(self.started.session, response)
-        self.finished = True
+        self.finished, self.finished_session = True, self.started.session
         return document
 
     def abandon(self, reason: str) -> None:
@@ -141,8 +158,11 @@ class LiveBrowserEnv(BrowserEnv):
         self.steps += 1
         result = self.task.result if isinstance(self.task, LiveTask) else None
         if result is not None and already is None:
+            judgement = episode_reward(self.finished_session, result)
+            if judgement.masked and not self.plain_score:
+                reward = MASKED_REWARD
             # Also in `task_info`, which experiment loops keep with each step (BrowserGym, AgentLab).
-            info["webarena_live"] = finish_summary(result)
+            info["webarena_live"] = finish_summary(result, judgement)
             info["task_info"] = {**(info.get("task_info") or {}), "webarena_live": info["webarena_live"]}
         elif terminated and result is None:
             # BrowserGym ended the episode without a message to the user: nothing to judge.
@@ -160,17 +180,40 @@ class LiveBrowserEnv(BrowserEnv):
             self.client.close()
 
 
-def finish_summary(result: dict[str, Any]) -> dict[str, Any]:
-    """`info["webarena_live"]` of the finishing step: the verdict, each evaluator, the interference."""
+def episode_reward(session: str, result: dict[str, Any]) -> Reward:
+    """The rewards' rule on the finish's answer: the score, or a masked sample and why (the answer
+    says whether the task's sites answered)."""
+    return judged(session, result, sent_site_check(result)[1])
+
+
+def failed_assertions(evaluator: dict[str, Any]) -> list[str]:
+    """Why an evaluator failed, one line per check that did not pass (`name: messages`): a network
+    check's reason is in its assertions, its `error_msg` (an error's) empty."""
+    lines = []
+    for assertion in evaluator.get("assertions") or []:
+        if isinstance(assertion, dict) and assertion.get("status") != "success":
+            said = assertion.get("assertion_msgs") or [assertion.get("error_msg") or ""]
+            lines.append(f"{assertion.get('assertion_name')}: {'; '.join(map(str, said))}".rstrip(": "))
+    return lines
+
+
+def finish_summary(result: dict[str, Any], reward: Reward) -> dict[str, Any]:
+    """`info["webarena_live"]` of the finishing step: the session, the verdict, each evaluator, the
+    interference, and the reward by the rewards' rule (`value`, `masked`, `kind`, `reason`)."""
     return {
+        "session": reward.session,
         "status": result.get("status"),
         "score": result.get("score"),
         "evaluators": [
-            {key: evaluator.get(key) for key in ("evaluator_name", "status", "score", "error_msg")}
+            {
+                **{key: evaluator.get(key) for key in ("evaluator_name", "status", "score", "error_msg")},
+                "failed": failed_assertions(evaluator),
+            }
             for evaluator in result.get("evaluators_results") or []
         ],
         "interference": result.get("interference"),
         "lease_ended": result.get("lease_ended"),
+        "reward": {key: getattr(reward, key) for key in ("value", "masked", "kind", "reason")},
         "result": result,
     }
 
@@ -190,6 +233,8 @@ def make_env(
     free replica), `run` (the run directory's name), `storage_state` (a Playwright storage state, or a
     function of the leased replicas returning one: a sign-in that lands in no trace),
     `infeasible_status` and `infeasible_task_type` (the answer
-    `report_infeasible` gives), `max_steps` (truncation, which abandons the session).
+    `report_infeasible` gives), `max_steps` (truncation, which abandons the session), `plain_score`
+    (the verdict's score as the reward even when the environment failed the episode, instead of NaN).
+    The token defaults to $WEBARENA_LIVE_CONTROL_TOKEN (the variable `serve` reads).
     """
     return LiveBrowserEnv(task_id, control=control, token=token, session=session, **browser_env_kwargs)

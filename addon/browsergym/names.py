@@ -12,7 +12,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from webarena_live.client import Client
+from webarena_live.client import Client, token_from_env
 
 ENV_PREFIX = "wa_live"
 
@@ -46,8 +46,9 @@ def ensure_registered(name: str) -> str:
 
 
 def register_tasks(control: str, *, token: str | None = None) -> list[str]:
-    """Register a gym id for every task the proxy at `control` loaded; returns their task names."""
-    with Client(control, token=token, verify=False) as client:
+    """Register a gym id for every task the proxy at `control` loaded; returns their task names. The
+    token defaults to $WEBARENA_LIVE_CONTROL_TOKEN, as `make_env`'s."""
+    with Client(control, token=token or token_from_env(), verify=False) as client:
         names = [task_name(int(task["task_id"])) for task in client.tasks()]
     for name in names:
         ensure_registered(name)

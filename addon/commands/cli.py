@@ -248,6 +248,12 @@ def _add_reward_commands(commands: Any) -> None:
         "http://127.0.0.1:8081); the token is read from $WEBARENA_LIVE_CONTROL_TOKEN",
     )
     verify.add_argument(
+        "--keep-site-errors",
+        action="store_true",
+        help="write the verdict's score even when the task's sites answered failures (500, 502-504, no "
+        "connection) in the session; by default such a reward is masked (site_errors)",
+    )
+    verify.add_argument(
         "--out",
         metavar="DIR",
         help="where to write (default: /logs/verifier where it exists, as inside Harbor's container; "

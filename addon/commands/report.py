@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,13 @@ from webarena_live.commands.evaluate import dataset_source
 from webarena_live.commands.report_text import (
     TEMPLATES_SHOWN,
     exposure_line,
+    faults_line,
     headline,
     lease_ended_line,
     percent,
     pool_line,
     repeated,
+    site_errors_line,
     template_name,
     templates_title,
 )
@@ -136,6 +139,9 @@ def print_report(console: Console, document: dict[str, Any], note: str) -> None:
         console.print(pool_line(document["pool"]), markup=False, highlight=False, soft_wrap=True)
     if document.get("lease_ended"):
         console.print(lease_ended_line(document), markup=False, highlight=False, soft_wrap=True)
+    for line in (site_errors_line(document), faults_line(document)):
+        if line is not None:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     if document.get("exposed"):
         console.print(exposure_line(document), markup=False, highlight=False, soft_wrap=True)
         exposed = {name: rate for name, rate in document["by_site"].items() if rate.get("exposed")}
@@ -174,8 +180,37 @@ def _print_comparison(console: Console, vs: dict[str, Any]) -> None:
     console.print(f"succeed only here: {vs['only_here'][:30]}\nsucceed only there: {vs['only_there'][:30]}")
 
 
+NO_TERMINAL_WIDTH = 160
+"""The report's width with no terminal at all (a file, a CI log, a tool's output): room for every table
+at its natural width (a template's name, then the figures), where 80 columns cut the last heading."""
+
+
+def terminal_width() -> int | None:
+    """The columns of the terminal the report is read in: $COLUMNS, else the terminal of stdout, stderr
+    or stdin, else the process's controlling terminal (`/dev/tty`: a report whose streams all go to
+    files or pipes, as a tool runs it, is still read in that terminal); None without one."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    for stream in (sys.stdout, sys.stderr, sys.stdin):
+        try:
+            return os.get_terminal_size(stream.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            continue
+    try:
+        tty = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        return os.get_terminal_size(tty).columns or None
+    except OSError:
+        return None
+    finally:
+        os.close(tty)
+
+
 def run(args: argparse.Namespace) -> int:
-    console = Console()
+    console = Console(width=terminal_width() or NO_TERMINAL_WIDTH)
     try:
         document, note = report_document(args)
     except WebArenaLiveError as error:

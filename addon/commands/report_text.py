@@ -81,3 +81,35 @@ def lease_ended_line(document: dict[str, Any]) -> str:
     shown = ", ".join(f"{e['folder']} ({e['lease_ended']})" for e in ended[:20])
     more = f" (+{len(ended) - 20} more)" if len(ended) > 20 else ""
     return f"lease ended before the finish: {len(ended)} attempt(s): {shown}{more}"
+
+
+def site_errors_line(document: dict[str, Any]) -> str | None:
+    """The verdicts whose session saw its sites fail, per site and replica; None when there are none."""
+    errors = document.get("site_errors") or {}
+    if not errors.get("verdicts"):
+        return None
+    by = ", ".join(
+        f"{name} {entry['verdicts']} ({entry['failing_answers']} failing answers)"
+        for name, entry in errors["by_replica"].items()
+    )
+    return f"verdicts on failing sites (500, 502-504, no answer): {errors['verdicts']}, by replica: {by}"
+
+
+def faults_line(document: dict[str, Any]) -> str | None:
+    """Success with and without the faults made on purpose, and paired over the tasks tried both ways."""
+    faults = document.get("faults")
+    if not faults:
+        return None
+    with_, without, paired = faults["with_faults"], faults["without_faults"], faults["paired"]
+
+    def rate(part: dict[str, Any]) -> str:
+        return f"{part['success']}/{part['attempts']}"
+
+    line = f"faults made on purpose: success {rate(with_)} attempts with faults, {rate(without)} without"
+    if paired["tasks"]:
+        low, high = paired["interval"]
+        line += (
+            f"; paired over {paired['tasks']} task(s): {paired['difference']:+.1%} "
+            f"[{low:+.1%}, {high:+.1%}], McNemar p={paired['mcnemar_p']:.3g}"
+        )
+    return line

@@ -19,7 +19,10 @@ def run_verify(args: argparse.Namespace) -> int:
 
     answer = Path(args.answer) if args.answer else None
     out = Path(args.out) if args.out else default_out()
-    status, line = verify(args.session, answer, control=args.control, token=None, out=out)
+    keep = getattr(args, "keep_site_errors", False)
+    status, line = verify(
+        args.session, answer, control=args.control, token=None, out=out, mask_site_errors=not keep
+    )
     print(line, file=sys.stderr if status else sys.stdout)
     return status
 

@@ -27,7 +27,9 @@ _FRONT_ONLY = frozenset(
 """Options the front keeps for itself: each worker gets its own ports, the token by environment.
 `webarena_advertise_host` is passed on: a session's address is its worker's port on this machine."""
 
-_CARRIED = frozenset({"webarena_tasks", "webarena_config", "webarena_output_dir", "listen_host"})
+_CARRIED = frozenset(
+    {"webarena_tasks", "webarena_config", "webarena_faults", "webarena_output_dir", "listen_host"}
+)
 """Options each Ray worker gets its own value of: copies of the files, its node's folders and address."""
 
 
@@ -114,10 +116,13 @@ def plan_of(args: argparse.Namespace, count: int) -> FleetPlan | str:
 def _ray_plan(args: argparse.Namespace) -> RayPlan | str:
     from webarena_live.proxy.certificates import ca_files
 
-    files = {flag: found for flag, value in (("--tasks", args.tasks), ("--config", args.config))
-             if (found := carried_file(value)) is not None}  # fmt: skip
+    faults = getattr(args, "faults", None)
+    carried = (("--tasks", args.tasks), ("--config", args.config), ("--faults", faults))
+    files = {flag: found for flag, value in carried if (found := carried_file(value)) is not None}
     if args.config and "--config" not in files:  # a site map is a file; every worker needs its copy
         return f"--config {args.config}: no such file"
+    if faults and "--faults" not in files:
+        return f"--faults {faults}: no such file"
     named = ["--tasks", args.tasks] if args.tasks and "--tasks" not in files else []  # a dataset name
     skip = _CARRIED | {"confdir"}  # the CA is carried
 

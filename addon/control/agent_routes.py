@@ -17,11 +17,13 @@ from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 
 from webarena_live.addresses.headers import INTERFERENCE_HEADER
+from webarena_live.control import models
 from webarena_live.control.bodies import ControlError, parse_final_response
 from webarena_live.control.context import Control, session_in_path
 from webarena_live.control.errors import JsonResponse
 from webarena_live.control.leasing import interference_of
 from webarena_live.control.models import SessionName
+from webarena_live.control.responses import GUARDED, documented, json_body
 from webarena_live.runs.attempt import Attempt
 from webarena_live.runs.finish_outcome import FinishRefused, no_task_detail
 from webarena_live.runs.sessions import Session
@@ -38,53 +40,47 @@ def task_attempt(session: Session) -> Attempt:
     return session.attempt
 
 
-def agent_router(documented: dict[str, dict[int | str, dict[str, object]]]) -> APIRouter:
-    """The routes; `documented` holds each one's OpenAPI responses (built by control/app.py)."""
-    router = APIRouter()
+router = APIRouter()
 
-    @router.get(
-        "/sessions/{session}/progress",
-        summary="each network evaluator of the task: satisfied so far, and by which event",
-        responses=documented["progress"],
-    )
-    async def get_progress(session: SessionName, ctx: Control) -> Response:
-        attempt = task_attempt(session_in_path(ctx, session))
-        started = time.perf_counter()
-        progress = attempt.progress().model_dump(mode="json")
-        return JsonResponse(progress, headers=server_timing(started))
 
-    @router.post(
-        "/sessions/{session}/preview",
-        summary="the result a finish with this answer would give now; the session keeps running",
-        responses=documented["preview"],
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FinalResponse"}}},
-            }
-        },
-    )
-    async def post_preview(session: SessionName, request: Request, ctx: Control) -> Response:
-        attempt = task_attempt(session_in_path(ctx, session))
-        response = parse_final_response(await request.body())
-        started = time.perf_counter()
-        try:
-            result = attempt.preview(response)
-        except FinishRefused as refused:
-            raise ControlError(409, refused.reason, refused.detail_body) from None
-        found = session_in_path(ctx, session)
-        if attempt.state is not SessionState.FINISHED:  # a finished one's is the finish's, kept
-            result = result.model_copy(
-                update={"interference": interference_of(ctx, found, request.headers.get(INTERFERENCE_HEADER))}
-            )
-        answer = {**result.to_dict(), **attempt.sites_answered()}  # as the finish would answer it
-        return JsonResponse(answer, headers=server_timing(started))
+@router.get(
+    "/sessions/{session}/progress",
+    summary="each network evaluator of the task: satisfied so far, and by which event",
+    responses=documented(models.Progress, 409, *GUARDED),
+)
+async def get_progress(session: SessionName, ctx: Control) -> Response:
+    attempt = task_attempt(session_in_path(ctx, session))
+    started = time.perf_counter()
+    progress = attempt.progress().model_dump(mode="json")
+    return JsonResponse(progress, headers=server_timing(started))
 
-    @router.get("/", summary="the live dashboard (HTML)", responses={200: {"content": {"text/html": {}}}})
-    async def get_dashboard() -> Response:
-        return Response(DASHBOARD.joinpath("index.html").read_bytes(), media_type="text/html; charset=utf-8")
 
-    return router
+@router.post(
+    "/sessions/{session}/preview",
+    summary="the result a finish with this answer would give now; the session keeps running",
+    responses=documented(models.Result, 400, 409, *GUARDED),
+    openapi_extra=json_body("FinalResponse"),
+)
+async def post_preview(session: SessionName, request: Request, ctx: Control) -> Response:
+    attempt = task_attempt(session_in_path(ctx, session))
+    response = parse_final_response(await request.body())
+    started = time.perf_counter()
+    try:
+        result = attempt.preview(response)
+    except FinishRefused as refused:
+        raise ControlError(409, refused.reason, refused.detail_body) from None
+    found = session_in_path(ctx, session)
+    if attempt.state is not SessionState.FINISHED:  # a finished one's is the finish's, kept
+        result = result.model_copy(
+            update={"interference": interference_of(ctx, found, request.headers.get(INTERFERENCE_HEADER))}
+        )
+    answer = {**result.to_dict(), **attempt.sites_answered()}  # as the finish would answer it
+    return JsonResponse(answer, headers=server_timing(started))
+
+
+@router.get("/", summary="the live dashboard (HTML)", responses={200: {"content": {"text/html": {}}}})
+async def get_dashboard() -> Response:
+    return Response(DASHBOARD.joinpath("index.html").read_bytes(), media_type="text/html; charset=utf-8")
 
 
 def dashboard_files() -> StaticFiles:

@@ -9,6 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import ValidationError
+from starlette.requests import Request
+
+from webarena_live.control.models import Abandon
 from webarena_live.evaluator import WebArenaLiveError
 
 _FENCE = "```"
@@ -94,3 +98,30 @@ def bracket_depth(text: str) -> int:
         elif character in "]}":
             depth = max(0, depth - 1)
     return deepest
+
+
+def parse_abandon(body: bytes) -> Abandon | None:
+    """An abandon's body read as JSON whatever its content type, as `POST /sessions` reads its own
+    (`curl -d '{"reason": "gave up"}'` sends a form's type): None when empty, else a 400 naming the
+    problem."""
+    if not body.strip():
+        return None
+    try:
+        return Abandon.model_validate(parse_json_body(body))
+    except ValidationError as error:
+        where = [f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in error.errors()]
+        raise ControlError(400, "bad_request", where) from None
+
+
+async def abandon_body(request: Request) -> Abandon | None:
+    """The abandon route's body (`Depends(abandon_body)`): `parse_abandon` of what was sent."""
+    return parse_abandon(await request.body())
+
+
+ABANDON_BODY_DOC: dict[str, Any] = {
+    "requestBody": {
+        "required": False,
+        "content": {"application/json": {"schema": Abandon.model_json_schema()}},
+    }
+}
+"""The route's `openapi_extra`: the body it reads itself, documented as FastAPI would document it."""

@@ -1,9 +1,10 @@
-"""What the control API works on, and the work behind its routes that is not HTTP.
+"""What the control API works on: the control context (`ControlContext`, the routes' `Control`
+dependency), how a session's ends free what it holds (`SessionEnds`), and the session a route names.
 
-The routes (`control/app.py`, `control/agent_routes.py`) are thin: they read a request into a model, call
-one of these, and answer with the JSON view. A failing request raises a
-`ControlError` (a JSON 4xx) and changes nothing: every check runs before the
-first change.
+The routes (`control/*_routes.py`) are thin: they read a request into a model, call the work behind them
+(here, `control/starts.py`, `control/start_plan.py`, `control/views.py`, `control/leasing.py`), and answer
+with the JSON view. A failing request raises a `ControlError` (a JSON 4xx) and changes nothing: every
+check runs before the first change.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Protocol
 from urllib.parse import unquote
@@ -20,36 +19,18 @@ from urllib.parse import unquote
 from fastapi import Depends, Request
 
 from webarena_live.control.bodies import ControlError
-from webarena_live.control.models import StartSession
 from webarena_live.evaluator import (
-    ANSWER_STATUSES,
-    ANSWER_TASK_TYPES,
-    REFERENCE_VERSION,
-    NetworkTrace,
     SiteMap,
-    Task,
     TaskSet,
-    UnknownTaskError,
-    WebArenaLiveError,
-    __version__,
-    run_name_problem,
 )
 from webarena_live.replicas import Lease, LeaseUse, MutationLog
+from webarena_live.replicas.lease import FORGOTTEN
 from webarena_live.replicas.pool import ReplicaPool
-from webarena_live.runs.recovery import (
-    JournalNotFoundError,
-    find_journal,
-    journal_started,
-    read_journal,
-    resumable_runs,
-)
 from webarena_live.runs.sessions import (
-    DEFAULT_SESSION,
     FINISHED,
+    NoticeKind,
     Session,
-    SessionState,
     SessionStore,
-    session_name_problem,
 )
 from webarena_live.runs.settings import RunSettings
 
@@ -59,7 +40,7 @@ RESERVED_HOST = "webarena-live.invalid"
 logger = logging.getLogger(__name__)
 
 
-class SessionAddresses(Protocol):
+class AddressGiver(Protocol):
     """The sessions' own proxy addresses (`proxy/session_addresses.py`); the control API only asks."""
 
     async def claim(
@@ -85,7 +66,8 @@ class SessionAddresses(Protocol):
 
 class SessionEnds:
     """Subscribed to the sessions' notices: a `finished` notice frees the session's address and its
-    lease, so a finish frees both in one way whichever route or caller finished it.
+    lease, so a finish frees both in one way whichever route or caller finished it; and told by the pool
+    when a lease ends before its finish (`lease_ended`).
 
     One per session store (`attach`): the control context is rebuilt when the proxy is reconfigured, and
     the ends of the current one (its pool, its addresses) take the place of the last one's."""
@@ -108,7 +90,22 @@ class SessionEnds:
             ctx.addresses.release(session.name)
         session.proxy = None
         if ctx.pool is not None:
-            ctx.pool.release(session.name, "finished")
+            ctx.pool.end_lease(session.name, "finished")
+
+    def lease_ended(self, lease: Lease) -> None:
+        """A lease of a session here ended before its finish (`ReplicaPool.end_lease`, or the end a
+        fleet's front told): said in the log and in the session's notices."""
+        if lease.ended is None or lease.ended in FORGOTTEN:
+            return
+        logger.warning(
+            "webarena-live: session %s's lease ended (%s%s): replicas given back, its requests refused",
+            lease.session, lease.ended, f": {lease.ended_detail}" if lease.ended_detail else "",
+        )  # fmt: skip
+        session = self.ctx.sessions.get(lease.session)
+        if session is not None and session.attempt.lease is lease:
+            self.ctx.sessions.notices.publish(
+                session, NoticeKind.POOL, {"kind": "release", "reason": lease.ended}
+            )
 
 
 class ControlContext:
@@ -123,7 +120,7 @@ class ControlContext:
         token: str | None = None,
         extra_health: dict[str, Any] | None = None,
         finish_guard: Callable[[], AbstractContextManager[object]] = nullcontext,
-        addresses: SessionAddresses | None = None,
+        addresses: AddressGiver | None = None,
         pool: ReplicaPool | None = None,
         mutations: MutationLog | None = None,
     ) -> None:
@@ -147,7 +144,9 @@ class ControlContext:
         worker's (`control/leasing.py`)."""
         self.lease_use = LeaseUse()
         """The leases used here, the latest last: `GET /mutations` tells a front the uses since it asked."""
-        SessionEnds.attach(self)
+        self.ends = SessionEnds.attach(self)
+        if pool is not None:  # the pool ends leases (idle ones too): this context says so
+            pool.on_end = self.ends.lease_ended
 
     @property
     def settings(self) -> RunSettings:
@@ -162,42 +161,28 @@ class ControlContext:
         return self.sessions.settings.output_dir
 
 
-def render_url(site_map: SiteMap, template: str, sites: tuple[str, ...]) -> str:
-    """A start URL with real base URLs; placeholders the site map cannot fill stay as they are."""
-    try:
-        return site_map.render(template, sites=sites, strict=False)
-    except WebArenaLiveError:
-        return template
-
-
-def task_view(task: Task, site_map: SiteMap) -> dict[str, Any]:
-    """What an agent may see of a task: never the evaluators (they hold the expected answer), but the
-    shape its final answer must have: `results_schema` and the `task_type` and `status` values the
-    answer may give."""
-    return {
-        "task_id": task.task_id,
-        "intent_template_id": task.intent_template_id,
-        "sites": list(task.sites),
-        "intent": task.intent,
-        "start_urls": [render_url(site_map, url, task.sites) for url in task.start_urls],
-        "revision": task.revision,
-        "results_schema": task.response_config.results_schema,
-        "answer": {"task_type": list(ANSWER_TASK_TYPES), "status": list(ANSWER_STATUSES)},
-    }
-
-
 def find_session(ctx: ControlContext, name: str) -> Session:
+    """The session named `name`; `ControlError` 404 when there is none."""
     session = ctx.sessions.get(name)
     if session is None:
         raise ControlError(404, "unknown_session", f"no session named {name!r}")
-    if session.attempt.lease is not None and session.attempt.lease.ended is None:
-        ctx.lease_use.used(session.name, session.attempt.lease)  # a control call is use too (--lease-timeout)
     return session
 
 
+def note_use(ctx: ControlContext, session: Session) -> None:
+    """A control call naming `session` uses its lease, as its traffic does (`--lease-timeout` counts
+    idle time from the last use: `LeaseUse`)."""
+    lease = session.attempt.lease
+    if lease is not None and lease.ended is None:
+        ctx.lease_use.used(session.name, lease)
+
+
 def session_in_path(ctx: ControlContext, session: str) -> Session:
-    """The session a route's path names (percent-decoded: the raw path keeps `%2F` and the like)."""
-    return find_session(ctx, unquote(session))
+    """The session a route's path names (percent-decoded: the raw path keeps `%2F` and the like); the
+    call is a use of its lease (`note_use`)."""
+    found = find_session(ctx, unquote(session))
+    note_use(ctx, found)
+    return found
 
 
 async def _control(request: Request) -> ControlContext:
@@ -208,105 +193,3 @@ Control = Annotated[ControlContext, Depends(_control)]
 """What every route works on, as a FastAPI dependency (the app's `state.control`)."""
 
 
-def find_task(ctx: ControlContext, task_id: int) -> Task:
-    try:
-        return ctx.tasks[task_id]
-    except UnknownTaskError as error:
-        raise ControlError(404, "unknown_task", str(error)) from None
-
-
-def health(ctx: ControlContext) -> dict[str, Any]:
-    return {
-        "status": "ok",
-        "version": __version__,
-        "reference_version": REFERENCE_VERSION,
-        "tasks": len(ctx.tasks),
-        "tasks_source": ctx.tasks.source,
-        "sessions": len(ctx.sessions),
-        "output_dir": str(ctx.output_dir) if ctx.output_dir else None,
-        "journal_dir": str(ctx.settings.journal_dir) if ctx.settings.journal_dir else None,
-        "refused_page_requests": ctx.refused_page_requests,
-        "control_token": bool(ctx.token),
-        "redact": ctx.settings.redact,
-        "sites": {name: list(urls) for name, urls in ctx.site_map.urls.items()},
-        **({"pool": ctx.pool.status()} if ctx.pool is not None else {}),
-        **ctx.extra_health,
-    }
-
-
-def list_sessions(ctx: ControlContext) -> list[dict[str, Any]]:
-    """The live sessions, then unfinished runs found in the journals (resumable after a restart)."""
-    live = [session.describe() for session in ctx.sessions]
-    own = {session.attempt.journal.path for session in ctx.sessions if session.attempt.journal is not None}
-    return live + resumable_runs(ctx.settings.journal_dir, skip=own)
-
-
-_START_FIELDS = ("task_id", "intent", "start_urls", "sites")
-
-
-@dataclass(frozen=True)
-class StartPlan:
-    """A checked `POST /sessions`: which session starts which task, with which journal's events."""
-
-    name: str
-    task: Task
-    run: str | None
-    resumed: NetworkTrace | None
-    journal: Path | None = None
-    """The journal a resumed session's events come from (its lease is kept beside it)."""
-    started: datetime | None = None
-    """When the resumed run began (its journal's time), for a session resumed from its journal."""
-
-
-def plan_start(ctx: ControlContext, request: StartSession, *, caller: str | None) -> StartPlan:
-    """Everything `POST /sessions` checks before anything changes; raises `ControlError`."""
-    # An explicit empty name is an error, not a request for the caller's (or the default) session.
-    name = request.session if request.session is not None else (caller or DEFAULT_SESSION)
-    problem = session_name_problem(name)
-    if problem:
-        raise ControlError(400, "bad_session_name", problem)
-    if request.run is not None and (problem := run_name_problem(request.run)):
-        raise ControlError(400, "bad_run_name", problem)
-    task = find_task(ctx, request.task_id)
-    resumed = started = journal = None
-    if request.resume_journal:
-        try:  # read before the restart clears the session: a failure changes nothing
-            journal = find_journal(ctx.settings.journal_dir, name, task.task_id)
-            resumed, started = read_journal(journal), journal_started(journal)
-        except JournalNotFoundError as error:
-            raise ControlError(404, "no_journal", str(error)) from None
-        except WebArenaLiveError as error:
-            raise ControlError(409, "bad_journal", str(error)) from None
-    current = ctx.sessions.get(name)
-    busy = current is not None and current.state is SessionState.RUNNING and len(current.trace) > 0
-    if current is not None and busy and not request.restart:
-        running = current.task.task_id if current.task else None
-        message = (
-            f"session {name!r} is running task {running} and has {len(current.trace)} events; finish it, "
-            'start another session name, or send "restart": true to discard its events'
-        )
-        raise ControlError(409, "session_running", message)
-    return StartPlan(name=name, task=task, run=request.run, resumed=resumed, started=started, journal=journal)
-
-
-def begin_session(ctx: ControlContext, plan: StartPlan, lease: Lease | None = None) -> dict[str, Any]:
-    """Start the planned session (restarting it if it ran) on its replicas (`lease`) and answer what the
-    agent needs: its start URLs rendered on them."""
-    session = ctx.sessions.start(plan.name, plan.task, run=plan.run, started=plan.started, lease=lease)
-    run = f" (run {plan.run})" if plan.run else ""
-    if plan.resumed is None:
-        logger.info("session %s started: task %d%s: %s", plan.name, plan.task.task_id, run, plan.task.intent)
-    else:  # the run goes on: its original start, and what came back from its journal
-        since = f"started {plan.started:%Y-%m-%d %H:%M:%S} UTC, " if plan.started is not None else ""
-        logger.info("session %s resumed: task %d%s, %s%d events from its journal: %s", plan.name,
-                    plan.task.task_id, run, since, len(plan.resumed), plan.task.intent)  # fmt: skip
-    if plan.resumed is not None:  # journaled again at once, so the new run's journal is complete
-        session.resume(list(plan.resumed))
-    site_map = ctx.site_map.on_replicas(lease.indexes) if lease is not None else ctx.site_map
-    view = task_view(plan.task, site_map)
-    reply = {"session": session.name, "state": session.state.value, **{k: view[k] for k in _START_FIELDS}}
-    if lease is not None:
-        reply["replicas"] = lease.replicas
-    if plan.resumed is not None:
-        reply["resumed_events"] = len(plan.resumed)
-    return reply

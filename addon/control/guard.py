@@ -19,6 +19,8 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
+from webarena_live.evaluator import MUTATION_METHODS
+
 PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/"})
 """Routes anyone may read: no token, no page check (they reveal nothing about sessions). `/` is the
 dashboard page, which asks for the token itself when the API needs one."""
@@ -40,7 +42,6 @@ def is_public(path: str) -> bool:
     )
 
 
-STATE_CHANGING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 PAGE_INITIATED_SITES = frozenset({"cross-site", "same-site", "same-origin"})
 """`Sec-Fetch-Site` values of a request some page started (`none` is the user at the address bar)."""
@@ -67,7 +68,7 @@ def page_request_problem(method: str, headers: Mapping[str, str]) -> str | None:
     mode = headers.get("sec-fetch-mode", "").strip().lower()
     browser_marked = bool(site) or "sec-fetch-dest" in headers
     # Node's fetch sends Sec-Fetch-Mode alone; only a browser adds Site/Dest next to it.
-    if method.upper() in STATE_CHANGING_METHODS and browser_marked and mode and mode != "navigate":
+    if method.upper() in MUTATION_METHODS and browser_marked and mode and mode != "navigate":
         return f"control requests from web pages are refused (Sec-Fetch-Mode: {mode})"
     return None
 

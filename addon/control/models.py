@@ -68,6 +68,11 @@ class StartSession(BaseModel):
         0, ge=0, le=3600,
         description="seconds to wait for a free replica of each of the task's sites (then 503, Retry-After)",
     )  # fmt: skip
+    faults: dict[str, Any] | None = Field(
+        None,
+        description="this session's own fault plan, in the format of serve --faults (a seed and rules): "
+        "faults made on purpose in its requests to the sites, instead of the proxy's",
+    )
 
 
 class Started(_Open):
@@ -129,6 +134,8 @@ class SessionView(_Open):
     """`resumable`: an unfinished run found in the journals after a restart (`GET /sessions` only)."""
     task_id: int | None = None
     counts: dict[str, int] | None = None
+    faults_injected: list[dict[str, Any]] | None = None
+    """The faults `serve --faults` (or the start's `faults`) made in this attempt's traffic, in order."""
 
 
 class SessionList(_Open):
@@ -152,6 +159,12 @@ class Result(_Open):
     """A finish's and a preview's answer only: every judged request to a mapped site got an answer."""
     unanswered: dict[str, Any] | None = None
     """With `sites_answered` false: `count` of the requests that got none, and the `first` of them."""
+    site_errors: dict[str, Any] | None = None
+    """A finish's and a preview's answer only: `count` of the judged requests to a mapped site that got
+    a failing answer (no connection, a timeout, 500, 502-504; faults made on purpose excepted), the
+    count per `origins` (one replica of a site each), and the `first` few (method, url, status, error)."""
+    faults_injected: list[dict[str, Any]] | None = None
+    """A finish's and a preview's answer, when the session drew faults made on purpose: each, in order."""
 
 
 class Har(_Open):
@@ -168,7 +181,7 @@ class Progress(_Open):
 
 
 class RunFigures(_Open):
-    """`webarena-live report --json` of the output directory (every figure; see the README)."""
+    """`webarena-live report --json` of the output directory (every figure; see docs/guides/read-a-run.md)."""
 
     tasks: int
     success: int
@@ -178,12 +191,33 @@ class RunFigures(_Open):
     by_site: dict[str, dict[str, Any]]
 
 
-class Mutations(_Open):
-    """`GET /mutations`: what this proxy saw change the site map's replicas, oldest first."""
+class MutationSeen(_Open):
+    """One mutation a proxy saw on a replica of the site map (`MutationLog.mutations_after`)."""
 
-    mutations: list[dict[str, Any]] = Field(
-        description="each {seq, site, index, session, method, url, time}: a POST, PUT, PATCH or DELETE "
-        "to a replica of the site map"
+    seq: int
+    site: str = Field(description="the site's placeholder")
+    index: int = Field(description="the replica's index")
+    session: str
+    method: str
+    url: str
+    time: float
+
+
+class AnswerSeen(_Open):
+    """One judged answer a proxy saw from a replica (`MutationLog.answers_after`): the copy's health."""
+
+    seq: int
+    site: str = Field(description="the site's placeholder")
+    index: int = Field(description="the replica's index")
+    failed: bool = Field(description="no connection, a timeout, 500 or 502-504")
+
+
+class Mutations(_Open):
+    """`GET /mutations`: what this proxy saw change the site map's replicas, oldest first (a fleet's front
+    reads its workers' answers with this model: `control/wire.py`)."""
+
+    mutations: list[MutationSeen] = Field(
+        description="a POST, PUT, PATCH or DELETE to a replica of the site map that changed it"
     )
     epoch: str | None = Field(
         None,
@@ -196,6 +230,13 @@ class Mutations(_Open):
         "(with `active_after`: only those used since)",
     )
     now: float | None = Field(None, description="this proxy's clock at the answer: the next `active_after`")
+    reads: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="per site placeholder, the requests its rules judged reads, by rule"
+    )
+    answers: list[AnswerSeen] = Field(
+        default_factory=list,
+        description="the judged answers (navigations, mutations) the replicas gave after `answers_after`",
+    )
 
 
 class Abandon(BaseModel):

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from webarena_live.control.bodies import ControlError
-from webarena_live.control.context import ControlContext, begin_session, plan_start
+from webarena_live.control.context import ControlContext
 from webarena_live.control.leasing import lease_for, release, reset_first, reset_leased
 from webarena_live.control.models import StartSession
+from webarena_live.control.start_plan import begin_session, plan_start
 from webarena_live.replicas.reset import ResetOutcome
+from webarena_live.runs.fault_plan import FaultsError, give_plan, parse_faults
 
 
 @dataclass(frozen=True)
@@ -39,18 +41,25 @@ class StartHeaders:
 async def start_session(ctx: ControlContext, start: StartSession, headers: StartHeaders) -> dict[str, Any]:
     """Start (or restart) the session `start` asks for and answer what the agent needs; raises
     `ControlError` having changed nothing (the lease it took is given back)."""
+    try:  # read before anything is taken: a mistaken plan changes nothing
+        faults = parse_faults(start.faults, source="faults") if start.faults is not None else None
+    except FaultsError as error:
+        raise ControlError(400, "bad_faults", str(error)) from None
     plan = plan_start(ctx, start, caller=headers.caller)
     lease = await lease_for(ctx, plan, wait=start.wait, header=headers.lease)  # may wait; 503 when none fits
     guests = {"client": headers.client, "near": start.near}
     address = None
     try:
-        outcomes = await _reset(ctx, plan.name, plan.task.sites, start) if start.reset else None
+        ended = lease is not None and lease.ended is not None  # resumed ended: it may reset nothing
+        outcomes = await _reset(ctx, plan.name, plan.task.sites, start) if start.reset and not ended else None
         if plan.resumed is None:  # the address first: a refusal (503) then changes nothing
             address = await _claim(ctx, plan.name, headers.port, guests)
     except ControlError:
         release(ctx, plan.name, "refused")
         raise
     reply = begin_session(ctx, plan, lease)
+    if faults is not None and (session := ctx.sessions.get(plan.name)) is not None:
+        give_plan(session.attempt, faults)  # before the agent has its reply: before its first request
     if plan.resumed is not None:  # resumed (a restarted worker): the journal's events first, then the
         # port opens, since agents that already hold the address send as soon as it listens
         address = await _claim(ctx, plan.name, headers.port, guests)

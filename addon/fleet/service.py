@@ -1,8 +1,8 @@
 """`serve --workers N [--ray ADDRESS]` once its command line is read: the front, its ports and its workers.
 
-This process runs no mitmproxy: it serves the control API (`front_app.py`), carries the shared proxy
+This process runs no mitmproxy: it serves the control API (`front/app.py`), carries the shared proxy
 ports to the workers (`router.py`) and keeps the workers running, as local processes (`workers.py`)
-or as Ray actors on a cluster's nodes (`ray_pool.py`). `commands/serve_workers.py` turns the command
+or as Ray actors on a cluster's nodes (`ray_workers.py`). `commands/serve_workers.py` turns the command
 line into a `FleetPlan`; everything after that is here. See docs/architecture.md, Workers and Ray.
 """
 
@@ -31,15 +31,15 @@ from webarena_live.evaluator import (
     load_tasks,
     prepare_output_dir,
 )
-from webarena_live.fleet import liveness
-from webarena_live.fleet.front import Front
-from webarena_live.fleet.front_app import create_front_app
-from webarena_live.fleet.front_leases import FrontLeases
-from webarena_live.fleet.link import WorkerLink
-from webarena_live.fleet.registry import SessionRegistry
-from webarena_live.fleet.router import SharedPort
-from webarena_live.fleet.workers import LocalWorkers, Workers
-from webarena_live.fleet.workers_door import WorkersDoor
+from webarena_live.fleet.front import liveness
+from webarena_live.fleet.front.app import create_front_app
+from webarena_live.fleet.front.door import WorkersDoor
+from webarena_live.fleet.front.front import Front
+from webarena_live.fleet.front.leases import FrontLeases
+from webarena_live.fleet.front.link import WorkerLink
+from webarena_live.fleet.front.registry import SessionRegistry
+from webarena_live.fleet.front.router import SharedPort
+from webarena_live.fleet.workers.local import LocalWorkers, Workers
 from webarena_live.launch import LaunchError
 from webarena_live.replicas import Isolation
 from webarena_live.replicas.build import banner_line, build_pool, pool_file
@@ -130,30 +130,30 @@ async def run_fleet(plan: FleetPlan) -> int:
         # mitmproxy 11.1 and later ask mitmweb's visitors for a token: the workers' is this one (11.0
         # asks for none and ignores it in the address)
         web_token = env[WEB_TOKEN_ENV] = secrets.token_hex(16)
-    pool: Workers
+    workers: Workers
     outputs, report, worker_token = None, None, None
     if plan.ray is not None:
-        from webarena_live.fleet import ray_pool
+        from webarena_live.fleet.workers import ray_workers
 
         # The workers listen on their nodes' addresses, so their control APIs need a token even when
         # this one (on loopback) has none: the front makes it, and lets them in at a door of their own.
         worker_token = env[CONTROL_TOKEN_ENV] = plan.token or secrets.token_urlsafe(24)
         try:
-            await asyncio.to_thread(ray_pool.connect, plan.ray.address)
-            pool, outputs, report = ray_pool.ray_workers(plan, env)
+            await asyncio.to_thread(ray_workers.connect, plan.ray.address)
+            workers, outputs, report = ray_workers.ray_workers(plan, env)
         except (ConnectionError, WebArenaLiveError, OSError) as error:
             return _told(str(error), 1)
         placement.is_free = lambda port: True  # a port is the worker's node's: its bind is the check
     else:
-        pool = LocalWorkers(plan.count, plan.worker_argv, env=env)
+        workers = LocalWorkers(plan.count, plan.worker_argv, env=env)
     sessions = SessionRegistry(outputs, report)
-    if leases is not None:  # the pool's notices in the merged event stream
+    if leases is not None:  # the replica pool's notices in the merged event stream
         leases.pool.on_change = lambda session, notice: sessions.announce(
             NoticeKind.POOL, {"session": session, **notice}
         )
         leases.pool.start()  # the resets a restart (or --reset-at-start) calls for, first
-    link = WorkerLink(pool, placement, sessions.starts, token=plan.token, worker_token=worker_token)
-    front = Front(pool, placement, link, sessions, leases)
+    link = WorkerLink(workers, placement, sessions.starts, token=plan.token, worker_token=worker_token)
+    front = Front(workers, placement, link, sessions, leases)
     app = create_front_app(front)
     server = ControlServer(app, host=plan.control_host, port=plan.control_port)
     servers = [server]
@@ -167,29 +167,32 @@ async def run_fleet(plan: FleetPlan) -> int:
         assert worker_token is not None
         try:
             door = ControlServer(cast(FastAPI, WorkersDoor(app, worker_token)),
-                                 host=ray_pool.node_address(), port=0)  # fmt: skip
+                                 host=ray_workers.node_address(), port=0)  # fmt: skip
             await door.start()
         except OSError as error:
             await server.stop()
             return _told(str(error), 1)
         servers.append(door)
-        front_at = ray_pool.host_port(door.host, door.port)
-    shared = [SharedPort(placement, lambda i: (pool[i].host, pool[i].ports.proxy), challenges=False)]
+        front_at = ray_workers.host_port(door.host, door.port)
+    shared = [SharedPort(placement, lambda i: (workers[i].host, workers[i].ports.proxy), challenges=False)]
     if plan.session_port:
-        shared.append(SharedPort(placement, lambda i: (pool[i].host, pool[i].ports.session), challenges=True))
+        sessions_at = SharedPort(
+            placement, lambda i: (workers[i].host, workers[i].ports.session), challenges=True
+        )
+        shared.append(sessions_at)
     try:
         await shared[0].start(plan.listen_host, plan.port)
         if len(shared) > 1:
             await shared[1].start(plan.listen_host, plan.session_port or 0)
-        await pool.start(front.recovery, front_at)
+        await workers.start(front.recovery, front_at)
     except OSError as error:
-        await _stop(shared, servers, pool)
+        await _stop(shared, servers, workers)
         return _told(f"cannot open a proxy port: {error}", 1)
     except LaunchError as error:
-        await _stop(shared, servers, pool)
+        await _stop(shared, servers, workers)
         if plan.ray is not None:
             return _told(str(error), 1)
-        codes = [w.process.process.returncode for w in pool if w.process and w.process.process]
+        codes = [w.process.process.returncode for w in workers if w.process and w.process.process]
         code = next((code for code in codes if code), 1)
         return _told(f"a worker did not start (exit code {code}; its output is above)", code)
     front.ready = True
@@ -197,11 +200,11 @@ async def run_fleet(plan: FleetPlan) -> int:
     watch = None
     if leases is not None:
         watch = asyncio.get_running_loop().create_task(
-            leases.watch(link.http, link.up_workers, headers, front.owner_worker)
+            leases.watch(link, link.up_workers)
         )
-    health = (await link.http.get(f"{pool[0].control_url}/health", headers=headers)).json()
+    health = (await link.http.get(f"{workers[0].control_url}/health", headers=headers)).json()
     if plan.web_ports and 0 in plan.web_ports:  # each worker picked its mitmweb port on its machine
-        replies = [await link.http.get(f"{w.control_url}/health", headers=headers) for w in pool]
+        replies = [await link.http.get(f"{w.control_url}/health", headers=headers) for w in workers]
         plan = replace(plan, web_ports=tuple(int(reply.json().get("web_port") or 0) for reply in replies))
     print(banner(plan, front, servers, health, web_token), flush=True)
     watching = asyncio.create_task(liveness.watch(front))
@@ -213,7 +216,7 @@ async def run_fleet(plan: FleetPlan) -> int:
     watching.cancel()
     if watch is not None:
         watch.cancel()
-    await _stop(shared, servers, pool)
+    await _stop(shared, servers, workers)
     if leases is not None:
         await leases.pool.close()
     await link.http.aclose()
@@ -286,9 +289,9 @@ def _told(problem: str, code: int) -> int:
     return code
 
 
-async def _stop(shared: list[SharedPort], servers: list[ControlServer], pool: Workers) -> None:
+async def _stop(shared: list[SharedPort], servers: list[ControlServer], workers: Workers) -> None:
     for port in shared:
         await port.stop()
-    await pool.stop()
+    await workers.stop()
     for server in servers:
         await server.stop()

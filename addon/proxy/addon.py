@@ -24,7 +24,7 @@ from mitmproxy.proxy import server_hooks
 from webarena_live.control.app import create_app
 from webarena_live.control.context import RESERVED_HOST, ControlContext
 from webarena_live.control.server import ControlServer
-from webarena_live.evaluator import SiteMap, WebArenaLiveError, load_tasks, prepare_output_dir
+from webarena_live.evaluator import EventRecord, SiteMap, WebArenaLiveError, load_tasks, prepare_output_dir
 from webarena_live.proxy.browser_traffic import BrowserServices, answer
 from webarena_live.proxy.capture import record_from_flow, tunnel_failure_event
 from webarena_live.proxy.connections import (
@@ -36,6 +36,7 @@ from webarena_live.proxy.connections import (
     ClientConnections,
 )
 from webarena_live.proxy.credentials import challenge, take_credentials
+from webarena_live.proxy.faults import FaultInjector
 from webarena_live.proxy.flow_notes import FlowNotes
 from webarena_live.proxy.header_login import HeaderLogin
 from webarena_live.proxy.leases import check as check_lease
@@ -55,7 +56,8 @@ from webarena_live.proxy.startup import (
 )
 from webarena_live.replicas import MutationLog
 from webarena_live.replicas.pool import ReplicaPool
-from webarena_live.runs.sessions import DEFAULT_SESSION, NoticeKind, SessionStore
+from webarena_live.runs.journal import TurnWrites
+from webarena_live.runs.sessions import DEFAULT_SESSION, NoticeKind, Session, SessionStore
 from webarena_live.runs.settings import RunSettings
 
 logger = logging.getLogger(__name__)
@@ -89,6 +91,11 @@ class WebArenaLive:
         """Ends the leases idle past `--lease-timeout` (`proxy/leases.py`)."""
         self.started = False
         """The proxy runs (`running` was called): a reconfiguration from now on says what it loaded."""
+        self.captures: TurnWrites[tuple[Session, EventRecord, http.HTTPFlow]] = TurnWrites(self._record)
+        """Each loop turn's captured flows, recorded and journaled together right after it."""
+        self.addons = [FaultInjector(self)]
+        """mitmproxy's sub-addons, each hook called right after this addon's: faults made on purpose
+        (`proxy/faults.py`), which read the session this addon named."""
 
     # --- options -------------------------------------------------------------------------------
 
@@ -220,6 +227,7 @@ class WebArenaLive:
         logger.info("webarena-live: control API on http://%s:%d/", server.host, server.port)
 
     async def done(self) -> None:
+        self.captures.flush()  # the last turn's lines before the journals close
         if self._watcher is not None:
             self._watcher.cancel()
         if self.server is not None:
@@ -357,19 +365,19 @@ class WebArenaLive:
 
     # --- capture -------------------------------------------------------------------------------
 
-    def response(self, flow: http.HTTPFlow) -> None:
-        # Captured here, before mitmproxy sends the response on: the event's journal line is
-        # with the operating system before the agent sees the answer (see `Journal`).
-        if not flow.metadata.get(SKIP_KEY):
-            self._capture(flow)
+    def response(self, flow: http.HTTPFlow) -> asyncio.Future[None] | None:
+        # Captured here, before mitmproxy sends the response on: mitmproxy awaits what this returns,
+        # so the event's journal line is with the operating system before the agent sees the answer
+        # (see `Journal`). The line is written with the rest of this loop turn's (`TurnWrites`).
+        return None if flow.metadata.get(SKIP_KEY) else self._capture(flow)
 
-    def error(self, flow: http.HTTPFlow) -> None:
-        if not flow.metadata.get(SKIP_KEY) and not flow.metadata.get(CAPTURED_KEY):
-            self._capture(flow)
+    def error(self, flow: http.HTTPFlow) -> asyncio.Future[None] | None:
+        skip = flow.metadata.get(SKIP_KEY) or flow.metadata.get(CAPTURED_KEY)
+        return None if skip else self._capture(flow)
 
-    def _capture(self, flow: http.HTTPFlow) -> None:
+    def _capture(self, flow: http.HTTPFlow) -> asyncio.Future[None] | None:
         if self.context is None or flow.is_replay:
-            return
+            return None
         flow.metadata[CAPTURED_KEY] = True
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
         try:
@@ -381,6 +389,11 @@ class WebArenaLive:
         session = self.context.sessions.get_or_create(name)
         if self.browser_services.is_own(flow.request.host):  # forwarded (--forward-browser-traffic)
             session.attempt.note_browser_request(flow.request.method, flow.request.url)
-            return
-        if session.append(record_from_flow(flow, body_cap=self.body_cap)) and self.flow_notes is not None:
+            return None
+        return self.captures.add((session, record_from_flow(flow, body_cap=self.body_cap), flow))
+
+    def _record(self, captured: tuple[Session, EventRecord, http.HTTPFlow]) -> None:
+        """Into the session's trace and journal (`TurnWrites.flush`, right after the flow's loop turn)."""
+        session, record, flow = captured
+        if session.append(record) and self.flow_notes is not None:
             self.flow_notes.captured(flow, session)

@@ -21,11 +21,12 @@ from typing import Any
 from mitmproxy import http
 
 from webarena_live.control.context import RESERVED_HOST, ControlContext
-from webarena_live.evaluator import SiteMap, placeholder
+from webarena_live.evaluator import MUTATION_METHODS, SiteMap, counts_as_navigation, placeholder
 from webarena_live.proxy.browser_traffic import is_service_host
-from webarena_live.replicas import MUTATING_METHODS, MutationLog, parse_isolation, parse_lease_timeout
+from webarena_live.replicas import MutationLog, parse_isolation, parse_lease_timeout
 from webarena_live.replicas.build import build_pool, pool_file
 from webarena_live.replicas.pool import ReplicaPool
+from webarena_live.runs.fault_plan import FAULT_KEY
 from webarena_live.runs.sessions import Session
 from webarena_live.runs.settings import SessionState
 
@@ -35,6 +36,8 @@ REFUSED_KEY = "webarena_live.outside_lease"
 """Set on a flow `--confine` answered with a 403: it never reached a site, so it changed nothing."""
 WATCH_SECONDS = 1.0
 """How often idle leases (`--lease-timeout`) are looked for."""
+NAVIGATION_HEADERS = ("accept", "sec-fetch-user", "sec-fetch-dest", "sec-fetch-mode")
+"""The request headers the reference's navigation rule reads."""
 ENDED_STATUS = 410
 """What the proxy answers, itself, to a request of a session whose lease ended before its finish."""
 
@@ -83,10 +86,19 @@ def check(context: ControlContext, session: Session, flow: http.HTTPFlow, *, con
 
 
 def record(context: ControlContext, session: str, flow: http.HTTPFlow) -> None:
-    """A finished flow that may have changed a replica (any session's, any lease's)."""
+    """A finished flow, for the pool: its answer when it is judged (a navigation or a mutation: the
+    copy's health), and the flow itself when it may have changed a replica (any session's, any lease's).
+    What the proxy answered itself (`--confine`, an ended lease) reached no replica; a fault made on
+    purpose (`--faults`) says nothing of the copy's health."""
     log = context.mutations
     request = flow.request
-    if log is None or request.method not in MUTATING_METHODS or flow.metadata.get(REFUSED_KEY):
+    if log is None or flow.metadata.get(REFUSED_KEY):
+        return
+    mutating = request.method in MUTATION_METHODS
+    if (mutating or is_navigation(request)) and not flow.metadata.get(FAULT_KEY):
+        status = flow.response.status_code if flow.response is not None else 0
+        log.answered(request.url, status, flow.error.msg if flow.error is not None else None)
+    if not mutating:
         return
     # the body as sent; decoded only when it came compressed (a rule may read it: `replicas.changes`)
     body = (
@@ -96,6 +108,18 @@ def record(context: ControlContext, session: str, flow: http.HTTPFlow) -> None:
     )
     log.record(request.url, session, request.method, request.timestamp_start,
                content_type=request.headers.get("content-type", ""), body=body)  # fmt: skip
+
+
+def is_navigation(request: http.Request) -> bool:
+    """Whether the reference counts `request` as a navigation (a GET: read only when it is one)."""
+    if request.method != "GET":
+        return False
+    headers = request.headers
+    accept = headers.get("accept", "")
+    if "text/html" not in accept.lower():  # the rule needs it either way: one lookup for most requests
+        return False
+    wanted = {name: headers[name] for name in NAVIGATION_HEADERS if name in headers}
+    return counts_as_navigation("GET", wanted)
 
 
 def pool_for(
@@ -169,15 +193,11 @@ def hold(context: ControlContext, session: Session, flow: http.HTTPFlow) -> bool
 
 
 async def watch_idle(context: ControlContext) -> None:
-    """End the leases idle past `--lease-timeout` (`ReplicaPool.expire`), and say so in the log."""
+    """End the leases idle past `--lease-timeout` (`ReplicaPool.expire`: the pool's one way to end a
+    lease, which the control API's `SessionEnds.lease_ended` logs and announces)."""
     pool = context.pool
     if pool is None or pool.lease_timeout is None:
         return
     while True:
         await asyncio.sleep(WATCH_SECONDS)
-        for name in pool.expire():
-            logger.warning(
-                "webarena-live: session %s was idle past --lease-timeout (%g s): its replicas are given "
-                "back; its requests are refused until it finishes",
-                name, pool.lease_timeout,
-            )  # fmt: skip
+        pool.expire()

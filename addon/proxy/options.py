@@ -177,6 +177,15 @@ OPTIONS = (
         reconfigures=False,
     ),
     AddonOption(
+        "webarena_faults", str, "",
+        "A fault file (JSON: seed and rules): faults made on purpose in the sessions' requests to the "
+        "sites (latency, an error status, a dropped connection, a slow body), drawn reproducibly.",
+        flag="faults", metavar="FILE",
+        flag_help="make faults on purpose in the sessions' requests to the sites, as the fault FILE says "
+        "(JSON: a seed and rules by site, path and method with a probability: latency, an error status "
+        "with a page, a dropped connection or a slow body); the same seed and traffic give the same faults",
+    ),
+    AddonOption(
         "webarena_body_cap", int, BODY_CAP, "Largest request/response body kept in an event, in bytes."
     ),
     AddonOption(

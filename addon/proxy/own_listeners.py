@@ -1,6 +1,6 @@
 """The proxy's own listening addresses, kept as a set: mitmproxy's loop check at constant cost.
 
-See docs/architecture.md, Session addresses. Before every upstream connection mitmproxy's proxyserver
+See docs/architecture.md, Workers. Before every upstream connection mitmproxy's proxyserver
 (`Proxyserver.server_connect`, the same in mitmproxy 11 and 12) refuses a target that is one of its
 own listeners, so a request naming the proxy itself does not loop. It finds them by asking every
 server of its list for its `listen_addrs`, one `getsockname` per socket, and it knows nothing of the

@@ -14,8 +14,8 @@ the evaluator's names only (an import contract).
 """
 
 from webarena_live.replicas.errors import RETRY_AFTER, NoReplica, PoolError, PoolSetupError, ResetFailed
-from webarena_live.replicas.lease import Lease, LeaseUse, lease_of, read_lease, replica_urls, write_lease
-from webarena_live.replicas.mutations import MUTATING_METHODS, MutationLog
+from webarena_live.replicas.lease import FORGOTTEN, Lease, LeaseUse, lease_of, replica_urls
+from webarena_live.replicas.mutations import MutationLog
 from webarena_live.replicas.policy import (
     Isolation,
     default_isolation,
@@ -27,7 +27,7 @@ from webarena_live.replicas.policy import (
 from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters, no_interference
 
 __all__ = [
-    "MUTATING_METHODS",
+    "FORGOTTEN",
     "RETRY_AFTER",
     "Isolation",
     "Lease",
@@ -47,7 +47,5 @@ __all__ = [
     "no_interference",
     "parse_isolation",
     "parse_lease_timeout",
-    "read_lease",
     "replica_urls",
-    "write_lease",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 
 from webarena_live.evaluator import POOL_FILE, SiteMap
 from webarena_live.replicas.errors import PoolSetupError
+from webarena_live.replicas.lease_book import BOOK_DIR, LeaseBook
 from webarena_live.replicas.memory import state_dir
 from webarena_live.replicas.policy import Isolation, default_isolation, isolation_problems
 from webarena_live.replicas.pool import ReplicaPool
@@ -16,7 +17,7 @@ from webarena_live.replicas.pool import ReplicaPool
 
 def build_pool(
     site_map: SiteMap,
-    sharing: Isolation | None,
+    isolation: Isolation | None,
     lease_timeout: float | None,
     *,
     state_file: Path | None = None,
@@ -26,12 +27,13 @@ def build_pool(
 ) -> ReplicaPool:
     """The replicas of `site_map` under the sharing policy (None: the map decides), leases ending after
     `lease_timeout` idle seconds (None: with their session). `state_file` (`OUT/.pool.json`): where it
-    remembers its replicas' state; a new pool reads it and resets every replica it names changed (all of
-    them with `reset_at_start`) before leasing it, once the loop runs (`ReplicaPool.start`). `current`,
-    the pool in use, is kept when the map and the policy did not change (a reconfiguration keeps its
-    leases). `PoolSetupError`, one problem a line, when the policy cannot hold on this map."""
-    wanted = sharing or default_isolation(site_map)
-    if current is not None and current.site_map == site_map and current.sharing is wanted:
+    remembers its replicas' state (its lease book beside it); a new pool reads both and resets every
+    replica it names changed (all of them with `reset_at_start`) before leasing it, once the loop runs
+    (`ReplicaPool.start`). `current`, the pool in use, is kept when the map and the policy did not
+    change (a reconfiguration keeps its leases). `PoolSetupError`, one problem a line, when the policy
+    cannot hold on this map."""
+    wanted = isolation or default_isolation(site_map)
+    if current is not None and current.site_map == site_map and current.isolation is wanted:
         current.lease_timeout = lease_timeout
         pool = current
     else:
@@ -39,6 +41,8 @@ def build_pool(
             raise PoolSetupError("\n".join(problems))
         pool = ReplicaPool(site_map, wanted, lease_timeout=lease_timeout, on_change=on_change)
         pool.state_file = state_file
+        if state_file is not None:  # the lease book beside it: `OUT/.leases/`
+            pool.book = LeaseBook(state_file.parent / BOOK_DIR)
         pool.restore(reset_all=reset_at_start)
     return pool
 
@@ -49,7 +53,7 @@ def banner_line(pool: ReplicaPool, *, confine: bool) -> str:
     timeout = f"{pool.lease_timeout:g} s idle" if pool.lease_timeout is not None else "never"
     kept = f"; remembered in {pool.state_file}" if pool.state_file is not None else ""
     return (
-        f"  replicas      {copies} of {len(pool.replicas)} sites, --isolation {pool.sharing}, "
+        f"  replicas      {copies} of {len(pool.replicas)} sites, --isolation {pool.isolation}, "
         f"--confine {'on' if confine else 'off'}, --lease-timeout {timeout}{kept}"
     )
 

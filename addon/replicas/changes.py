@@ -25,9 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
-from webarena_live.evaluator import SiteMap, SiteRule, placeholder
+from webarena_live.evaluator import MUTATION_METHODS, SiteMap, SiteRule, placeholder
 
-CHANGING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 MAX_BODY = 1 << 20
 """A body larger than this (bytes) is not parsed: a change. GraphQL reads are small; parsing is not free."""
 
@@ -53,7 +52,7 @@ class Rule:
     a GraphQL body of queries only or of named operations, a form body of only `form_fields`)."""
 
     name: str
-    methods: frozenset[str] = CHANGING_METHODS
+    methods: frozenset[str] = frozenset(MUTATION_METHODS)
     path: re.Pattern[str] | None = None
     graphql_queries: bool = False
     graphql_operations: frozenset[str] = frozenset()
@@ -61,7 +60,7 @@ class Rule:
     """With `form_required`: the body is a form whose fields are all among these (the admin's sign-in)."""
     form_required: str = ""
     source: str = field(default="", compare=False)
-    """Where the site defines it (the README's table)."""
+    """Where the site defines it (the table in docs/guides/shared-sites.md)."""
 
 
 def _rule(name: str, methods: Iterable[str], path: str, source: str, **more: object) -> Rule:
@@ -221,7 +220,7 @@ class ChangeRules:
         """What the request does to the site `url` is on. Only POST, PUT, PATCH and DELETE are looked
         at; for them, the body only when a rule of the site needs it."""
         method = method.upper()
-        if method not in CHANGING_METHODS:
+        if method not in MUTATION_METHODS:
             return READ_BY_METHOD
         found = self.site_map.replicas_of(url)
         if not found:

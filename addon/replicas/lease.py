@@ -1,26 +1,25 @@
 """A lease: the replica of each site a session works on (docs/architecture.md, Replicas).
 
-One record, shared: the pool (`replicas/pool.py`) hands it out and ends it; the session's attempt
-(`runs/attempt.py`) holds the very same object and shows it, adds what the session did outside of it,
-and keeps it on disk beside its journal, so a resumed session takes its replicas back. Under
-`serve --workers` the front's pool holds the leases; a worker builds the attempt's record from the
-lease the front gave (`lease_of`).
+One record, one life: held, then ended with a reason (`finished`, `abandoned`, `timeout`, `lost`, ...).
+The pool (`replicas/pool.py`) grants it and ends it (`ReplicaPool.end_lease`, the one way a lease ends)
+and keeps every transition in its lease book (`replicas/lease_book.py`) before anyone sees it. In one
+process the session's attempt (`runs/attempt.py`) holds the very same object and shows it, adding what
+the session did outside of it. Under `serve --workers` the front's pool holds the leases; a worker holds a
+view built from what the front told it (`lease_of`, `Lease.copy_end`), never a record of its own.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from webarena_live.evaluator import SiteMap, placeholder
 
-logger = logging.getLogger(__name__)
-
+FORGOTTEN = frozenset({"finished", "restarted", "refused", "reset failed"})
+"""Ends after which a session's lease is not remembered: it finished, or its start did not go on (a new
+start, a refused one). Any other end (`abandoned`, `timeout`, `lost`) is remembered for a resume."""
 OUTSIDE_LISTED = 20
 """The requests outside its lease an attempt lists (the newest); all are counted."""
 
@@ -52,10 +51,15 @@ class Lease:
     def touch(self, when: float | None = None) -> None:
         self.touched = max(self.touched, time.time() if when is None else when)
 
-    def end(self, reason: str, detail: str | None = None) -> None:
-        """Mark the lease ended (the pool gives its replicas back itself); the first reason stays."""
+    def _close(self, reason: str, detail: str | None, at: float | None = None) -> None:
+        """The record's side of an end (`ReplicaPool.end_lease` ends a lease); the first reason stays."""
         if self.ended is None:
-            self.ended, self.ended_detail, self.ended_at = reason, detail, time.time()
+            self.ended, self.ended_detail = reason, detail
+            self.ended_at = time.time() if at is None else at
+
+    def copy_end(self, reason: str, detail: str | None = None, at: float | None = None) -> None:
+        """A worker's view takes the end its front's pool wrote (a lease ends in the pool alone)."""
+        self._close(reason, detail, at)
 
     def holds(self, site: str, index: int) -> bool:
         return self.indexes.get(site) == index
@@ -81,8 +85,12 @@ class Lease:
         return view
 
     def record(self) -> dict[str, Any]:
-        record: dict[str, Any] = {"indexes": self.indexes, "replicas": self.replicas}
-        if self.ended_early:
+        """What the lease book keeps (and a fleet's front tells its worker: `control/wire.py`)."""
+        record: dict[str, Any] = {
+            "session": self.session, "task_id": self.task_id, "mutating": self.mutating,
+            "indexes": self.indexes, "replicas": self.replicas, "started": self.started,
+        }  # fmt: skip
+        if self.ended is not None:
             record.update(ended=self.ended, ended_reason=self.ended_detail, ended_at=self.ended_at)
         return record
 
@@ -96,9 +104,17 @@ class Lease:
         if not all(isinstance(k, str) and isinstance(v, int) for k, v in indexes.items()):
             return None
         lease = cls({k: int(v) for k, v in indexes.items()}, {str(k): str(v) for k, v in replicas.items()})
+        if isinstance(session := record.get("session"), str):
+            lease.session = session
+        if isinstance(task_id := record.get("task_id"), int):
+            lease.task_id = task_id
+        lease.mutating = record.get("mutating") is True
+        if isinstance(started := record.get("started"), int | float):
+            lease.started = lease.touched = float(started)
         if isinstance(record.get("ended"), str):
-            detail = record.get("ended_reason")
-            lease.end(record["ended"], detail if isinstance(detail, str) else None)
+            detail, at = record.get("ended_reason"), record.get("ended_at")
+            lease._close(record["ended"], detail if isinstance(detail, str) else None,
+                         float(at) if isinstance(at, int | float) else None)  # fmt: skip
         return lease
 
 
@@ -147,26 +163,3 @@ class LeaseUse:
         for name in ended:
             del self._leases[name]
         return found
-
-
-def lease_file(journal: Path) -> Path:
-    """Beside a journal, the lease of its attempt: `<journal>.lease.json`."""
-    return journal.with_name(journal.name + ".lease.json")
-
-
-def write_lease(journal: Path, lease: Lease) -> None:
-    """Keep the lease beside the journal; a journal directory that cannot be written loses only this
-    (the journal itself reports its own trouble)."""
-    try:
-        journal.parent.mkdir(parents=True, exist_ok=True)
-        lease_file(journal).write_text(json.dumps(lease.record()), encoding="utf-8")
-    except OSError as error:
-        logger.warning("cannot keep the lease beside %s: %s", journal, error)
-
-
-def read_lease(journal: Path) -> Lease | None:
-    """The lease kept beside `journal`; None when there is none (or it cannot be read)."""
-    try:
-        return Lease.from_record(json.loads(lease_file(journal).read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return None

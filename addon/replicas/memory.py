@@ -34,6 +34,7 @@ def replica_record(replica: ReplicaState) -> dict[str, Any]:
         "dirty": replica.dirty,
         "resetting": replica.resetting,
         "out_of_service": replica.out_of_service,
+        "failing": replica.failing,
     }
 
 
@@ -58,8 +59,13 @@ def needing_reset(document: dict[str, Any], replicas: dict[str, list[ReplicaStat
                 continue
             if not 0 <= index < len(replicas[site]) or replicas[site][index].url != record.get("url"):
                 continue
-            if record.get("dirty") or record.get("resetting") or record.get("out_of_service"):
-                found.append(replicas[site][index])
+            replica = replicas[site][index]
+            if isinstance(failing := record.get("failing"), str):
+                # repaired (reset, probed) before its next lease; also when it was being reset or out of
+                # service then, which a failing copy is until its probe finds it up
+                replica.failing = failing
+            if replica.failing or any(record.get(key) for key in ("dirty", "resetting", "out_of_service")):
+                found.append(replica)
     return found
 
 
@@ -97,7 +103,8 @@ def restore(
     until its reset is done). The replicas marked."""
     document = read_document(path)
     restored_counters(document, counters)
-    chosen = [r for rs in replicas.values() for r in rs] if reset_all else needing_reset(document, replicas)
+    remembered = needing_reset(document, replicas)  # and each one remembered failing is failing again
+    chosen = [r for rs in replicas.values() for r in rs] if reset_all else remembered
     why = "--reset-at-start" if reset_all else "changed before a restart"
     for replica in chosen:
         replica.dirty = True

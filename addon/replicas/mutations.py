@@ -6,7 +6,8 @@ mutation to its pool as it is recorded (`listen`), and a fleet's front reads eve
 HTTP (`GET /mutations`, `mutations_after`) and hands what it gathers to its own pool (`ReplicaPool.take`).
 `record` is the one place where a request is judged a change of a replica or a read (`changes`: a GraphQL
 query, signing in, a site map's own rules); reads are counted by rule (`reads`, in `/health`), never
-logged. See docs/architecture.md, Replicas.
+logged. It also keeps the judged answers each replica gave (`answered`: a navigation's or a mutation's
+status), which the pool reads as the copy's health, the same two ways. See docs/architecture.md, Replicas.
 """
 
 from __future__ import annotations
@@ -19,17 +20,19 @@ from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
-from webarena_live.evaluator import SiteMap, placeholder
+from webarena_live.evaluator import MUTATION_METHODS, SiteMap, answer_failed, placeholder
 from webarena_live.replicas.changes import CHANGE_UNJUDGED, ChangeRules
 from webarena_live.replicas.state import MUTATIONS_KEPT, Mutation
 
 logger = logging.getLogger(__name__)
 
-MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-"""The methods that may change a site (the trace's mutation events are the same)."""
 
-Listener = Callable[[str, int, Mutation], None]
+MutationListener = Callable[[str, int, Mutation], None]
 """Told `(site, replica index, mutation)` for each mutation recorded."""
+AnswerListener = Callable[[str, int, bool], None]
+"""Told `(site, replica index, failed)` for each judged answer recorded."""
+ANSWERS_KEPT = 10_000
+"""Judged answers a log keeps for a front to read (the oldest go first)."""
 
 
 class MutationLog:
@@ -42,7 +45,10 @@ class MutationLog:
         restarted worker). Random, not the log's memory address, which a new process may reuse."""
         self._seq = 0
         self._log: deque[tuple[int, str, int, Mutation]] = deque(maxlen=MUTATIONS_KEPT)
-        self._listeners: list[Listener] = []
+        self._mutation_listeners: list[MutationListener] = []
+        self._answer_seq = 0
+        self._answers: deque[tuple[int, str, int, bool]] = deque(maxlen=ANSWERS_KEPT)
+        self._answer_listeners: list[AnswerListener] = []
         self.rules = ChangeRules(site_map)
         self.reads: dict[str, Counter[str]] = {}
         """Per site, the requests a rule judged reads (rule -> count); methods that never change uncounted."""
@@ -53,8 +59,31 @@ class MutationLog:
         if site_map is not self.rules.site_map:
             self.rules = ChangeRules(site_map)
 
-    def listen(self, listener: Listener) -> None:
-        self._listeners.append(listener)
+    def listen(self, listener: MutationListener, answers: AnswerListener | None = None) -> None:
+        self._mutation_listeners.append(listener)
+        if answers is not None:
+            self._answer_listeners.append(answers)
+
+    def answered(self, url: str, status: int, error: str | None = None) -> bool | None:
+        """A judged request's answer (a navigation or a mutation, not a fault made on purpose): kept for
+        the replica it reached and told to the listeners; whether it shows the site failing (None when
+        the URL is on no replica of the map)."""
+        found = self.site_map.replicas_of(url)
+        if not found:
+            return None
+        site, index = found[0]
+        failed = answer_failed(status, error)
+        self._answer_seq += 1
+        self._answers.append((self._answer_seq, site, index, failed))
+        for listener in self._answer_listeners:
+            listener(site, index, failed)
+        return failed
+
+    def answers_after(self, seq: int) -> list[dict[str, Any]]:
+        """The judged answers recorded after `seq`, oldest first (numbered without gaps, as mutations)."""
+        newer = reversed(list(islice(reversed(self._answers), max(self._answer_seq - seq, 0))))
+        return [{"seq": s, "site": placeholder(site), "index": index, "failed": failed}
+                for s, site, index, failed in newer]  # fmt: skip
 
     def record(
         self,
@@ -69,7 +98,7 @@ class MutationLog:
         """A request through the proxy (any session's, inside its lease or not). One that changes a
         replica (`ChangeRules.judge`: its method, URL, content type and body) is logged and told to the
         listeners; None when it only reads or is on no site the map knows of."""
-        if method.upper() not in MUTATING_METHODS:
+        if method.upper() not in MUTATION_METHODS:
             return None
         found = self.site_map.replicas_of(url)
         if not found:
@@ -86,7 +115,7 @@ class MutationLog:
         self._seq += 1
         mutation = Mutation(session, method.upper(), url, time.time() if when is None else when, self._seq)
         self._log.append((self._seq, site, index, mutation))
-        for listener in self._listeners:
+        for listener in self._mutation_listeners:
             listener(site, index, mutation)
         return mutation
 

@@ -2,8 +2,10 @@
 
 A site of the site map may have several replicas, each a complete deployment with its own URLs and
 reset endpoint (`evaluator/sites.py`). `POST /sessions` leases one replica per site of the task to the
-session; the lease ends with its finish, when it is abandoned (`--lease-timeout`) or when its worker or
-node is lost. Who may share a replica is the sharing policy (`--isolation`):
+session; the lease ends (`end_lease`, the one way it ends, written to the lease book first) with its
+finish, when it is abandoned (`POST /sessions/{s}/abandon`, or idle past `--lease-timeout`) or when its
+worker or node is lost, and an ended lease is never granted again, not even to a session resumed after
+a restart. Who may share a replica is the sharing policy (`--isolation`):
 
 - `exclusive`: a replica serves one session at a time;
 - `readers`: sessions whose task only reads (retrieve, navigate) share a replica no mutating session
@@ -33,40 +35,39 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from webarena_live.evaluator import SiteMap, Task, placeholder, site_key, write_json_atomically
 from webarena_live.replicas import memory
-from webarena_live.replicas.errors import NoReplica, ResetFailed
-from webarena_live.replicas.lease import Lease
+from webarena_live.replicas.errors import NoReplica
+from webarena_live.replicas.health import ReplicaHealth
+from webarena_live.replicas.lease import FORGOTTEN, Lease
+from webarena_live.replicas.lease_book import LeaseBook
 from webarena_live.replicas.mutations import MutationLog, add_reads
 from webarena_live.replicas.policy import Isolation, default_isolation, is_mutating
-from webarena_live.replicas.reset import RESET_TIMEOUT, ResetOutcome, reset_endpoint
+from webarena_live.replicas.reset import RESET_TIMEOUT
+from webarena_live.replicas.resetting import PoolResets
 from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters, no_interference
-from webarena_live.replicas.views import counters_view, pool_status
+from webarena_live.replicas.views import busy_detail, counters_view, pool_status
 
 logger = logging.getLogger("webarena_live.replicas")
 
 REFUSED_KEPT = 20
-RETRY_PAUSE = (2.0, 60.0)
-"""Seconds before a failed reset is tried again, doubling from the first to the second."""
 
 
-class ReplicaPool:
+class ReplicaPool(PoolResets):
     """Every site's replicas, their leases, and the mutations seen on them (docs/architecture.md,
     Replicas). All of it runs on one event loop: no locks."""
 
     def __init__(
         self,
         site_map: SiteMap,
-        sharing: Isolation | None = None,
+        isolation: Isolation | None = None,
         *,
         lease_timeout: float | None = None,
         reset_timeout: float = RESET_TIMEOUT,
         on_change: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         self.site_map = site_map
-        self.sharing = sharing if sharing is not None else default_isolation(site_map)
+        self.isolation = isolation if isolation is not None else default_isolation(site_map)
         """The sharing policy (`--isolation`): who may hold a replica with whom."""
         self.lease_timeout = lease_timeout
         self.reset_timeout = reset_timeout
@@ -76,11 +77,34 @@ class ReplicaPool:
         """Where the replicas' state and the reset counters are kept (`OUT/.pool.json`: `memory.py`),
         for a restart and the run report, when set."""
         self.replicas: dict[str, list[ReplicaState]] = {
-            name: [ReplicaState(name, i, r.url, r.reset_url) for i, r in enumerate(env.replicas)]
+            name: [
+                ReplicaState(
+                    name,
+                    i,
+                    r.url,
+                    r.reset_url,
+                    probe_url=r.probe_url,
+                    checked=r.health_url is not None,
+                    health=ReplicaHealth(env.health),
+                )
+                for i, r in enumerate(env.replicas)
+            ]
             for name, env in site_map.environments.items()
         }
         self.counters = {name: SiteCounters() for name in self.replicas}
         self.leases: dict[str, Lease] = {}
+        """The leases held now, by session."""
+        self.ended: dict[str, Lease] = {}
+        """The leases that ended before their session finished, by session: a resume gets them back
+        ended (a finish, or a new start of the name, forgets them)."""
+        self.suspended: dict[str, Lease] = {}
+        """Leases held when the last `serve` stopped, by session: they hold no replica until their session
+        is resumed (`lease(..., resume=True)`), which takes them back where they fit."""
+        self.book = LeaseBook()
+        """Every lease's record on disk (`lease_book.py`), when the pool has a state file."""
+        self.on_end: Callable[[Lease], None] | None = None
+        """Told each lease that ended, once it is on disk: the control API says so (`control/leasing.py`),
+        a fleet's front tells the session's worker (`fleet/front/leases.py`)."""
         self.waiting = 0
         self.refused: deque[dict[str, Any]] = deque(maxlen=REFUSED_KEPT)
         """The starts refused for want of a replica, newest last (`/health`, the dashboard)."""
@@ -90,7 +114,7 @@ class ReplicaPool:
         self.log = MutationLog(site_map)
         """The mutations of the traffic this process sees, handed to the pool as they are recorded; a
         fleet's front hands it its workers' instead (`take`)."""
-        self.log.listen(self.take)
+        self.log.listen(self.take, self.answered)
         self._pending: list[tuple[ReplicaState, str]] = []
         """Resets to run once the event loop does (`start`): replicas a restart found changed."""
 
@@ -101,8 +125,13 @@ class ReplicaPool:
         if self.state_file is None:
             return []
         chosen = memory.restore(self.state_file, self.replicas, self.counters, reset_all=reset_all)
+        for session, lease in self.book.all().items():
+            if lease.ended is not None:
+                self.ended[session] = lease
+            elif all(s in self.replicas and 0 <= i < len(self.replicas[s]) for s, i in lease.indexes.items()):
+                self.suspended[session] = lease
         why = "--reset-at-start" if reset_all else "changed before a restart"
-        self._pending += [(replica, why) for replica in chosen if replica.resetting]
+        self._pending += [(replica, why) for replica in chosen if replica.resetting or replica.failing]
         self._keep()
         return chosen
 
@@ -110,29 +139,36 @@ class ReplicaPool:
         """Run the resets `restore` found needed; called once the event loop runs (again: nothing)."""
         pending, self._pending = self._pending, []
         for replica, why in pending:
-            self._spawn(self._reset(replica, "", why=why))
+            replica.resetting = True
+            self._spawn(self._reset(replica, "", why=f"failing before a restart ({replica.failing})"
+                                    if replica.failing else why))  # fmt: skip
 
     # --- leases ------------------------------------------------------------------------------------
 
-    async def lease(
-        self, session: str, task: Task, *, wait: float = 0.0, keep: dict[str, int] | None = None
-    ) -> Lease:
-        """One replica per site of `task` for `session` (its current lease is given up first). `keep`:
-        the lease a resumed session held, taken back as it was. With no fitting replica, waits up to
-        `wait` seconds, then raises `NoReplica`."""
-        self.release(session, "restarted")
+    async def lease(self, session: str, task: Task, *, wait: float = 0.0, resume: bool = False) -> Lease:
+        """One replica per site of `task` for `session`. A new start gives the session's current lease
+        up first (`restarted`); a resumed session (`resume`) gets its own lease back as it was: an ended
+        one ended (it holds nothing, and its address forwards nothing), a held one on the same replicas
+        when they fit the policy now (another session may have taken them since a restart), else on
+        fitting ones. With no fitting replica, waits up to `wait` seconds, then raises `NoReplica`."""
         sites = tuple(site_key(s) for s in task.sites if site_key(s) in self.replicas)
         mutating = is_mutating(task)
-        if keep is not None:
-            return self._grant(session, task, mutating, {s: i for s, i in keep.items() if s in self.replicas})
+        if resume and (ended := self.ended.get(session)) is not None:
+            return ended
+        if resume and (held := self.leases.get(session)) is not None:
+            return held
+        kept = self.suspended.get(session) if resume else None
+        if not resume:
+            self.end_lease(session, "restarted")
+            self._forget(session)
         deadline = time.monotonic() + wait
         while True:
-            chosen = self._choose(sites, mutating)
+            chosen = self._choose(sites, mutating, kept.indexes if kept is not None else None)
             if chosen is not None:
                 return self._grant(session, task, mutating, chosen)
             left = deadline - time.monotonic()
             if left <= 0:
-                detail = self._busy_detail(sites, mutating)
+                detail = busy_detail(self.replicas, self.isolation, sites, mutating)
                 self.refused.append({"at": time.time(), "session": session, "task_id": task.task_id,
                                      "detail": detail})  # fmt: skip
                 raise NoReplica(detail)
@@ -144,20 +180,25 @@ class ReplicaPool:
             finally:
                 self.waiting -= 1
 
-    def _choose(self, sites: tuple[str, ...], mutating: bool) -> dict[str, int] | None:
+    def _choose(
+        self, sites: tuple[str, ...], mutating: bool, kept: dict[str, int] | None = None
+    ) -> dict[str, int] | None:
+        """A fitting replica per site: the one `kept` names when it fits, else the best; None when a
+        site has none."""
         chosen = {}
         for site in sites:
             fitting = [r for r in self.replicas[site] if self._fits(r, mutating)]
             if not fitting:
                 return None
-            chosen[site] = self._best(fitting, mutating).index
+            mine = [r for r in fitting if kept is not None and kept.get(site) == r.index]
+            chosen[site] = (mine[0] if mine else self._best(fitting, mutating)).index
         return chosen
 
     def _best(self, fitting: list[ReplicaState], mutating: bool) -> ReplicaState:
         """The least busy of `fitting`; under `readers`, a read-only task joins a replica other readers
         hold before it takes a free one: readers pack, and the free copies stay free for mutating tasks."""
         least_busy = min(fitting, key=lambda r: (len(r.holders), r.dirty, r.index))
-        if self.sharing is not Isolation.READERS or mutating:
+        if self.isolation is not Isolation.READERS or mutating:
             return least_busy
         shared = [r for r in fitting if r.holders]
         if shared:
@@ -165,49 +206,76 @@ class ReplicaPool:
         return least_busy
 
     def _fits(self, replica: ReplicaState, mutating: bool) -> bool:
-        if self.sharing is Isolation.NONE:
-            return replica.leasable  # a replica reset after a restart waits for it, whatever the policy
+        if (
+            self.isolation is Isolation.NONE
+        ):  # a replica reset after a restart waits for it, whatever the policy
+            return not (replica.resetting or replica.out_of_service)
         if not replica.leasable or replica.dirty:  # a changed replica is reset before its next lease
             return False
-        if self.sharing is Isolation.EXCLUSIVE or mutating:
+        if self.isolation is Isolation.EXCLUSIVE or mutating:
             return not replica.holders
         return not any(replica.holders.values())  # readers share what no mutating session holds
 
     def _grant(self, session: str, task: Task, mutating: bool, chosen: dict[str, int]) -> Lease:
         lease = Lease(chosen, self._urls(chosen), session=session, task_id=task.task_id, mutating=mutating)
+        self.book.write(lease)  # on disk before anyone sees it
+        self.suspended.pop(session, None)
         self.leases[session] = lease
         for replica in self._leased(lease):
             replica.holders[session] = mutating
-        self._tell(session, "lease", {"replicas": dict(lease.replicas), "isolation": str(self.sharing)})
+        self._tell(session, "lease", {"replicas": dict(lease.replicas), "isolation": str(self.isolation)})
         return lease
 
-    def release(self, session: str, reason: str = "finished") -> Lease | None:
-        """End `session`'s lease (finished, abandoned, lost, restarted); its changed replicas are reset
-        in the background once nobody holds them."""
-        lease = self.leases.pop(session, None)
-        if lease is None:
+    def _forget(self, session: str) -> None:
+        """A new start (or the finish) of `session`: its earlier attempt's lease is no longer resumable."""
+        if self.ended.pop(session, None) is not None or self.suspended.pop(session, None) is not None:
+            self.book.drop(session)
+
+    def end_lease(self, session: str, reason: str, detail: str | None = None) -> Lease | None:
+        """End `session`'s lease: the one way a lease ends, whatever caused it (its finish, an abandon,
+        the idle timeout, a lost worker or node, a refused start). The end is written to the lease book
+        first; then the replicas go back (a changed one is reset in the background once nobody holds
+        it) and `end_watchers` are told. A finished session's lease is forgotten; any other end is
+        remembered, so a resume gets it back ended. The lease ended (None when it held none)."""
+        if reason in FORGOTTEN:
+            self._forget(session)
+        elif session in self.suspended:  # held before a restart, never resumed: it ends as it is
+            lease = self.suspended.pop(session)
+            lease._close(reason, detail)
+            self.book.write(lease)
+            self.ended[session] = lease
+            return lease
+        held = self.leases.pop(session, None)
+        if held is None:
             return None
-        lease.end(reason)
+        lease = held
+        lease._close(reason, detail)
+        if reason in FORGOTTEN:
+            self.book.drop(session)
+        else:
+            self.book.write(lease)
+            self.ended[session] = lease
         for replica in self._leased(lease):
             replica.holders.pop(session, None)
             if replica.holders:
                 continue
-            if replica.dirty and self.sharing is not Isolation.NONE and not replica.resetting:
+            if replica.failing and self.isolation is not Isolation.NONE and not replica.resetting:
+                replica.resetting = True  # a failing copy its holders left: reset (when it can be), probed
+                self._spawn(self._reset(replica, session, why=f"failing: {replica.failing}"))
+            elif replica.dirty and self.isolation is not Isolation.NONE and not replica.resetting:
                 replica.resetting = True  # from now on: no lease until the reset is done
                 self._spawn(self._reset(replica, session))
             elif not replica.dirty:
                 self.counters[replica.site].skipped += 1
                 self._keep()
         self._tell(session, "release", {"reason": reason})
+        if self.on_end is not None:
+            try:
+                self.on_end(lease)
+            except Exception:  # a watcher never breaks the pool
+                logger.exception("a lease-end watcher failed")
         self._wake()
         return lease
-
-    def abandon(self, session: str, detail: str | None = None) -> Lease | None:
-        """`POST /sessions/{s}/abandon`: the session gives its replicas back now (`ended`: `abandoned`)."""
-        lease = self.leases.get(session)
-        if lease is not None:
-            lease.end("abandoned", detail)
-        return self.release(session, "abandoned")
 
     def expire(self, now: float | None = None, *, keep: Collection[str] = ()) -> list[str]:
         """End the leases idle past `--lease-timeout` (no request through the session, no control call:
@@ -222,7 +290,7 @@ class ReplicaPool:
             if now - lease.touched > self.lease_timeout and s not in keep
         ]
         for session in expired:
-            self.release(session, "timeout")
+            self.end_lease(session, "timeout")
         return expired
 
     def _urls(self, indexes: dict[str, int]) -> dict[str, str]:
@@ -245,7 +313,7 @@ class ReplicaPool:
             replica.dirty = True
             self._keep()  # on disk before anything else: a killed serve must not lease it unreset
             self._tell(mutation.session, "replica", {"site": placeholder(site), **replica.view()})
-        if not replica.holders and self.sharing is not Isolation.NONE and not replica.resetting:
+        if not replica.holders and self.isolation is not Isolation.NONE and not replica.resetting:
             # changed after its lease ended (a late request, a worker's told late): no release resets it
             replica.resetting = True
             self._spawn(self._reset(replica, mutation.session, why="changed after its lease ended"))
@@ -268,80 +336,11 @@ class ReplicaPool:
             "replicas": dict(lease.replicas),
         }
 
-    # --- resets ---------------------------------------------------------------------------------------
-
-    async def reset_leased(self, session: str, timeout: float) -> list[ResetOutcome]:
-        """`POST /sessions {"reset": true}`: reset the session's replicas now, before it starts. When one
-        fails the lease is given back and `ResetFailed` raised."""
-        lease = self.leases.get(session)
-        if lease is None:
-            return []
-        replicas = [r for r in self._leased(lease) if r.reset_url]
-        async with httpx.AsyncClient(trust_env=False) as client:
-            outcomes = await asyncio.gather(*(self._reset_once(client, r, timeout) for r in replicas))
-        if not all(outcome.ok for outcome in outcomes):
-            self.release(session, "reset failed")
-            raise ResetFailed([outcome.view() for outcome in outcomes])
-        return list(outcomes)
-
-    async def _reset(self, replica: ReplicaState, after: str, *, why: str | None = None) -> None:
-        """Reset a changed replica nobody holds, retrying with a growing pause until it succeeds.
-        `after`: the session whose leaving called for it ("" when `why` says: a restart)."""
-        self._keep()
-        self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
-        pause = RETRY_PAUSE[0]
-        try:
-            async with httpx.AsyncClient(trust_env=False) as client:
-                while True:
-                    outcome = await self._reset_once(client, replica, self.reset_timeout)
-                    replica.resets.append(
-                        {"at": time.time(), "after": after or None, "why": why, "seconds": outcome.seconds,
-                         "ok": outcome.ok, "detail": outcome.detail}
-                    )  # fmt: skip
-                    if outcome.ok:
-                        logger.info(
-                            "replica %d of %s (%s) reset in %.1f s, %s",
-                            replica.index, placeholder(replica.site), replica.url, outcome.seconds,
-                            f"after session {after}" if after else why,
-                        )  # fmt: skip
-                        return
-                    replica.out_of_service = outcome.detail
-                    logger.warning(
-                        "replica %d of %s (%s) is out of service: its reset failed: %s",
-                        replica.index, placeholder(replica.site), replica.url, outcome.detail,
-                    )  # fmt: skip
-                    self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
-                    await asyncio.sleep(pause)
-                    pause = min(pause * 2, RETRY_PAUSE[1])
-        finally:
-            replica.resetting = False
-            self._keep()
-            self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
-            self._wake()
-
-    async def _reset_once(
-        self, client: httpx.AsyncClient, replica: ReplicaState, timeout: float
-    ) -> ResetOutcome:
-        assert replica.reset_url is not None
-        seq = self._seq
-        outcome = await reset_endpoint(client, replica.site, replica.reset_url, timeout)
-        counters = self.counters[replica.site]
-        counters.seconds += outcome.seconds
-        if outcome.ok:
-            counters.resets += 1
-            replica.out_of_service = None
-            # clean unless a mutation arrived while the reset ran (it may have landed after it)
-            replica.dirty = any(m.seq > seq for m in replica.mutations)
-        else:
-            counters.failed += 1
-        self._keep()
-        return outcome
-
     # --- views ----------------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
         """The pool as `/health` shows it (`views.pool_status`)."""
-        policy, leases, refused = str(self.sharing), len(self.leases), list(self.refused)
+        policy, leases, refused = str(self.isolation), len(self.leases), list(self.refused)
         status = pool_status(self.replicas, self.counters, policy, self.waiting, leases, refused)
         return add_reads(status, self.log.reads_view())
 
@@ -354,18 +353,11 @@ class ReplicaPool:
         is told and costs what a restart would remember."""
         if self.state_file is None:
             return
-        document = memory.document_of(str(self.sharing), self.counters_view(), self.replicas)
+        document = memory.document_of(str(self.isolation), self.counters_view(), self.replicas)
         try:
             write_json_atomically(self.state_file, document)
         except OSError as error:
             logger.warning("cannot keep the pool's state in %s: %s", self.state_file, error)
-
-    def _busy_detail(self, sites: tuple[str, ...], mutating: bool) -> str:
-        kind = "a mutating task" if mutating else "a read-only task"
-        busy = [
-            f"{placeholder(site)}: " + ", ".join(r.in_words() for r in self.replicas[site]) for site in sites
-        ]
-        return f"no replica is free for {kind} under --isolation {self.sharing} ({'; '.join(busy)})"
 
     def _tell(self, session: str, kind: str, data: dict[str, Any]) -> None:
         if self.on_change is not None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from webarena_live.evaluator import SiteMap, placeholder, site_key
+from webarena_live.evaluator import SiteMap, answer_failed, placeholder, site_key
 
 RESET_TIMEOUT = 300.0
 """Seconds one reset may take (a container restart is slow); `POST /sessions` may ask for less."""
@@ -81,6 +81,26 @@ async def reset_endpoint(client: httpx.AsyncClient, site: str, url: str, timeout
     return outcome(
         True, (body.get("message") if isinstance(body, dict) else None) or "reset", response.status_code
     )
+
+
+PROBE_TIMEOUT = 30.0
+"""Seconds a probe of a replica may take before it counts as no answer."""
+
+
+async def probe_endpoint(client: httpx.AsyncClient, url: str, *, strict: bool) -> str | None:
+    """Ask a replica whether it is up: GET `url` (redirects followed). None when it is; else what it
+    answered. `strict` (its own `health_url`): only a 2xx is up; else (its start URL) any answer that does
+    not show the site failing (`answer_failed`: no connection, a timeout, 500, 502-504)."""
+    try:
+        response = await client.get(url, timeout=PROBE_TIMEOUT, follow_redirects=True)
+    except httpx.TimeoutException:
+        return f"GET {url}: no answer within {PROBE_TIMEOUT:g} s"
+    except httpx.HTTPError as error:
+        return f"GET {url}: {type(error).__name__}: {error}"
+    status = response.status_code
+    if (strict and not response.is_success) or (not strict and answer_failed(status)):
+        return f"GET {url}: HTTP {status}"
+    return None
 
 
 async def reset_sites(

@@ -7,6 +7,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from webarena_live.replicas.health import ReplicaHealth
+
 MUTATIONS_KEPT = 10_000
 """Mutations remembered per replica (the oldest go first); a session's interference reads them."""
 RESETS_KEPT = 20
@@ -33,29 +35,43 @@ class ReplicaState:
     index: int
     url: str
     reset_url: str | None
+    probe_url: str | None = None
+    """Where a probe asks whether it is up: its `health_url`, else its start URL."""
+    checked: bool = False
+    """Whether it has a `health_url` of its own: then every reset of it is probed too."""
     holders: dict[str, bool] = field(default_factory=dict)
     """The sessions leasing it now, and whether each one's task mutates."""
     dirty: bool = False
     """Received a mutation since its last reset (or since the start)."""
     resetting: bool = False
     out_of_service: str | None = None
-    """Why it is out of service (its last reset failed); None when it is not."""
+    """Why it is out of service (its last reset or probe failed); None when it is not."""
+    failing: str | None = None
+    """Why its recent judged answers say it is failing (`health`); None while they do not."""
+    health: ReplicaHealth = field(default_factory=ReplicaHealth)
+    """Its recent judged answers, across sessions (`replicas/health.py`)."""
     mutations: deque[Mutation] = field(default_factory=lambda: deque(maxlen=MUTATIONS_KEPT))
     resets: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RESETS_KEPT))
     """Its resets, newest last: when, after which session (or why), how long, and how it went."""
 
     @property
     def leasable(self) -> bool:
-        return not (self.resetting or self.out_of_service)
+        return not (self.resetting or self.out_of_service or self.failing)
 
     def view(self) -> dict[str, Any]:
         state = (
             "out_of_service" if self.out_of_service else "resetting" if self.resetting
-            else "leased" if self.holders else "dirty" if self.dirty else "free"
+            else "failing" if self.failing else "leased" if self.holders else "dirty" if self.dirty
+            else "free"
         )  # fmt: skip
-        view = {"index": self.index, "url": self.url, "state": state, "sessions": sorted(self.holders)}
+        view: dict[str, Any] = {"index": self.index, "url": self.url, "state": state,
+                                "sessions": sorted(self.holders)}  # fmt: skip
         if self.out_of_service:
             view["reason"] = self.out_of_service
+        if self.failing:
+            view["failing"] = self.failing
+        if self.health.answers:
+            view["health"] = self.health.view()
         if self.resets:
             view["resets"] = list(self.resets)
         return view
@@ -67,6 +83,8 @@ class ReplicaState:
             return f"{name} out of service (its reset failed: {self.out_of_service})"
         if self.resetting:
             return f"{name} resetting"
+        if self.failing:
+            return f"{name} failing ({self.failing})"
         writers = sorted(s for s, mutating in self.holders.items() if mutating)
         if writers:
             return f"{name} held by a mutating task (session {', '.join(writers)})"

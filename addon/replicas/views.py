@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from webarena_live.evaluator import placeholder
+from webarena_live.replicas.policy import Isolation
 from webarena_live.replicas.state import ReplicaState, SiteCounters
 
 
@@ -30,6 +31,7 @@ def pool_status(
             "free": states.count("free"),
             "resetting": states.count("resetting"),
             "out_of_service": states.count("out_of_service"),
+            "failing": states.count("failing"),
             "dirty": states.count("dirty"),
             "resets": site_counters.resets,
             "resets_skipped": site_counters.skipped,
@@ -47,3 +49,12 @@ def counters_view(counters: dict[str, SiteCounters]) -> dict[str, Any]:
                             "reset_seconds": round(c.seconds, 3)}
         for name, c in sorted(counters.items())
     }  # fmt: skip
+
+
+def busy_detail(
+    replicas: dict[str, list[ReplicaState]], isolation: Isolation, sites: tuple[str, ...], mutating: bool
+) -> str:
+    """Why no replica fits a start: each site's replicas in words (`ReplicaState.in_words`)."""
+    kind = "a mutating task" if mutating else "a read-only task"
+    busy = [f"{placeholder(site)}: " + ", ".join(r.in_words() for r in replicas[site]) for site in sites]
+    return f"no replica is free for {kind} under --isolation {isolation} ({'; '.join(busy)})"

@@ -68,16 +68,23 @@ def default_out() -> Path:
 
 
 def verify(
-    session: str, answer: Path | None, *, control: str | None, token: str | None, out: Path
+    session: str,
+    answer: Path | None,
+    *,
+    control: str | None,
+    token: str | None,
+    out: Path,
+    mask_site_errors: bool = True,
 ) -> tuple[int, str]:
-    """Write the session's reward files into `out`: (exit status, the line to print)."""
+    """Write the session's reward files into `out`: (exit status, the line to print).
+    `mask_site_errors=False` writes the plain score of a session whose sites answered failures."""
     for name in REWARD_FILES:  # a stale reward must not stand in for this session's
         (out / name).unlink(missing_ok=True)
     if answer is not None and not answer.is_file():
         final: Any = ""  # no answer written: the agent gave none, judged as such
     else:
         final = read_answer(answer) if answer is not None else None
-    reward = score(session, final, control=control, token=token)
+    reward = score(session, final, control=control, token=token, mask_site_errors=mask_site_errors)
     if reward.masked or reward.value is None:
         return 1, f"webarena-live verify: no reward for session {session!r}: {reward.kind}: {reward.reason}"
     out.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ message.
 
 Two ways to serve it, both over `verify_body`:
 - inside NeMo-Gym: a resources server (`SimpleResourcesServer`) whose `verify` returns
-  `await verify_body(body.model_dump())` (README, Training with rewards);
+  `await verify_body(body.model_dump())` (docs/guides/rewards.md, NeMo-Gym);
 - standalone, with no NeMo-Gym installed: `create_app()`, the same routes on FastAPI
   (`uvicorn --factory webarena_live.rewards.nemogym:create_app`).
 """

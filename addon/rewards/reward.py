@@ -33,8 +33,8 @@ class Reward(BaseModel):
     """A stable code for why it is masked: the control API's error code (`unknown_session`,
     `session_lost`, `worker_unavailable`, `no_events`, ...), `control_unreachable`, `not_finished`,
     `different_answer` (the session's verdict judged another answer), `already_finished` (an older
-    server would not say which answer it judged), `lease_ended`, `site_unreachable`, `exposed` or
-    `verdict_error`."""
+    server would not say which answer it judged), `lease_ended`, `site_unreachable`, `site_errors`
+    (its sites answered failures: 500, 502-504, no connection), `exposed` or `verdict_error`."""
     reason: str | None = None
     result: dict[str, Any] | None = None
 
@@ -115,15 +115,30 @@ def sent_site_check(result: dict[str, Any]) -> tuple[bool, str | None]:
     return False, None
 
 
+def site_failure(result: dict[str, Any]) -> str | None:
+    """Why the verdict ran on failing sites (the finish's `site_errors`: judged requests answered 500,
+    502-504 or not at all), None when none failed or the server does not say."""
+    errors = result.get("site_errors")
+    if not isinstance(errors, dict) or not isinstance(errors.get("count"), int) or errors["count"] <= 0:
+        return None
+    first = (errors.get("first") or [{}])[0]
+    said = first.get("error") or f"status {first.get('status')}" if isinstance(first, dict) else ""
+    where = f"{first.get('method', 'GET')} {first.get('url', '')}" if isinstance(first, dict) else ""
+    return f"the task's sites failed {errors['count']} judged request(s), the first {where}: {said}"
+
+
 def needs_site_check(result: dict[str, Any]) -> bool:
     """A verdict short of success may come from a site that was down; a success cannot."""
     return _score(result) < 1.0
 
 
-def judged(session: str, result: dict[str, Any], site_down: str | None = None) -> Reward:
+def judged(
+    session: str, result: dict[str, Any], site_down: str | None = None, *, mask_site_errors: bool = True
+) -> Reward:
     """The reward of a verdict: its score, masked when the session's lease had ended before the finish
-    (`lease_ended`: the answer says why), the site was down, the verdict is exposed, or the evaluator
-    itself could not judge (`error`)."""
+    (`lease_ended`: the answer says why), the site was down, its sites answered failures (`site_errors`;
+    `mask_site_errors=False` keeps the plain score), the verdict is exposed, or the evaluator itself
+    could not judge (`error`)."""
     if (ended := result.get("lease_ended")) is not None:
         why = ended if isinstance(ended, str) else json.dumps(ended)
         return masked(
@@ -132,6 +147,8 @@ def judged(session: str, result: dict[str, Any], site_down: str | None = None) -
         )  # fmt: skip
     if site_down is not None:
         return masked(session, "site_unreachable", site_down, result)
+    if mask_site_errors and (failed := site_failure(result)) is not None:
+        return masked(session, "site_errors", failed, result)
     if (exposed := exposure(result)) is not None:
         return masked(session, "exposed", exposed, result)
     if result.get("status") == "error":

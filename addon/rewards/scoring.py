@@ -113,10 +113,12 @@ def score(
     token: str | None = None,
     patience: float = PATIENCE,
     client: Client | None = None,
+    mask_site_errors: bool = True,
 ) -> Reward:
-    """The reward of `session`: finished with `final_response` (None: its verdict is read)."""
+    """The reward of `session`: finished with `final_response` (None: its verdict is read).
+    `mask_site_errors=False` keeps the plain score of a session whose sites answered failures."""
     api = client or shared_client(control, token)
-    steps = _scoring(session, final_response, patience, api.http.base_url)
+    steps = _scoring(session, final_response, patience, api.http.base_url, mask_site_errors)
     step = _advance(steps, None, None)
     while isinstance(step, _Ask):
         try:
@@ -135,10 +137,11 @@ async def ascore(
     token: str | None = None,
     patience: float = PATIENCE,
     client: AsyncClient | None = None,
+    mask_site_errors: bool = True,
 ) -> Reward:
     """`score` for asyncio code: the same steps, each request awaited."""
     api = client or shared_async_client(control, token)
-    steps = _scoring(session, final_response, patience, api.http.base_url)
+    steps = _scoring(session, final_response, patience, api.http.base_url, mask_site_errors)
     step = _advance(steps, None, None)
     while isinstance(step, _Ask):
         reply: Any = None
@@ -180,13 +183,13 @@ def _advance(steps: Steps, reply: Any, error: BaseException | None) -> _Ask | Re
         return reward
 
 
-def _scoring(session: str, answer: Any, patience: float, base_url: httpx.URL) -> Steps:
+def _scoring(session: str, answer: Any, patience: float, base_url: httpx.URL, mask: bool = True) -> Steps:
     """Judge `session` on `answer`; a 503 (its worker restarting) is asked again until `patience` runs
     out; any other refusal, or an API that does not answer, is the masked reward saying so."""
     deadline = time.monotonic() + patience
     while True:
         try:
-            return (yield from _judging(session, answer, str(base_url)))
+            return (yield from _judging(session, answer, str(base_url), mask))
         except ControlAPIError as error:
             if (wait := _retry_in(error, deadline)) is None:
                 return refusal(session, error.status, error.error, error.detail)
@@ -195,7 +198,7 @@ def _scoring(session: str, answer: Any, patience: float, base_url: httpx.URL) ->
             return _unreachable(session, base_url, error)
 
 
-def _judging(session: str, answer: Any, base: str) -> Steps:
+def _judging(session: str, answer: Any, base: str, mask_site_errors: bool = True) -> Steps:
     view = None
     if answer is READ_RESULT:
         view = yield _Ask("session", (session,))
@@ -217,14 +220,14 @@ def _judging(session: str, answer: Any, base: str) -> Steps:
             _origins[base] = site_origins((yield _Ask("health")).get("sites"))
         unanswered = yield _Ask("trace", (session,), {"status": UNANSWERED})
         site_down = unreachable_site(unanswered, _origins[base])
-    return judged(session, result, site_down)
+    return judged(session, result, site_down, mask_site_errors=mask_site_errors)
 
 
 def answered_another(session: str, error: ControlAPIError) -> Reward | None:
     """The finished session's verdict judged another answer than the one given (masked
     `different_answer`, both named), or a server before `different_answer` would not say which answer
     it judged (masked `already_finished`); None for any other refusal. Never the first verdict as the
-    second answer's (DESIGN.md section 6)."""
+    second answer's (docs/architecture.md, The finish)."""
     if isinstance(error, DifferentAnswer):
         return masked(
             session,
@@ -262,7 +265,7 @@ def _finished(session: str, view: dict[str, Any]) -> dict[str, Any] | Reward:
             result = json.loads(Path(outputs["eval_result.json"]).read_text())
     except (OSError, ValueError):
         pass  # the files are on another machine: the view's status and score are the verdict's
-    for beside in ("interference", "sites_answered", "unanswered"):  # what the finish answered beside
+    for beside in ("interference", "sites_answered", "unanswered", "site_errors"):  # answered beside
         if beside in view:  # the verdict (not in eval_result.json)
             result[beside] = view[beside]
     return result

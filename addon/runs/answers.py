@@ -1,8 +1,8 @@
 """Whether a later finish of a finished attempt sends the answer its verdict judged.
 
-A finish answers for its own answer (DESIGN.md section 6): the same answer again gets the first
+A finish answers for its own answer (docs/architecture.md, The finish): the same answer again gets the first
 outcome, another is refused with both named. "The same" is decided on the document the evaluator
-reads, never on the bytes sent (docs/architecture.md, The finish).
+reads, never on the bytes sent.
 """
 
 from __future__ import annotations

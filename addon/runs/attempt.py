@@ -28,8 +28,8 @@ from typing import Any
 from webarena_live.evaluator import (
     ATTEMPT_FILES,
     EARLIER_ATTEMPT,
+    FAILING_STATUSES,
     RESULT_FILE,
-    UNREACHABLE_STATUSES,
     EventRecord,
     FinalAnswer,
     NetworkEvent,
@@ -39,8 +39,10 @@ from webarena_live.evaluator import (
     TaskResult,
     attempt_id,
     evaluate_task,
+    excuse,
     locate_attempt,
     prepare_evaluation,
+    site_errors_field,
     site_origins,
     sites_answered_fields,
     task_progress,
@@ -105,6 +107,12 @@ class Attempt:
         """The newest `BROWSER_REQUESTS_LISTED` of them, as `METHOD URL`."""
         self.dropped_idle_events = 0
         """Events of an idle attempt no longer held in memory (its journal has them)."""
+        self.faults_injected: list[dict[str, Any]] = []
+        """The faults the proxy made on purpose in this attempt's traffic (`proxy/faults.py`), in order."""
+        self.fault_plan: Any = None
+        """The session's own fault plan (`POST /sessions` `faults`; `runs/fault_plan.py`), else None."""
+        self.site_errors: dict[str, Any] | None = None
+        """Its finish's `site_errors` (`sites_answered`), written into `attempt.json`."""
         self._settings = settings
         """The proxy's settings as they are now (the session store's): read at each use."""
         start = settings()
@@ -230,10 +238,13 @@ class Attempt:
 
     def sites_answered(self, settings: RunSettings | None = None) -> dict[str, Any]:
         """Whether the task's sites answered every navigation and mutation so far (`sites_answered`,
-        and `unanswered` when not): what a finish (and a preview) answers beside the verdict."""
-        site_map = (settings or self._settings()).site_map
-        events = self.trace.summaries_with_status(UNREACHABLE_STATUSES)  # the few that may count
-        return sites_answered_fields(events, site_origins(site_map.urls))
+        and `unanswered` when not) and which got a failing answer (`site_errors`): what a finish (and a
+        preview) answers beside the verdict. Faults the proxy made on purpose count in neither."""
+        origins = site_origins((settings or self._settings()).site_map.urls)
+        events = self.trace.summaries_with_status(FAILING_STATUSES)  # the few that may count
+        kept = excuse(events, [(f["method"], f["url"]) for f in self.faults_injected if f.get("failing")])
+        fields = {**sites_answered_fields(kept, origins), "site_errors": site_errors_field(kept, origins)}
+        return {**fields, "faults_injected": list(self.faults_injected)} if self.faults_injected else fields
 
     # --- the finish --------------------------------------------------------------------------------
 
@@ -245,7 +256,8 @@ class Attempt:
 
         Finished already: the same answer gets the first outcome again (`repeated`: a client that
         retries after a lost reply gets the verdict it missed); a different answer is refused with
-        `different_answer`, naming both, because the verdict judged the first one (DESIGN.md section 6)."""
+        `different_answer`, naming both, because the verdict judged the first one
+        (docs/architecture.md, The finish)."""
         answer = FinalAnswer.read(response)  # read once for the verdict and agent_response.json
         if self.state is SessionState.FINISHED and self._outcome is not None and self.answer is not None:
             return self._repeat(answer, self._outcome, self.answer)
@@ -257,6 +269,7 @@ class Attempt:
         )
         evaluated = time.perf_counter()
         sites = self.sites_answered(settings)
+        self.site_errors = sites["site_errors"]
         if interference is not None:
             result = result.model_copy(update={"interference": interference})
         if self.lease is not None and self.lease.ended_early:
@@ -294,9 +307,10 @@ class Attempt:
         if self.state is SessionState.FINISHED:
             raise FinishRefused("already_finished", f"session {self.session!r} is finished; "
                                 "POST /sessions to restart it")  # fmt: skip
-        if not len(self.trace):
+        if not len(self.trace) and (self.lease is None or self.lease.ended_early is None):
             # The reference refuses a run without network events (an error verdict nobody can use);
-            # saying so lets the harness check its proxy settings and finish again.
+            # saying so lets the harness check its proxy settings and finish again. Not once the lease
+            # ended: the agent's traffic was refused then, and the finish says `lease_ended`.
             raise FinishRefused("no_events", f"no events captured in session {self.session!r}; is the "
                                 "agent's traffic using the proxy?")  # fmt: skip
 
@@ -333,7 +347,7 @@ class Attempt:
             return write_outputs(
                 settings.output_dir,
                 task_id=self.task.task_id,
-                record=attempt_record(self, finished, result.interference),
+                record=attempt_record(self, finished, result.interference, self.site_errors),
                 run=self.run,
                 raw_response=answer,
                 trace=self.trace,
@@ -371,6 +385,8 @@ class Attempt:
             }
         if self.dropped_idle_events:
             view["dropped_idle_events"] = self.dropped_idle_events
+        if self.faults_injected:
+            view["faults_injected"] = list(self.faults_injected)
         if self.lease is not None:
             view.update(self.lease.view())
         if self.result is not None:

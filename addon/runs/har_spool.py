@@ -12,7 +12,11 @@ its verdict.
 Spools live in `OUT/.spool/` (a name the reference tooling skips, as it skips
 `.journal`), on the same filesystem as the task directories so the rename
 stays atomic. Any write error abandons the spool; the caller then serializes
-the trace the slow way.
+the trace the slow way. A spool's file is made only once its entries fill
+its buffer (or at the finish): a session that ends without a finish — closed,
+abandoned, never answered — after a few requests leaves no spool file at all,
+where a file made at its first event stayed behind empty (its buffer never
+written) until the proxy stopped.
 
 Renaming over a large `network.har` of an earlier run would make the finish
 wait while the filesystem frees the old file's blocks (tens of milliseconds
@@ -131,6 +135,9 @@ class HarSpool:
         self.entries = 0
         self.path: Path | None = None
         self._file: IO[bytes] | None = None
+        self._pending: list[bytes] = []
+        """The entries (each with its separator) before the file is made."""
+        self._pending_bytes = 0
         self._broken = False
 
     @property
@@ -143,16 +150,14 @@ class HarSpool:
             return
         try:
             if self._file is None:
-                self.directory.mkdir(parents=True, exist_ok=True)
-                handle, name = tempfile.mkstemp(
-                    dir=self.directory, prefix=f"{self.label}-", suffix=".har.tmp"
-                )
-                self.path = Path(name)
-                os.fchmod(handle, RUN_FILE_MODE)  # it becomes network.har: shared like every run file
-                # Buffered, unlike the journal: a spool is worthless after a crash (the
-                # session cannot finish then), so it need not cost a syscall per event.
-                self._file = os.fdopen(handle, "wb", buffering=SPOOL_BUFFER)
-                self._file.write(_HEAD)
+                if not self.entries:  # a folder that cannot be made gives up at once, as a file would
+                    self.directory.mkdir(parents=True, exist_ok=True)
+                self._pending += (b",\n" if self.entries else b"\n", entry_json)
+                self._pending_bytes += len(entry_json) + 2
+                self.entries += 1
+                if self._pending_bytes >= SPOOL_BUFFER:
+                    self._open()
+                return
             self._file.write(b",\n" if self.entries else b"\n")
             self._file.write(entry_json)  # into the buffer as it is: no concatenated copy
             self.entries += 1
@@ -161,16 +166,31 @@ class HarSpool:
             self.discard()
             self._broken = True
 
+    def _open(self) -> None:
+        """Make the spool file and write what was pending into it."""
+        handle, name = tempfile.mkstemp(dir=self.directory, prefix=f"{self.label}-", suffix=".har.tmp")
+        self.path = Path(name)
+        os.fchmod(handle, RUN_FILE_MODE)  # it becomes network.har: shared like every run file
+        # Buffered, unlike the journal: a spool is worthless after a crash (the
+        # session cannot finish then), so it need not cost a syscall per event.
+        self._file = os.fdopen(handle, "wb", buffering=SPOOL_BUFFER)
+        self._file.write(_HEAD)
+        self._file.writelines(self._pending)
+        self._pending, self._pending_bytes = [], 0
+
     def commit(self, target: Path, *, expected_entries: int) -> bool:
         """Close the document and rename it to `target`; False (spool discarded) when it cannot.
 
         It cannot when it does not hold exactly `expected_entries` entries
         (an event it missed) or a write or the rename fails.
         """
-        if self._broken or self._file is None or self.entries != expected_entries:
+        if self._broken or not self.entries or self.entries != expected_entries:
             self.discard()
             return False
         try:
+            if self._file is None:
+                self._open()
+            assert self._file is not None
             self._file.write(_TAIL)
             self._file.close()
             self._file = None
@@ -185,6 +205,7 @@ class HarSpool:
 
     def discard(self) -> None:
         """Close and delete the spool file (a restarted, finished or closed session)."""
+        self._pending, self._pending_bytes = [], 0
         if self._file is not None:
             with contextlib.suppress(OSError):
                 self._file.close()

@@ -10,14 +10,16 @@ finished.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Generic, TypeVar
 
 from webarena_live.evaluator import EventRecord, NetworkEvent, event_to_har_entry, event_to_har_json
 
@@ -30,6 +32,9 @@ EntryFilter = Callable[[dict[str, Any]], dict[str, Any]]
 _LINE_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9_.@-]+")
+
+_gathering: list[Journal] | None = None
+"""Inside `gathered_writes`: the journals holding lines for its end (one event loop per process)."""
 
 
 def journal_filename(session: str, task_id: int | None, when: datetime) -> str:
@@ -53,12 +58,14 @@ FINISHED_INDEX = "finished.txt"
 class Journal:
     """Append-only JSON-lines file of one session run: each line is one event as a HAR entry.
 
-    The file is opened at the first event and written unbuffered, one
-    `write` per line, while the proxy still holds the flow's response: when
-    the agent sees an answer, its event is with the operating system. No
-    fsync: a crash of the proxy process loses nothing already captured (a
-    power loss can lose what the kernel had not flushed yet), and
-    `evaluator.har.load_trace` reads the file back.
+    The file is opened at the first event and written unbuffered, while the
+    proxy still holds the flow's response: when the agent sees an answer, its
+    event is with the operating system. A line is written as it comes, or,
+    inside `gathered_writes` (the proxy's captures, `TurnWrites`), with the
+    other lines of the same loop turn in one `write` before any of their
+    answers goes on. No fsync: a crash of the proxy process loses nothing
+    already captured (a power loss can lose what the kernel had not flushed
+    yet), and `evaluator.har.load_trace` reads the file back.
     """
 
     def __init__(self, path: Path, *, entry_filter: EntryFilter | None = None) -> None:
@@ -66,6 +73,8 @@ class Journal:
         self.entry_filter = entry_filter
         self._file: IO[bytes] | None = None
         self._broken = False
+        self._held: list[bytes] = []
+        """Lines waiting for the end of `gathered_writes`."""
         self.lines = 0
         """Lines written to the file so far."""
 
@@ -75,16 +84,35 @@ class Journal:
             return
         if entry_json is None:
             entry_json = entry_json_bytes(event, self.entry_filter)
+        if _gathering is not None:  # written with the others at the end of `gathered_writes`
+            if not self._held:
+                _gathering.append(self)
+            self._held.append(entry_json)
+            return
+        self._append(entry_json + b"\n", 1)
+
+    def _append(self, data: bytes, lines: int) -> None:
         try:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._file = self.path.open("ab", buffering=0)
-            self._file.write(entry_json + b"\n")
-            self.lines += 1
+            view = memoryview(data)
+            while view:  # a regular file takes it whole but on a full disk: then the error comes next
+                written = self._file.write(view)
+                if not written:
+                    raise OSError(f"the file took none of {len(view)} bytes")
+                view = view[written:]
+            self.lines += lines
         except OSError as error:
             # A full disk must not take the proxy down; say so once and keep serving.
             self._broken = True
             logger.error("journal %s stopped: %s", self.path, error)
+
+    def _write_held(self) -> None:
+        held, self._held = self._held, []
+        if held and not self._broken:
+            held.append(b"")
+            self._append(b"\n".join(held), len(held) - 1)
 
     def write_resumed(self, lines: list[bytes]) -> None:
         """Write the events a resumed run starts with in one step: into a temporary file renamed onto
@@ -119,3 +147,71 @@ class Journal:
         except OSError as error:
             logger.error("journal index %s: %s", self.path.parent / FINISHED_INDEX, error)
             self._file = None
+
+
+@contextmanager
+def gathered_writes() -> Iterator[None]:
+    """Journal lines written inside are held, and each journal's written with one `write` at the end."""
+    global _gathering
+    if _gathering is not None:  # inside another: that one writes them
+        yield
+        return
+    gathering: list[Journal] = []
+    _gathering = gathering
+    try:
+        yield
+    finally:
+        _gathering = None
+        for journal in gathering:
+            journal._write_held()
+
+
+Item = TypeVar("Item")
+
+
+class TurnWrites(Generic[Item]):
+    """The captures of one event-loop turn, recorded together right after it, their journal lines
+    written with one `write` per journal (`gathered_writes`).
+
+    `add` hands back a future the proxy's hook awaits, so a flow's answer goes on only once its
+    line is written (the promise `Journal` states); the lines of a busy turn cost one system call
+    instead of one each. A future per flow, not one for the turn: mitmproxy cancels the hook of a
+    flow whose client left, and that cancels the future it awaits. Outside a running loop (a unit
+    test driving the hooks) an item is recorded at once.
+    """
+
+    def __init__(self, record: Callable[[Item], object]) -> None:
+        self._record = record
+        self._items: list[Item] = []
+        self._waiting: list[asyncio.Future[None]] = []
+
+    def add(self, item: Item) -> asyncio.Future[None] | None:
+        """Record `item` right after this turn: a future done once it is (None: recorded already)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._items.append(item)
+            self.flush()
+            return None
+        if not self._items:
+            loop.call_soon(self.flush)
+        self._items.append(item)
+        written = loop.create_future()
+        self._waiting.append(written)
+        return written
+
+    def flush(self) -> None:
+        """Record every item added so far, then release whoever awaits them."""
+        items, waiting = self._items, self._waiting
+        self._items, self._waiting = [], []
+        try:
+            with gathered_writes():
+                for item in items:
+                    try:
+                        self._record(item)
+                    except Exception:  # one capture that fails costs no other flow its line
+                        logger.exception("webarena-live: capturing a flow failed")
+        finally:
+            for written in waiting:
+                if not written.done():
+                    written.set_result(None)

@@ -66,10 +66,14 @@ def write_outputs(
 
 
 def attempt_record(
-    attempt: Attempt, finished: float, interference: dict[str, Any] | None = None
+    attempt: Attempt,
+    finished: float,
+    interference: dict[str, Any] | None = None,
+    site_errors: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The attempt's own record, written beside its files (`ATTEMPT_FILE`): its id, session, task, run,
-    times, replicas, interference and how its lease ended (`attempt.json`)."""
+    times, replicas, interference, how its lease ended, the failing answers of its sites (`site_errors`)
+    and the faults the proxy made on purpose (`faults_injected`, when there were any) (`attempt.json`)."""
     task_id = attempt.task.task_id if attempt.task is not None else None
     record: dict[str, Any] = {
         "attempt": attempt.id, "session": attempt.session, "task_id": task_id, "run": attempt.run,
@@ -84,6 +88,10 @@ def attempt_record(
         if attempt.lease.ended_detail:
             record["lease_ended_reason"] = attempt.lease.ended_detail
         record["refused_after_lease_end"] = attempt.lease.refused_after_end
+    if site_errors is not None:
+        record["site_errors"] = site_errors
+    if attempt.faults_injected:
+        record["faults_injected"] = list(attempt.faults_injected)
     return record
 
 

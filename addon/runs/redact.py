@@ -25,7 +25,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 REDACTED = "[redacted]"
 
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization"})
-COOKIE_HEADERS = frozenset({"cookie", "set-cookie"})
 
 PASSWORD_FIELD = re.compile(r"pass(?:word|wd|phrase|code)?|pwd", re.IGNORECASE)
 """Field names that hold passwords: password, passwd, pass, new_password, login[password], pwd, ..."""

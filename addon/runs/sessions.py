@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Revalidations, Task, TaskResult
-from webarena_live.replicas import Lease, write_lease
+from webarena_live.replicas import Lease
 from webarena_live.runs.attempt import Attempt
 from webarena_live.runs.finish_outcome import FinishOutcome
 from webarena_live.runs.settings import RunSettings, SessionState
@@ -45,7 +45,7 @@ class NoticeKind(StrEnum):
     TRACE_REPLACED = "trace-replaced"
     STARTED = "session"
     """A session started a task: its view (every start, the first included)."""
-    RESTARTED = "reset"
+    RESTARTED = "restarted"
     """A session that had a task or events started again: what it had is replaced (before `STARTED`)."""
     FINISHED = "finished"
     """A finish judged the session: the result (it frees the session's address and lease)."""
@@ -204,10 +204,8 @@ class Session:
         self.attempt = Attempt(
             self.name, task, run=run, settings=self._store.current_settings, started=started
         )
-        if lease is not None:
+        if lease is not None:  # the pool keeps it on disk (its lease book)
             self.attempt.lease = lease
-            if self.attempt.journal is not None:
-                write_lease(self.attempt.journal.path, lease)
         view = self.describe()
         if restarted:  # what watchers show of this session is replaced (a new session replaces nothing)
             self._store.notices.publish(self, RESTARTED, view)

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from webarena_live.addresses.placement import AddressesExhausted, Placement, PlacementError, PortRange
-from webarena_live.fleet.router import head_username
+from webarena_live.fleet.front.router import head_username
 
 
 def test_port_ranges_parse_or_say_what_is_wrong() -> None:

@@ -10,15 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from browsergym.core.action.highlevel import HighLevelActionSet
-from browsergym.experiments import loop
 from browsergym.experiments.agent import Agent
 from browsergym.experiments.loop import AbstractAgentArgs
 
-# BrowserGym's loop counts each observation's tokens with tiktoken, which downloads its encoding from
-# the web on first use; these machines reach none. The counts are step statistics only (no reward or
-# verdict reads them), so here they are word counts. Imported wherever an experiment runs (this module
-# defines the agent every worker unpickles).
-loop.count_tokens = lambda text, model="gpt-4": len(str(text).split())
+# No tiktoken work-around here: the environment makes its process's experiment loop count words
+# (webarena_live.browsergym.offline_token_counts), as it does for any user's loop.
 
 Step = Callable[[dict[str, Any]], str]
 ACTIONS = HighLevelActionSet(subsets=["bid", "nav", "chat", "infeas"], strict=False, multiaction=False)

@@ -123,6 +123,15 @@ def test_reward_is_the_score_given_once_on_the_answering_step(episodes: list[Epi
         )
         assert episode.finish["evaluators"] and "interference" in episode.finish
         assert episode.finish["status"] == episode.planned, (episode.plan, episode.finish["status"])
+        # The finish names its session and says why each failing evaluator failed; the reward is no
+        # masked sample (the environment did not fail these episodes).
+        assert episode.finish["session"] == f"bgym-{episode.plan}"
+        assert (
+            not episode.finish["reward"]["masked"]
+            and episode.finish["reward"]["value"] == episode.rewards[-1]
+        )
+        failing = [e for e in episode.finish["evaluators"] if e["status"] == "failure"]
+        assert all(e["failed"] or e["error_msg"] for e in failing), failing
 
 
 def written(proxy: ProxyProcess, episode: Episode) -> Path:

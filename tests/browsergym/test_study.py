@@ -1,17 +1,22 @@
-"""The study recipe (examples/agentlab_study.py) run by BrowserGym's ExpArgs loop, four episodes at once
-on three demo-shop replicas under `--isolation readers`: the two readers share a copy, each mutating
-task holds one alone, and the rewards in the experiments' own results (summary_info.json) are the
-reference's verdicts on the HARs the proxy wrote.
+"""The study recipe (examples/agentlab_study.py) on three demo-shop replicas under `--isolation readers`.
+
+Run as the README has it (`python examples/agentlab_study.py ... --agent demo`, no AgentLab, no LLM, no
+download): it exits 0, names its run and prints its run directory, and each episode's cum_reward is the
+score in that run's eval_result.json. Run by BrowserGym's ExpArgs loop with the scripted agents, four
+episodes at once: the two readers share a copy, each mutating task holds one alone, and the rewards in
+the experiments' own results (summary_info.json) are the reference's verdicts on the HARs the proxy wrote.
 
 AgentLab itself is not installed here (it brings torch, Ray, gradio and LLM clients: gigabytes for CI);
-its Study runs these same EnvArgs and Benchmark through a copy of this loop (README, "BrowserGym and
-AgentLab").
+its Study runs these same EnvArgs and Benchmark through a copy of this loop (docs/guides/browsergym.md).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -63,3 +68,42 @@ def test_four_experiments_at_once_rewarded_with_the_verdicts(
         print(f"{plan}: cum_reward {summary['cum_reward']}, reference {reference}, planned {PLANS[plan][2]}")
         assert summary["cum_reward"] == (1.0 if reference == "success" else 0.0)
         assert reference == PLANS[plan][2] and summary["terminated"]
+
+
+def test_the_recipe_runs_as_written_with_the_demo_agent(proxy: ProxyProcess, workdir: Path) -> None:
+    """The README's command, in a process of its own: three demo tasks, three jobs, the demo's agent."""
+    # As a new user has it: no token variable, no tiktoken cache, no Playwright browsers folder (the
+    # example finds the system's Chromium itself).
+    unset = ("WEBARENA_LIVE_TOKEN", "TIKTOKEN_CACHE_DIR", "PLAYWRIGHT_BROWSERS_PATH")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    command = [sys.executable, str(REPO / "examples" / "agentlab_study.py"), "--control", proxy.control_url,
+               "--tasks", "1001,1003,1004", "--n-jobs", "3", "--agent", "demo"]  # fmt: skip
+    (workdir / "recipe").mkdir()
+    done = subprocess.run(
+        command, cwd=workdir / "recipe", env=env, capture_output=True, text=True, timeout=300
+    )
+    print(done.stdout, done.stderr[-3000:])
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = re.search(r"^run: (\S+)$", done.stdout, re.M)
+    run_dir = re.search(r"^run directory: (.+)$", done.stdout, re.M)
+    assert run and run_dir and run.group(1).startswith("wa_live-"), done.stdout
+    assert Path(run_dir.group(1)) == proxy.output_dir / run.group(1)
+    assert f"webarena-live report {run_dir.group(1)}" in done.stdout and "/dashboard/" in done.stdout
+    rewards = {
+        int(t): float(r)
+        for t, r in re.findall(r"^wa_live\.(\d+) seed 0: cum_reward (\S+)$", done.stdout, re.M)
+    }
+    assert sorted(rewards) == [1001, 1003, 1004], done.stdout
+    # The run holds the study's episodes only: one folder per task, each with its verdict.
+    assert sorted(p.name for p in Path(run_dir.group(1)).iterdir() if not p.name.startswith(".")) == [
+        "1001", "1003", "1004"]  # fmt: skip
+    for task_id, reward in rewards.items():
+        verdict = json.loads((Path(run_dir.group(1)) / str(task_id) / "eval_result.json").read_text())
+        assert reward == verdict["score"] == 1.0, (task_id, verdict["status"])  # the demo's right answers
+    cli = str(Path(sys.executable).parent / "webarena-live")
+    report = subprocess.run(
+        [cli, "report", run_dir.group(1), "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert report.returncode == 0, report.stderr
+    counted = json.loads(report.stdout)  # the study's report: its three episodes, not the module's others
+    assert (counted["tasks"], counted["attempts"], counted["success"]) == (3, 3, 3), counted

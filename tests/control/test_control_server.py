@@ -177,7 +177,7 @@ def test_the_global_stream_tells_every_sessions_notices(tmp_path):
         ctx.sessions.start("g", ctx.tasks[9001])  # started again: a restart, then the start
         again = (await read_until(reader, b"event: session")).decode()
         kinds = [line.split(": ", 1)[1] for line in again.splitlines() if line.startswith("event: ")]
-        assert kinds == ["reset", "session"], again
+        assert kinds == ["restarted", "session"], again
         writer.close()
         for _ in range(100):
             if not ctx.sessions.notices.count():

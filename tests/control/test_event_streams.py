@@ -159,9 +159,9 @@ def test_the_global_stream_can_tell_counts_instead_of_every_event(tmp_path):
         session = ctx.sessions.start("c", ctx.tasks[9001])  # restarted before the next write
         for index in range(5):
             session.append(event_from_flow(make_flow(url=f"{SHOP}/after/{index}")))
-        told = messages((await read_through(reader, b"event: reset")).decode())  # one write holds them all
+        told = messages((await read_through(reader, b"event: restarted")).decode())  # one write: all of them
         kinds = [kind for kind, _ in told]
-        assert kinds.index("reset") < len(kinds) - 1 - kinds[::-1].index("counts"), kinds
+        assert kinds.index("restarted") < len(kinds) - 1 - kinds[::-1].index("counts"), kinds
         assert told[-1] == (
             "counts",
             {"session": "c", "counts": {**counts[0]["counts"], "other": 5, "total": 5}},
@@ -179,16 +179,16 @@ def test_a_closed_subscription_still_delivers_what_it_holds():
 
     async def main() -> None:
         subscription = Subscription()
-        subscription.put(("reset", 0))
+        subscription.put(("restarted", 0))
         batches = subscription.batches()
-        assert await anext(batches) == [("reset", 0)]
+        assert await anext(batches) == [("restarted", 0)]
         subscription.put(("finished", 1))  # arrives while the first batch is being written
         subscription.close()
         assert [batch async for batch in batches] == [[("finished", 1)]]
 
         overflowing = Subscription()
         for index in range(api_streams.STREAM_BACKLOG + 1):
-            overflowing.put(("reset", index))
+            overflowing.put(("restarted", index))
         assert overflowing.overflowed
         assert [batch async for batch in overflowing.batches()] == []  # cut off: the client reconnects
 
@@ -217,7 +217,7 @@ def test_events_around_a_restart_come_out_in_order_in_one_write(tmp_path):
         ]
         assert told == [
             *[("message", f"/old/{i}", i) for i in range(3)],
-            ("reset", "", None),
+            ("restarted", "", None),
             ("session", "", None),  # the new run's state, as the stream opened with the first's
             *[("message", f"/new/{i}", i) for i in range(4)],
         ]
@@ -291,7 +291,7 @@ def test_an_idle_traces_replacement_loses_no_event_even_with_a_restart_in_the_sa
             ("message", "/over/1", 1),
             ("message", "/over/2", 2),
             ("message", "/over/3", 0),
-            ("reset", "", None),
+            ("restarted", "", None),
             ("session", "", None),
             ("message", "/run/0", 0),
         ]

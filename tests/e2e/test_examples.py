@@ -1,5 +1,5 @@
 """The examples run as a user runs them: subprocesses against a real `webarena-live serve` of the demo
-tasks with the demo shop mapped (README, "Agent and RL loops"). Every episode's files are kept: the
+tasks with the demo shop mapped (docs/guides/agent-loops.md). Every episode's files are kept: the
 mean reward a rollout prints is the one `webarena-live report` reads from its run directory."""
 
 from __future__ import annotations

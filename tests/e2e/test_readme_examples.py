@@ -1,11 +1,13 @@
-"""The README's agents run as written: the demo shop and `webarena-live serve` as its first block starts
-them, then each recipe — curl with credentials, curl through a session address, Python with the project's
-client, Playwright, Selenium (Debian's chromedriver) and Puppeteer (`puppeteer-core` from npm) — against
-them, each with its verdict checked.
+"""The documentation's agents run as written: the demo shop and `webarena-live serve` as the guide's
+first block starts them, then each recipe — curl with credentials, curl through a session address,
+Python with the project's client, Playwright, Selenium (Debian's chromedriver) and Puppeteer
+(`puppeteer-core` from npm) — against them, each with its verdict checked.
 
-A block is the fenced one right after its `<!-- example: NAME ... -->` marker in README.md. Its ports are
-swapped for free ones and it runs in a fresh directory, with `webarena-live` and `python` of this
-environment first on PATH. The tests run as whatever user CI is (root there), as a reader would.
+A block is the fenced one right after its `<!-- example: NAME ... -->` marker in a page of docs/ (the guide
+"Evaluate an agent in any language" holds them all; one name, one page). The README's short example is
+the same blocks (tests/test_docs.py checks it). Its ports are swapped for free ones and it runs in a
+fresh directory, with `webarena-live` and `python` of this environment first on PATH. The tests run as
+whatever user CI is (root there), as a reader would.
 """
 
 from __future__ import annotations
@@ -28,22 +30,33 @@ import requests
 from tests.support.paths import REPO
 from webarena_live.launch import free_ports
 
-README = REPO / "README.md"
+PAGES = sorted((REPO / "docs").rglob("*.md"))
 PORTS = ("7770", "8080", "8081", "8082")
 
 pytestmark = pytest.mark.timeout(300)
 
 
+def _blocks(marker: str, text: str) -> list[str]:
+    """The fenced blocks right after each `<!-- MARKER ... -->` in `text`."""
+    return re.findall(rf"<!-- {marker}\b[^>]*-->\n```\w*\n(.*?)```", text, re.S)
+
+
 def example(name: str) -> str:
-    """The fenced block right after the `<!-- example: NAME ... -->` marker."""
-    match = re.search(rf"<!-- example: {name}\b[^>]*-->\n```\w*\n(.*?)```", README.read_text(), re.S)
-    assert match, f"README.md has no example {name!r}"
-    return match.group(1)
+    """The fenced block right after the `<!-- example: NAME ... -->` marker, in the one page holding it."""
+    found = [block for page in PAGES for block in _blocks(f"example: {name}", page.read_text())]
+    assert len(found) == 1, f"{len(found)} pages of docs/ hold the example {name!r}, not one"
+    return found[0]
+
+
+def page_holding(text: str) -> str:
+    """The one page of docs/ that holds `text`."""
+    (page,) = [page for page in PAGES if text in page.read_text()]
+    return page.read_text()
 
 
 @dataclass(frozen=True)
 class Demo:
-    """The README's first terminal, running: its directory, ports and environment."""
+    """The guide's first terminal, running: its directory, ports and environment."""
 
     workdir: Path
     ports: dict[str, str]
@@ -71,7 +84,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     demo = Demo(workdir, ports, env)
     serve = demo.swap(example("serve-demo-shop"))
-    # serve's default ports appear in the README only implicitly: name them for the free ones.
+    # serve's default ports appear in the guide only implicitly: name them for the free ones.
     serve = serve.replace(
         "webarena-live serve ",
         f"webarena-live serve --port {ports['8080']} --control-port {ports['8081']} "
@@ -131,8 +144,8 @@ def test_readme_python_recipes_run_as_written(demo: Demo, name: str) -> None:
 
 
 def test_readme_puppeteer_recipe_runs_as_written(demo: Demo) -> None:
-    install = re.search(r"`(npm install puppeteer-core@[\w.]+)`", README.read_text())
-    assert install, "the README names no puppeteer-core version to install"
+    install = re.search(r"`(npm install puppeteer-core@[\w.]+)`", page_holding("<!-- example: puppeteer "))
+    assert install, "the Puppeteer recipe's page names no puppeteer-core version to install"
     node, npm = shutil.which("node"), shutil.which("npm")
     assert node and npm, "Node and npm are missing: scripts/install_test_apps.sh installs them"
     subprocess.run(

@@ -7,6 +7,8 @@ from webarena_live.evaluator import (
     UNREACHABLE_STATUSES,
     NetworkEvent,
     NetworkTrace,
+    excuse,
+    site_errors_field,
     site_origins,
     sites_answered_fields,
     unanswered_events,
@@ -74,3 +76,45 @@ def test_a_trace_gives_the_summaries_of_the_statuses_asked_for_only() -> None:
         ("http://shop.test/cart", 503),
     ]
     assert found[0] == trace.summary(1) and found[2] == trace.summary(5)
+
+
+def test_site_errors_count_every_failing_answer_to_a_mapped_site_and_list_the_first() -> None:
+    origins = site_origins(SITES)
+    events = [
+        event("navigation", "http://shop.test:7770/", 500),
+        event("asset", "http://shop.test:7770/app.js", 500),  # not judged
+        event("navigation", "http://elsewhere.test/", 500),  # not a site of the map
+        {**event("mutation", "http://shop-2.test:7770/cart", 502), "method": "POST"},
+        event("navigation", "https://wiki.test/Main", 0, error="timed out"),
+        event("navigation", "http://shop.test:7770/x", 404),  # an answer
+        event("navigation", "http://shop.test:7770/y", 501),  # an answer too: not implemented
+    ]
+    assert site_errors_field(events, origins, listed=2) == {
+        "count": 3,
+        "origins": {"http://shop.test:7770": 1, "http://shop-2.test:7770": 1, "https://wiki.test:443": 1},
+        "first": [
+            {"method": "GET", "url": "http://shop.test:7770/", "status": 500},
+            {"method": "POST", "url": "http://shop-2.test:7770/cart", "status": 502},
+        ],
+    }
+    assert site_errors_field(events, origins)["first"][2] == {
+        "method": "GET", "url": "https://wiki.test/Main", "status": 0, "error": "timed out"
+    }  # fmt: skip
+    assert site_errors_field(events[5:], origins) == {"count": 0, "origins": {}, "first": []}
+    # a 500 is a failure but an answer: the site was up enough to say so
+    assert sites_answered_fields(events[:1], origins) == {"sites_answered": True}
+
+
+def test_faults_made_on_purpose_are_excused_one_for_one() -> None:
+    origins = site_origins(SITES)
+    events = [
+        event("navigation", "http://shop.test:7770/a", 503),
+        event("navigation", "http://shop.test:7770/a", 503),
+        event("navigation", "http://shop.test:7770/b", 200),
+        event("navigation", "http://shop.test:7770/b", 0, error="connection killed"),
+    ]
+    excused = [("GET", "http://shop.test:7770/a"), ("GET", "http://shop.test:7770/b")]
+    kept = excuse(events, excused)
+    assert kept == [events[1], events[2]]  # one /a excused; /b's excuse passes its answer for its failure
+    assert site_errors_field(kept, origins)["count"] == 1
+    assert excuse(events, []) == events

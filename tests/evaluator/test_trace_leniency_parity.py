@@ -26,7 +26,7 @@ from webarena_live.evaluator.har import load_trace
 from webarena_live.evaluator.tasks import Task, TaskSet, load_tasks
 
 DOCUMENTED = {
-    # README "Differences": we read a HAR that is a bare JSON list of entries; the reference refuses it.
+    # docs/parity.md, "Differences": we read a HAR that is a bare list of entries; the reference refuses it.
     "a bare list of entries": ("error", {"success", "failure"}),
 }
 """Variants where a difference is a documented divergence: variant -> (oracle's status, our statuses)."""

@@ -1,4 +1,4 @@
-"""The front carrying a finished session's files from a worker's node (`fleet/carry.py`), read back
+"""The front carrying a finished session's files from a worker's node (`fleet/front/carry.py`), read back
 from real folders: a later finish of the same task there may have moved them aside and put its own in
 their place between the front's two calls; the front must not take those for the session's."""
 
@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from webarena_live.evaluator import ATTEMPT_FILE, ATTEMPTS_DIR, RESPONSE_FILE, RESULT_FILE, TRACE_FILE
-from webarena_live.fleet.carry import CarriedOutputs
+from webarena_live.fleet.front.carry import CarriedOutputs
 
 
 def _attempt(folder: Path, session: str, status: str) -> dict[str, str]:

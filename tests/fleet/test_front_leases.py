@@ -1,4 +1,4 @@
-"""The front's lease and gathering logic (`fleet/front_leases.py`) on its own, against real workers' control
+"""The front's lease and gathering logic (`fleet/front/leases.py`) on its own, against real workers' control
 apps: each worker is the control API a `serve` worker runs (`control/app.py`, with a real `MutationLog` and
 no pool), reached through httpx's ASGI transport at its own control URL; a worker that does not answer is a
 closed port on 127.0.0.1. What is checked: the cursor (each mutation taken once), the epoch (a restarted
@@ -18,14 +18,17 @@ import httpx
 import pytest
 
 from webarena_live.addresses.headers import INTERFERENCE_HEADER, LEASE_HEADER
+from webarena_live.addresses.placement import Placement
 from webarena_live.control.app import create_app
 from webarena_live.control.context import ControlContext
-from webarena_live.control.leasing import decode_interference, listed
+from webarena_live.control.leasing import listed
 from webarena_live.control.models import StartSession
+from webarena_live.control.wire import LeaseEnd, decode_interference
 from webarena_live.evaluator import NetworkEvent, SiteMap, load_tasks
-from webarena_live.fleet import front_leases
-from webarena_live.fleet.front_leases import FrontLeases
-from webarena_live.fleet.workers import Worker
+from webarena_live.fleet.front import link as link_module
+from webarena_live.fleet.front.leases import FrontLeases
+from webarena_live.fleet.front.link import WorkerLink
+from webarena_live.fleet.workers.local import Worker
 from webarena_live.launch import Ports
 from webarena_live.replicas import Isolation, MutationLog
 from webarena_live.replicas.pool import ReplicaPool
@@ -69,6 +72,12 @@ class Fleet:
         """The front's client: a worker not started is not mounted, so a call to it meets a closed port."""
         return httpx.AsyncClient(mounts=dict(self.mounts), trust_env=False)
 
+    def link(self, http: httpx.AsyncClient) -> WorkerLink:
+        """The front's way to these workers (`WorkerLink`), over `http`."""
+        link = WorkerLink(self.workers, Placement(len(self.workers)), {}, token=None)
+        link.http = http
+        return link
+
 
 def change(log: MutationLog, replica: int, session: str, path: str) -> None:
     assert log.record(f"{URLS[replica]}{path}", session, "POST") is not None  # a change, judged so
@@ -87,13 +96,13 @@ def test_each_mutation_is_taken_once_and_a_restarted_worker_is_read_from_its_sta
         for n in (1, 2):
             change(first, 0, "writer", f"/edit/{n}")
         async with fleet.client() as http:
-            await leases.gather(http, fleet.workers, {})
-            await leases.gather(http, fleet.workers, {})  # nothing new: nothing taken again
+            await leases.gather(fleet.link(http), fleet.workers)
+            await leases.gather(fleet.link(http), fleet.workers)  # nothing new: nothing taken again
             assert taken(leases.pool, 0) == [f"{URLS[0]}/edit/1", f"{URLS[0]}/edit/2"]
             epoch, seen = leases.cursors[0]
             assert (epoch, seen) == (first.epoch, 2)
             change(first, 0, "writer", "/edit/3")
-            await leases.gather(http, fleet.workers, {})
+            await leases.gather(fleet.link(http), fleet.workers)
             assert leases.cursors[0] == (first.epoch, 3)
         # The worker restarts between two gatherings: its new log numbers from 1 again, under a new epoch.
         # Its first four mutations (more than the cursor had seen) are all new: none skipped as seen.
@@ -102,8 +111,8 @@ def test_each_mutation_is_taken_once_and_a_restarted_worker_is_read_from_its_sta
         for n in (4, 5, 6, 7):
             change(second, 1, "writer", f"/edit/{n}")
         async with fleet.client() as http:
-            await leases.gather(http, fleet.workers, {})
-            await leases.gather(http, fleet.workers, {})
+            await leases.gather(fleet.link(http), fleet.workers)
+            await leases.gather(fleet.link(http), fleet.workers)
         assert taken(leases.pool, 0) == [f"{URLS[0]}/edit/{n}" for n in (1, 2, 3)]
         assert taken(leases.pool, 1) == [f"{URLS[1]}/edit/{n}" for n in (4, 5, 6, 7)]
         assert leases.cursors[0] == (second.epoch, 4)
@@ -119,7 +128,7 @@ def test_two_gatherings_at_once_take_each_mutation_once() -> None:
         for n in range(5):
             change(log, 0, "writer", f"/edit/{n}")
         async with fleet.client() as http:  # a finish's gathering and the watch's, from one cursor
-            await asyncio.gather(*(leases.gather(http, fleet.workers, {}) for _ in range(3)))
+            await asyncio.gather(*(leases.gather(fleet.link(http), fleet.workers) for _ in range(3)))
         assert taken(leases.pool, 0) == [f"{URLS[0]}/edit/{n}" for n in range(5)]
 
     asyncio.run(scenario())
@@ -136,18 +145,18 @@ def test_a_silent_workers_sessions_keep_their_leases_an_answering_ones_idle_leas
             await pool.lease(name, READ)
             pool.leases[name].touched = time.time() - 120  # idle past the timeout
         async with fleet.client() as http:
-            await leases.gather(http, fleet.workers, {})
+            await leases.gather(fleet.link(http), fleet.workers)
         assert leases.unanswered == {1} and leases.answered == {0}
         assert leases.expire(owners.get) == ["on-0"]
         assert "on-1" in pool.leases and "on-0" not in pool.leases
         # A worker the front did not even ask (restarting, or found silent) is not heard either.
         async with fleet.client() as http:
-            await leases.gather(http, [fleet.workers[0]], {})
+            await leases.gather(fleet.link(http), [fleet.workers[0]])
         assert leases.expire(owners.get) == [] and "on-1" in pool.leases
         # Once it answers (its session unused all along: it lists no use), its session's lease ends too.
         fleet.start(1)
         async with fleet.client() as http:
-            await leases.gather(http, fleet.workers, {})
+            await leases.gather(fleet.link(http), fleet.workers)
         assert leases.unanswered == set() and leases.expire(owners.get) == ["on-1"]
 
     asyncio.run(scenario())
@@ -156,24 +165,23 @@ def test_a_silent_workers_sessions_keep_their_leases_an_answering_ones_idle_leas
 def test_telling_a_worker_a_lease_ended_is_tried_again_until_it_hears(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(front_leases, "TELL_PAUSE", 0.05)
+    monkeypatch.setattr(link_module, "TELL_PAUSE", 0.05)
 
     async def scenario() -> None:
         fleet = Fleet(1)
-        leases = FrontLeases(ReplicaPool(SITE_MAP, Isolation.NONE), TASKS)
         worker = fleet.workers[0]
         async with fleet.client() as http:  # not started: every try meets a closed port
-            assert await leases.tell_ended(http, worker, "s", "timeout", {}) is False
+            assert await fleet.link(http).tell_lease_end(worker, "s", LeaseEnd(ended="timeout")) is False
         fleet.start(0)
         ctx = fleet.contexts[0]
         async with fleet.client() as http:
             started = await http.post(
                 f"{worker.control_url}/sessions",
                 json={"task_id": READ.task_id, "session": "s"},
-                headers={LEASE_HEADER: json.dumps({"shopping": 1})},
+                headers={LEASE_HEADER: json.dumps({"indexes": {"shopping": 1}})},
             )
             assert started.status_code == 200, started.text
-            assert await leases.tell_ended(http, worker, "s", "timeout", {}) is True
+            assert await fleet.link(http).tell_lease_end(worker, "s", LeaseEnd(ended="timeout")) is True
         session = ctx.sessions.get("s")
         assert session is not None
         lease = session.attempt.lease
@@ -192,7 +200,7 @@ def test_the_forwarded_finish_carries_the_interference_the_verdict_names() -> No
         headers, _ = await leases.before_start(
             "reader", StartSession(task_id=READ.task_id, session="reader"), {}
         )
-        held = json.loads(headers[LEASE_HEADER])["shopping"]
+        held = json.loads(headers[LEASE_HEADER])["indexes"]["shopping"]
         worker = fleet.workers[0]
         async with fleet.client() as http:
             started = await http.post(
@@ -204,7 +212,7 @@ def test_the_forwarded_finish_carries_the_interference_the_verdict_names() -> No
             assert reader is not None  # the agent's one page, captured by its worker
             reader.append(NetworkEvent("GET", f"{URLS[held]}/", 200, started=time.time()))
             change(other, held, "writer", "/cart/add")  # on the reader's copy, captured by the other worker
-            carried = await leases.interference_header(http, fleet.workers, "reader", {})
+            carried = await leases.interference_header(fleet.link(http), fleet.workers, "reader")
             expected = listed(pool.interference("reader"))
             assert decode_interference(carried[INTERFERENCE_HEADER]) == expected and expected["exposed"]
             answer = {"task_type": "retrieve", "status": "success", "retrieved_data": ["x"]}

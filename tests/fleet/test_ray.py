@@ -46,7 +46,7 @@ from tests.support.serve_process import (
     trace_urls,
 )
 from webarena_live.evaluator import default_tasks_path
-from webarena_live.fleet.ray_pool import WAIT_SLICE
+from webarena_live.fleet.workers.ray_workers import WAIT_SLICE
 from webarena_live.launch import serve_command
 
 __all__ = ["shop"]  # a fixture

@@ -36,7 +36,8 @@ def test_without_ray_the_flag_names_the_extra_and_nothing_imports_ray(tmp_path: 
 
     probe = (
         "import importlib, pkgutil, sys, webarena_live\n"
-        "engine = {'webarena_live.ray', 'webarena_live.fleet.ray_pool', 'webarena_live.fleet.ray_actor'}\n"
+        "engine = {'webarena_live.ray', 'webarena_live.fleet.workers.ray_workers',\n"
+        "          'webarena_live.fleet.workers.ray_actor'}\n"
         "for found in pkgutil.walk_packages(webarena_live.__path__, 'webarena_live.'):\n"
         "    if found.name in engine:\n"
         "        continue\n"

@@ -53,8 +53,8 @@ from tests.support.ray_machines import (
 from tests.support.serve_process import NAVIGATED, NAVIGATION
 from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV
 from webarena_live.demo import site as demo_site
-from webarena_live.fleet.ray_actor import STATE_DIR
-from webarena_live.fleet.ray_pool import journals_name
+from webarena_live.fleet.workers.ray_actor import STATE_DIR
+from webarena_live.fleet.workers.ray_workers import journals_name
 from webarena_live.launch import free_ports, serve_command
 
 pytestmark = [

@@ -1,4 +1,4 @@
-"""The front's door for its Ray workers (`fleet/workers_door.py`), in process: only the fleet's token
+"""The front's door for its Ray workers (`fleet/front/door.py`), in process: only the fleet's token
 gets in, and the agent's address the worker passes on becomes the request's client."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import httpx
 from fastapi import FastAPI, Request
 
 from webarena_live.addresses.headers import CLIENT_HEADER, FLEET_HEADER
-from webarena_live.fleet.workers_door import WorkersDoor
+from webarena_live.fleet.front.door import WorkersDoor
 
 
 def _echo() -> FastAPI:

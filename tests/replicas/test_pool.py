@@ -18,6 +18,7 @@ from webarena_live.control.context import ControlContext
 from webarena_live.evaluator import SiteMap, load_tasks
 from webarena_live.proxy.capture import event_from_flow
 from webarena_live.replicas import Isolation, NoReplica, default_isolation, isolation_problems
+from webarena_live.replicas.build import build_pool
 from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.sessions import SessionStore
 from webarena_live.runs.settings import RunSettings
@@ -72,7 +73,7 @@ def test_exclusive_one_session_a_replica_and_a_503_with_retry_after_when_none_is
         waiting = asyncio.create_task(pool.lease("c", READ, wait=5))
         await asyncio.sleep(0.1)
         assert pool.status()["waiting"] == 1
-        pool.release("a")  # read only: back at once, no reset
+        pool.end_lease("a", "finished")  # read only: back at once, no reset
         third = await waiting
         assert third.indexes == first.indexes and endpoints[0].calls == endpoints[1].calls == 0
         assert pool.status()["sites"]["__SHOPPING__"]["resets_skipped"] == 1
@@ -101,7 +102,7 @@ def test_none_puts_everyone_anywhere_the_least_busy_first_and_resets_nothing_una
         assert sorted(lease.indexes["shopping"] for lease in leases) == [0, 0, 1, 1]
         pool.log.record(f"{URLS[0]}/checkout/cart/add/", "s0", "POST")
         for lease in leases:
-            pool.release(lease.session)
+            pool.end_lease(lease.session, "finished")
         await settled(pool)
         assert endpoints[0].calls == 0 and states(pool) == ["dirty", "free"]
 
@@ -115,8 +116,8 @@ def test_only_a_changed_replica_is_reset_once_and_leased_only_after() -> None:
         changed = URLS[a.indexes["shopping"]]
         assert pool.log.record(f"{changed}/checkout/cart/add/?x=1", "a", "POST") is not None
         assert pool.log.record(f"{changed}/", "a", "GET") is None  # a read changes nothing
-        pool.release("a")
-        pool.release("b")
+        pool.end_lease("a", "finished")
+        pool.end_lease("b", "finished")
         assert "resetting" in states(pool)
         waiting = await pool.lease("c", READ, wait=5)  # only the clean replica, until the reset is done
         assert waiting.indexes == b.indexes
@@ -139,7 +140,7 @@ def test_a_failing_reset_takes_its_replica_out_and_the_run_goes_on_on_the_others
         broken = lease.indexes["shopping"]
         endpoints[broken].mode = fault
         pool.log.record(f"{URLS[broken]}/checkout/cart/add/", "a", "POST")
-        pool.release("a")
+        pool.end_lease("a", "finished")
         deadline = time.monotonic() + 5
         while states(pool)[broken] != "out_of_service":
             assert time.monotonic() < deadline, pool.status()
@@ -153,7 +154,7 @@ def test_a_failing_reset_takes_its_replica_out_and_the_run_goes_on_on_the_others
         with pytest.raises(NoReplica):
             await pool.lease("c", READ)
         endpoints[broken].mode = "ok"  # mended: the retry brings it back, clean
-        pool.release("b")
+        pool.end_lease("b", "finished")
         back = await pool.lease("d", MUTATE, wait=10)
         assert states(pool).count("leased") == 1 and back.session == "d"
         await pool.close()
@@ -209,7 +210,7 @@ def test_abandon_ends_the_lease_with_its_reason_and_frees_the_replica_at_once() 
         with pytest.raises(NoReplica) as refused:
             await pool.lease("next", READ)
         assert "replica 0 held by 1 reader (quitter)" in str(refused.value.detail)
-        assert pool.abandon("quitter", "the gym closed") is lease
+        assert pool.end_lease("quitter", "abandoned", "the gym closed") is lease
         assert (lease.ended, lease.ended_detail) == ("abandoned", "the gym closed")
         assert (await pool.lease("next", READ)).indexes == {"shopping": 0}  # read only: no reset needed
 
@@ -228,7 +229,7 @@ def test_readers_pack_so_the_free_copies_stay_free_for_mutating_tasks_and_the_50
         writers = [await pool.lease(f"w{i}", MUTATE) for i in range(2)]
         assert sorted(lease.indexes["shopping"] for lease in writers) == [1, 2]
         pool.log.record(f"{urls[1]}/checkout/cart/add/", "w0", "POST")
-        pool.release("w0")  # changed: reset in the background, leased to nobody meanwhile
+        pool.end_lease("w0", "finished")  # changed: reset in the background, leased to nobody meanwhile
         with pytest.raises(NoReplica) as refused:
             await pool.lease("w2", MUTATE_TOO)
         detail = refused.value.detail
@@ -241,15 +242,16 @@ def test_readers_pack_so_the_free_copies_stay_free_for_mutating_tasks_and_the_50
 
 
 def test_a_resumed_session_keeps_its_lease_and_its_start_urls_name_its_replica(tmp_path) -> None:
-    """A restart (a new store and pool, the same journal directory): `resume_journal` gives the session
-    the replica it held, from the lease kept beside its journal."""
+    """A restart (a new store and pool, the same output directory): `resume_journal` gives the session
+    the replica it held, from the pool's lease book."""
 
     def control(endpoints: list[ResetEndpoint]) -> ControlContext:
         mapped = site_map(endpoints)
         store = SessionStore(
             RunSettings(mapped, output_dir=tmp_path / "out", journal_dir=tmp_path / "journal")
         )
-        return ControlContext(tasks=TASKS, sessions=store, pool=ReplicaPool(mapped, Isolation.EXCLUSIVE))
+        pool = build_pool(mapped, Isolation.EXCLUSIVE, None, state_file=tmp_path / "out" / ".pool.json")
+        return ControlContext(tasks=TASKS, sessions=store, pool=pool)
 
     async def scenario(endpoints: list[ResetEndpoint]) -> None:
         first = control(endpoints)
@@ -280,7 +282,7 @@ def test_a_change_after_the_lease_ended_is_reset_before_the_next_lease() -> None
     async def scenario(endpoints: list[ResetEndpoint]) -> None:
         pool = ReplicaPool(site_map(endpoints, URLS[:1]), Isolation.EXCLUSIVE)
         await pool.lease("a", READ)
-        pool.release("a")  # nothing changed yet: no reset
+        pool.end_lease("a", "finished")  # nothing changed yet: no reset
         assert pool.log.record(f"{URLS[0]}/checkout/cart/add/?x=1", "a", "POST") is not None
         following = await pool.lease("b", READ, wait=5)  # waits for the reset, then gets the replica
         assert following.indexes == {"shopping": 0} and endpoints[0].done == 1

@@ -63,13 +63,14 @@ def test_rewards_are_the_verdicts_and_the_reference_agrees(
         assert reference == {int(task_dir.name): (reward.status, reward.value)}, label
 
 
-BESIDE_THE_VERDICT = ("interference", "sites_answered", "unanswered")
+BESIDE_THE_VERDICT = ("interference", "sites_answered", "unanswered", "site_errors")
 """What the finish answers beside the verdict; `eval_result.json` holds the verdict alone."""
 
 
 def test_a_finished_session_answers_for_its_own_answer_only(served: tuple[Served, Path], shop: str) -> None:
     """The same answer (however written) gets the same reward; a different one is masked and named,
-    never given the first answer's verdict (DESIGN.md section 6), in `score`, `ascore` and the client."""
+    never given the first answer's verdict (docs/architecture.md, The finish), in `score`, `ascore` and
+    the client."""
     control = served[0].control
     plan = PLANS["navigate-right"]
     run_http_agent(control, shop, "again", plan)

@@ -106,10 +106,10 @@ def test_subscribers_hear_resets_the_verdict_and_each_event(tmp_path):
     session.start(task)
     session.append(_page("/products/7"))
     session.finish(GAVE_UP)
-    assert [kind for kind, _ in heard] == ["reset", "session", "finished"]
+    assert [kind for kind, _ in heard] == ["restarted", "session", "finished"]
     assert heard[0][1] is not None and heard[0][1]["task_id"] == task.task_id
     assert woken == [1, 1]
-    assert everyone == [("other", EVENT)] + [("dave", kind) for kind in (EVENT, "reset", "session", EVENT,
+    assert everyone == [("other", EVENT)] + [("dave", kind) for kind in (EVENT, "restarted", "session", EVENT,
                                                                         "finished")]  # fmt: skip
     assert not session.append(_page("/late")) and woken == [1, 1]  # a finished session wakes nobody
 
@@ -296,11 +296,11 @@ def test_a_new_session_starts_and_only_a_session_that_had_something_restarts(tmp
     store.start("new", tasks[NAVIGATE_TASK])
     assert heard == [("new", NoticeKind.STARTED)] and NoticeKind.STARTED == "session"
     store.start("new", tasks[NAVIGATE_TASK])  # its first task is replaced, though it has no events
-    assert heard[1:] == [("new", "reset"), ("new", "session")]
+    assert heard[1:] == [("new", "restarted"), ("new", "session")]
     store.get_or_create("idle").append(_page("/before"))  # idle traffic first: its trace is replaced
     store.start("idle", tasks[NAVIGATE_TASK])
     assert heard[3:] == [("idle", NoticeKind.EVENT), ("idle", NoticeKind.RESTARTED), ("idle", "session")]
-    assert json.dumps({"kind": NoticeKind.RESTARTED}) == '{"kind": "reset"}'  # the wire name stays
+    assert json.dumps({"kind": NoticeKind.RESTARTED}) == '{"kind": "restarted"}'  # says what it is
 
 
 def test_a_role_has_one_subscriber_the_last(tmp_path):

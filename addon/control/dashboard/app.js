@@ -152,8 +152,11 @@ async function refreshSessions() {
       showBrowserRequests(view.browser_requests);
       showLease(view); // pool.js
     }
-    cell(row, view.session);
-    cell(row, view.state);
+    cell(row, view.session).title = view.session;
+    // A session whose lease ended before its finish (abandoned, timed out, lost) is not running.
+    const ended = view.lease_ended && view.state !== "finished" && view.state !== "lost";
+    const stateText = !ended ? view.state : view.lease_ended === "abandoned" ? "abandoned" : `lease ended (${view.lease_ended})`;
+    cell(row, stateText, ended ? "ended" : "").title = ended ? `lease ended: ${view.lease_ended}` : "";
     cell(row, view.task_id);
     cell(row, view.intent, "intent").title = view.intent || "";
     const counts = view.counts || { total: view.events || 0 };
@@ -164,8 +167,8 @@ async function refreshSessions() {
     cell(row, verdict, view.result ? view.result.status : view.state === "lost" ? "lost" : "").title = verdict;
     // After the verdict, so the events column keeps its place (drawCounts writes it by index).
     const copies = Object.entries(view.replicas || {}).map(([site, url]) => `${site} ${url}`).join(", ");
-    const ended = view.lease_ended ? ` (lease ended: ${view.lease_ended})` : "";
-    cell(row, copies + ended, view.lease_ended ? "lease-ended" : "");
+    const leaseEnd = view.lease_ended ? ` (lease ended: ${view.lease_ended})` : "";
+    cell(row, copies + leaseEnd, view.lease_ended ? "lease-ended" : "");
     const interference = view.interference || (view.result || {}).interference;
     const exposed = interference ? (interference.exposed ? `exposed (${interference.count})` : "no") : "";
     cell(row, exposed, interference && interference.exposed ? "exposed" : "");
@@ -186,7 +189,7 @@ async function followAllSessions() {
         if (kind === "counts") showCount(data.session, data.counts);
         else {
           if (kind === "finished") document.dispatchEvent(new Event("webarena-live:finished"));
-          if (kind === "session" || kind === "reset") state.counts.delete(data.session); // a new run
+          if (kind === "session" || kind === "restarted") state.counts.delete(data.session); // a new run
           sessionsChanged();
         }
       });
@@ -281,7 +284,7 @@ async function followSession(name) {
     try {
       const how = await readStream(`sessions/${encodeURIComponent(name)}/events${from}`, controller.signal,
         (kind, data, id) => {
-          if (kind === "reset") lastId = null; // a new run: its events start again at 0
+          if (kind === "restarted") lastId = null; // a new run: its events start again at 0
           if (id !== null) lastId = id;
           onSessionMessage(kind, data);
         });
@@ -298,8 +301,8 @@ async function followSession(name) {
 }
 
 function onSessionMessage(kind, data) {
-  if (kind === "session" || kind === "reset") {
-    if (kind === "reset") {
+  if (kind === "session" || kind === "restarted") {
+    if (kind === "restarted") {
       clearEvents();
       $("#verdict").hidden = true;
     }

@@ -1,5 +1,5 @@
 // The replica pool (docs/architecture.md, Replicas): a strip with each site's copies and what each is
-// doing (free, leased and by whom, dirty, resetting, out of service) and its resets (when, after whom,
+// doing (free, leased and by whom, dirty, failing and why, resetting, out of service) and its resets (when, after whom,
 // how long), the starts refused for want of a copy, from GET /health's `pool`; and,
 // for the session shown, its lease, the traffic it sent outside it and the interference its verdict
 // names. Drawn when the page is ready, then asked again every few seconds while there is a pool. Uses
@@ -18,6 +18,12 @@ function replicaLine(site, replica) {
   title.textContent = `${site} ${replica.index}`;
   const who = replica.sessions.length ? ` (${replica.sessions.join(", ")})` : "";
   item.append(title, ` ${replica.state.replace(/_/g, " ")}${who}`);
+  if (replica.failing) {  // its recent judged answers are mostly failures: no new lease until it answers
+    const why = document.createElement("small");
+    why.className = "failing";
+    why.textContent = ` · failing: ${replica.failing}`;
+    item.append(why);
+  }
   const resets = replica.resets || [];
   if (resets.length) {
     const last = resets[resets.length - 1];
@@ -25,7 +31,8 @@ function replicaLine(site, replica) {
     small.textContent = ` · ${plural(resets.length, "reset")}, last ${resetText(last)}`;
     item.append(small);
   }
-  item.title = [replica.url, replica.reason, ...resets.map(resetText)].filter(Boolean).join("\n");
+  item.title = [replica.url, replica.failing && `failing: ${replica.failing}`, replica.reason,
+    ...resets.map(resetText)].filter(Boolean).join("\n");
   return item;
 }
 

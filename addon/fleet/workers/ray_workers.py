@@ -30,9 +30,9 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from webarena_live.control.run_view import run_figures
 from webarena_live.evaluator import load_tasks, prepare_output_dir
-from webarena_live.fleet.carry import CarriedOutputs
-from webarena_live.fleet.ray_actor import ServeWorker, WorkerSetup
-from webarena_live.fleet.workers import Worker, WorkerEvents, Workers
+from webarena_live.fleet.front.carry import CarriedOutputs
+from webarena_live.fleet.workers.local import Worker, WorkerEvents, Workers
+from webarena_live.fleet.workers.ray_actor import ServeWorker, WorkerSetup
 from webarena_live.launch import LaunchError, Ports
 
 if TYPE_CHECKING:
@@ -108,13 +108,13 @@ def ray_workers(
         env=env,
         listen_host=None if _loopback(plan.listen_host) else plan.listen_host,
     )
-    pool = RayWorkers(plan.count, setup, plan.ray.worker_argv, cpus=CPUS_PER_WORKER)
+    workers = RayWorkers(plan.count, setup, plan.ray.worker_argv, cpus=CPUS_PER_WORKER)
     if not plan.ray.output_dir:
-        return pool, None, None
+        return workers, None, None
     here = prepare_output_dir(plan.ray.output_dir)
     tasks = load_tasks(plan.ray.tasks) if plan.ray.tasks else load_tasks()
-    outputs = CarriedOutputs(here, lambda index: pool.output_dirs[index], pool.read_outputs)
-    return pool, outputs, lambda run: run_figures(here, tasks, run)
+    outputs = CarriedOutputs(here, lambda index: workers.output_dirs[index], workers.read_outputs)
+    return workers, outputs, lambda run: run_figures(here, tasks, run)
 
 
 def journals_name(output_dir: Path | None) -> str:
@@ -154,7 +154,7 @@ class RayWorkers(Workers):
     async def start(self, events: WorkerEvents, front_at: str) -> None:
         """Place the workers, start each and wait until every one answers; `LaunchError` if the
         cluster cannot hold them or one cannot start. `front_at`: the HOST:PORT where they reach the
-        front (`fleet/workers_door.py`)."""
+        front (`fleet/front/door.py`)."""
         self._events = events
         args = tuple(tuple(self.argv(worker.index, front_at)) for worker in self.workers)
         self.setup = replace(self.setup, args=args)
@@ -207,7 +207,7 @@ class RayWorkers(Workers):
         """Follow the worker: its `serve` restarted by its actor (same sockets: resume its sessions),
         its actor restarted by Ray (same node: resume; another node: its sessions are lost), its node
         gone (its sessions are lost), or only a silence: contact lost is not death, nothing is
-        resumed or lost (`fleet/liveness.py` lists it unresponsive meanwhile)."""
+        resumed or lost (`fleet/front/liveness.py` lists it unresponsive meanwhile)."""
         actor = self.actors[worker.index]
         while not self._stopping:
             seen = self._seen[worker.index]

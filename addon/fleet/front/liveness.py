@@ -4,7 +4,7 @@
 The front asks each worker that is up for `/health` every `PROBE_EVERY` seconds; `MISSES` probes in
 a row unanswered within `PROBE_DEADLINE` make it `unresponsive`: its routes answer a JSON 503 at
 once (calls to it in flight are given up, `WorkerLink.send`), `/health` lists it so, and its sessions are
-kept. The first answer makes it `up` again. Death is the pool's to find (a process that exits, a Ray
+kept. The first answer makes it `up` again. Death is the workers' to find (a process that exits, a Ray
 actor that dies); silence alone never loses a session. See docs/architecture.md, Workers.
 """
 
@@ -15,8 +15,8 @@ import logging
 
 import httpx
 
-from webarena_live.fleet.front import Front
-from webarena_live.fleet.workers import Worker
+from webarena_live.fleet.front.front import Front
+from webarena_live.fleet.workers.local import Worker
 
 logger = logging.getLogger("webarena_live.fleet")
 

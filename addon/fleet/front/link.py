@@ -13,9 +13,10 @@ import json
 import logging
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import httpx
+from pydantic import ValidationError
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -24,7 +25,8 @@ from webarena_live.addresses.headers import FRONT_SET
 from webarena_live.addresses.placement import Placement
 from webarena_live.control.errors import JsonResponse, error_response
 from webarena_live.control.guard import page_request_problem, token_problem
-from webarena_live.fleet.workers import Worker, Workers
+from webarena_live.control.wire import LeaseEnd, Mutations
+from webarena_live.fleet.workers.local import Worker, Workers
 
 logger = logging.getLogger("webarena_live.fleet")
 
@@ -38,6 +40,10 @@ CALL_DEADLINE = 30.0
 a stream: event streams send a heartbeat every 15 s) before the front answers 504 naming it."""
 ASK_DEADLINE = 5.0
 """Seconds each worker has to answer a question the front asks all of them (`GET /sessions`)."""
+TELL_TRIES = 5
+"""Times the front tells a worker a lease ended before it gives up (the worker is gone: its session is
+lost anyway); `TELL_PAUSE` seconds apart."""
+TELL_PAUSE = 1.0
 HEALTH_DEADLINE = 3.0
 """Seconds each worker has to answer `/health`: one that does not is listed `unresponsive`."""
 
@@ -132,7 +138,7 @@ class WorkerLink:
             await asyncio.wait({sending, stalled}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stalled.cancel()
-        if not sending.done():  # it stopped answering meanwhile (fleet/liveness.py): no more waiting
+        if not sending.done():  # it stopped answering meanwhile (fleet/front/liveness.py): no more waiting
             sending.cancel()
             return unresponsive(worker, request)
         try:
@@ -146,6 +152,37 @@ class WorkerLink:
             await answer.aclose()  # a new worker process took the kept port before its sessions came back
             return unavailable(worker, request)
         return answer
+
+    async def ask_mutations(self, worker: Worker, params: dict[str, Any]) -> Mutations | None:
+        """The worker's `GET /mutations` (`params`: `after`, `active_after`) as its route declares it;
+        None when it does not answer within `ASK_DEADLINE`, or answers something else."""
+        try:
+            reply = await self.http.get(
+                f"{worker.control_url}/mutations", params=params, headers=self.auth(), timeout=ASK_DEADLINE
+            )
+            if reply.status_code != 200:
+                return None
+            return Mutations.model_validate_json(reply.content)
+        except (httpx.HTTPError, ValidationError):
+            return None
+
+    async def tell_lease_end(self, worker: Worker, name: str, end: LeaseEnd) -> bool:
+        """Tell the session's worker its lease ended (`PUT /sessions/{s}/lease_ended`), so its proxy
+        forwards nothing more for it; tried `TELL_TRIES` times within `ASK_DEADLINE` each. Whether the
+        worker heard it (a 404: the session is gone there, nothing to end)."""
+        url = f"{worker.control_url}/sessions/{quote(name, safe='')}/lease_ended"
+        body = end.model_dump(exclude_none=True)
+        for tried in range(1, TELL_TRIES + 1):
+            try:
+                reply = await self.http.put(url, json=body, headers=self.auth(), timeout=ASK_DEADLINE)
+                if reply.status_code < 500:
+                    return True
+            except httpx.HTTPError:
+                pass
+            if tried < TELL_TRIES:
+                await asyncio.sleep(TELL_PAUSE)
+        logger.error("webarena-live: worker %d was not told session %s's lease ended", worker.index, name)
+        return False
 
     async def ask_all(
         self, request: Request, path: str, *, deadline: float = ASK_DEADLINE

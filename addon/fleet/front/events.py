@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from webarena_live.control.streams import HEARTBEAT_SECONDS, RETRY_MS
-from webarena_live.fleet.front import Front
-from webarena_live.fleet.link import ASK_DEADLINE, answer_headers
-from webarena_live.fleet.workers import Worker
+from webarena_live.fleet.front.front import Front
+from webarena_live.fleet.front.link import ASK_DEADLINE, answer_headers
+from webarena_live.fleet.workers.local import Worker
 
 
 async def merged_events(front: Front, request: Request) -> Response:
@@ -41,7 +41,7 @@ async def merged_events(front: Front, request: Request) -> Response:
 
     async def events() -> AsyncIterator[bytes]:
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        front.sessions.listeners.add(queue)
+        front.sessions.event_streams.add(queue)
         sessions: list[dict[str, Any]] = list(front.sessions.lost.values())
         readers = []
         try:
@@ -66,7 +66,7 @@ async def merged_events(front: Front, request: Request) -> Response:
                     continue
                 yield item
         finally:
-            front.sessions.listeners.discard(queue)
+            front.sessions.event_streams.discard(queue)
             for reader in readers:
                 reader.cancel()
             for _, upstream in upstreams:

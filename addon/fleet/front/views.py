@@ -1,6 +1,6 @@
 """What the front answers about every worker at once: `GET /health` and `GET /sessions`.
 
-Each worker is asked with a deadline (`HEALTH_DEADLINE`, `ASK_DEADLINE` in `fleet/link.py`); one
+Each worker is asked with a deadline (`HEALTH_DEADLINE`, `ASK_DEADLINE` in `fleet/front/link.py`); one
 that does not answer is listed as such, and its running sessions are listed from what the front
 knows of them (their task, worker and node): no session drops out of the list because its worker is
 silent or restarting. Every row names its `worker` and `node`. See docs/architecture.md, Workers.
@@ -9,17 +9,19 @@ silent or restarting. Every row names its `worker` and `node`. See docs/architec
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 
 from webarena_live.evaluator import __version__
-from webarena_live.fleet import liveness
-from webarena_live.fleet.front import Front
-from webarena_live.fleet.link import HEALTH_DEADLINE
-from webarena_live.fleet.workers import Worker
+from webarena_live.fleet.front import liveness
+from webarena_live.fleet.front.link import HEALTH_DEADLINE
+from webarena_live.fleet.workers.local import Worker
+
+if TYPE_CHECKING:
+    from webarena_live.fleet.front.front import Front
 
 
 async def health(front: Front, request: Request) -> dict[str, Any]:

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
 from webarena_live.addresses.headers import PROXY_PORT_HEADER
 from webarena_live.addresses.placement import Placement
-from webarena_live.fleet.front_leases import FrontLeases
-from webarena_live.fleet.link import RETRY_AFTER_SECONDS, WorkerLink, error_of
-from webarena_live.fleet.registry import SessionRegistry
-from webarena_live.fleet.workers import Worker, Workers
+from webarena_live.fleet.front.leases import FrontLeases
+from webarena_live.fleet.front.link import RETRY_AFTER_SECONDS, WorkerLink, error_of
+from webarena_live.fleet.front.registry import SessionRegistry
+from webarena_live.fleet.workers.local import Worker, Workers
 
 logger = logging.getLogger("webarena_live.fleet")
 
@@ -36,9 +37,13 @@ class Recovery:
         sessions: SessionRegistry,
         link: WorkerLink,
         leases: FrontLeases | None,
+        *,
+        lose: Callable[[str, str], None],
     ) -> None:
         self.workers, self.placement, self.sessions, self.link = workers, placement, sessions, link
         self.leases = leases
+        self.session_lost = lose
+        """Report a session `lost` with the reason (`SessionLife.lost`: the one place that does)."""
         self.resume_failures: dict[str, int] = {}
         """Failed (or cut short) tries to resume each session, reset when one succeeds."""
 
@@ -50,25 +55,6 @@ class Recovery:
         (`GET /sessions`, the log, a `lost` notice), and its name may be started again elsewhere."""
         for name in self.placement.running_on(index):
             self.session_lost(name, reason)
-
-    def session_lost(self, name: str, reason: str) -> None:
-        """Session `name` cannot go on: reported `lost` with `reason`, its name and port freed."""
-        owner = self.placement.owner(name)
-        worker = self.workers[owner] if owner is not None else None
-        start = self.sessions.starts.pop(name, {})
-        port = self.placement.port_of(name)
-        node = worker.node if worker else None
-        view = {"session": name, "state": "lost", "reason": reason, "task_id": start.get("task_id"),
-                "run": start.get("run"), "worker": owner, "node": node}  # fmt: skip
-        self.sessions.lost[name] = view
-        self.resume_failures.pop(name, None)
-        self.placement.forget(name)
-        if self.leases is not None:
-            self.leases.release(name, "lost")
-        if worker is not None and port is not None:
-            self.workers.forget_port(worker.index, port)
-        logger.error("webarena-live: session %s is lost: %s", name, reason)
-        self.sessions.announce("lost", view)
 
     async def resume_on(self, index: int) -> None:
         """A restarted worker: start each of its running sessions again from its journal, at its port.
@@ -124,7 +110,10 @@ class Recovery:
         return f"{reply.status_code} {reply.text.strip()}", reply.status_code < 500
 
     async def _start_on(self, worker: Worker, body: dict[str, Any], port: int) -> httpx.Response:
-        headers = {PROXY_PORT_HEADER: str(port), **self.link.auth()}
+        """Start the session on its restarted worker with its lease as the front keeps it (an ended one
+        ended: its address then forwards nothing)."""
+        told = self.leases.told(str(body["session"])) if self.leases is not None else {}
+        headers = {PROXY_PORT_HEADER: str(port), **told, **self.link.auth()}
         return await self.link.http.post(
             f"{worker.control_url}/sessions", json=body, headers=headers, timeout=RESUME_DEADLINE
         )

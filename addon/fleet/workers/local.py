@@ -70,7 +70,7 @@ class Worker:
     node_lost: bool = False
     """Its node left the cluster (its sessions are lost) and it is not back yet."""
     responsive: bool = True
-    """It answered the front's last probes (`fleet/liveness.py`); False: alive but silent."""
+    """It answered the front's last probes (`fleet/front/liveness.py`); False: alive but silent."""
     misses: int = 0
     stalled: asyncio.Event = field(default_factory=asyncio.Event)
     """Set while it does not answer: calls to it in flight are given up (`WorkerLink.send`)."""
@@ -94,9 +94,9 @@ class Worker:
 
 
 class WorkerEvents(Protocol):
-    """What the workers tell the front (`fleet/recovery.py`): `worker_down(index)` as soon as one is found
-    dead; `resume_on(index)` once a restarted one answers again (its sessions resumed there; cut short if
-    it dies meanwhile); `worker_lost(index, reason)` when its sessions cannot come back."""
+    """What the workers tell the front (`front/recovery.py`): `worker_down(index)` as soon as one is
+    found dead; `resume_on(index)` once a restarted one answers again (its sessions resumed there; cut
+    short if it dies meanwhile); `worker_lost(index, reason)` when its sessions cannot come back."""
 
     def worker_down(self, index: int) -> None: ...
 
@@ -107,7 +107,7 @@ class WorkerEvents(Protocol):
 
 class Workers:
     """What the front needs of its workers, local processes (`LocalWorkers`) or Ray actors
-    (`ray_pool.RayWorkers`): the workers by index, started (telling `events` what befalls them; they
+    (`ray_workers.RayWorkers`): the workers by index, started (telling `events` what befalls them; they
     reach the front at `front_at`, HOST:PORT) and stopped."""
 
     workers: list[Worker]
@@ -209,7 +209,7 @@ class LocalWorkers(Workers):
 
     async def _start_again(self, worker: Worker) -> bool:
         """Start the worker again, ever more slowly while it fails; its running sessions are reported
-        lost after `RESTART_TRIES` failures. False when the pool stops first."""
+        lost after `RESTART_TRIES` failures. False when the workers stop first."""
         failures, pause = 0, RESTART_PAUSE
         while not self._stopping:
             await asyncio.sleep(pause)

@@ -1,23 +1,20 @@
-"""The control API of `serve --workers N`: one port in front of every worker's.
-
-Each request goes to the worker that owns its session (`fleet/front.py`, through `fleet/link.py`); the
-routes that speak of every session (`GET /health`, `GET /sessions`, `GET /events`: `front_events.py`) ask
-every worker and answer once.
-`POST /sessions` places a new session (`addresses/placement.py`) and tells the worker the port of its
-address. While a session's worker is restarting, its routes answer a JSON 503 with `Retry-After`
-(docs/architecture.md, Workers).
+"""The front's sessions in one place: a session's start, finish, abandon and loss under `serve --workers`,
+each written once (docs/architecture.md, Workers). The routes (`front/app.py`) and the recovery of
+workers (`front/recovery.py`) only call `SessionLife`, as `control/starts.py` and `SessionEnds` do in
+one process. The front owns every lease (`front/leases.py`): it leases before a start goes to a worker, ends
+the lease at a finish, an abandon or a loss through the pool's one function, and tells the worker.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import httpx
-from fastapi import FastAPI, Request
 from pydantic import ValidationError
+from starlette.requests import Request
 from starlette.responses import Response
 
 from webarena_live.addresses.headers import CALLER_HEADER, CLIENT_HEADER, PROXY_PORT_HEADER, REPEATED_HEADER
@@ -25,21 +22,14 @@ from webarena_live.addresses.placement import PlacementError
 from webarena_live.control.bodies import ControlError, parse_json_body
 from webarena_live.control.errors import JsonResponse, error_response
 from webarena_live.control.middleware import MAX_CONTROL_BODY
-from webarena_live.control.models import StartSession
-from webarena_live.control.streams import Streams
-from webarena_live.evaluator import __version__
-from webarena_live.fleet import front_events, front_views
-from webarena_live.fleet.front import Front
-from webarena_live.fleet.link import (
-    answer_headers,
-    error_of,
-    session_of,
-    unavailable,
-    unresponsive,
-)
-from webarena_live.fleet.workers import Worker
-from webarena_live.replicas.mutations import add_reads
+from webarena_live.control.models import Abandon, StartSession
+from webarena_live.fleet.front import views as front_views
+from webarena_live.fleet.front.link import answer_headers, error_of, unavailable, unresponsive
+from webarena_live.fleet.workers.local import Worker
 from webarena_live.runs.sessions import DEFAULT_SESSION
+
+if TYPE_CHECKING:
+    from webarena_live.fleet.front.front import Front
 
 logger = logging.getLogger("webarena_live.fleet")
 
@@ -47,30 +37,17 @@ PORT_TRIES = 5
 """Ports tried for a new session's address when its worker finds them busy on its machine."""
 
 
-def create_front_app(front: Front) -> FastAPI:
-    app = FastAPI(title="webarena-live control API", version=__version__, openapi_url=None, docs_url=None,
-                  redoc_url=None, default_response_class=JsonResponse, redirect_slashes=False)  # fmt: skip
-    app.state.streams = Streams()  # the control server closes the streams it knows of when it stops
+class SessionLife:
+    """Start, finish, abandon and loss of the front's sessions."""
 
-    @app.get("/health")
-    async def get_health(request: Request) -> Response:
-        if not front.ready:  # not logged: this is what a launcher polls while the workers start
-            return JsonResponse({"error": "starting", "detail": "the workers are starting"}, status_code=503)
-        answer = await front_views.health(front, request)
-        if front.leases is not None:
-            answer["pool"] = add_reads(front.leases.pool.status(), *front.leases.reads.values())
-        return JsonResponse(answer)
+    def __init__(self, front: Front) -> None:
+        self.front = front
 
-    @app.get("/sessions")
-    async def get_sessions(request: Request) -> Response:
-        listed = await front_views.sessions(front, request)
-        if isinstance(listed, Response):
-            return listed
-        return JsonResponse({"sessions": listed})
-
-    @app.post("/sessions")
-    async def post_sessions(request: Request) -> Response:
-        body = await _bounded_body(request)
+    async def start(self, request: Request) -> Response:
+        """`POST /sessions`: lease (a resumed session's own lease back, as it was), place, start on the
+        worker; the lease given back when the start does not go on."""
+        front = self.front
+        body = await bounded_body(request)
         if isinstance(body, Response):
             return body
         read = _start_of(body)
@@ -105,7 +82,7 @@ def create_front_app(front: Front) -> FastAPI:
             placed = await _place(front, request, name, among, json.dumps(document).encode(), lease)
         finally:
             if not isinstance(placed, tuple) and front.leases is not None:
-                front.leases.release(name, "refused")
+                front.leases.pool.end_lease(name, "refused")
         if isinstance(placed, Response):
             return placed
         worker, content = placed
@@ -116,9 +93,10 @@ def create_front_app(front: Front) -> FastAPI:
             reply["near_unmet"] = f"no worker is up on {start.near!r}; placed on the least busy worker"
         return JsonResponse(reply)
 
-    @app.post("/sessions/{session}/finish")
-    async def post_finish(session: str, request: Request) -> Response:
-        name = unquote(session)
+    async def finish(self, name: str, request: Request) -> Response:
+        """`POST /sessions/{s}/finish`: judged by its worker with the interference the front names; a
+        first finish frees the session's port and ends its lease, and its files come here."""
+        front = self.front
         forwarded = await _forward_ending(front, name, request)
         if isinstance(forwarded, Response):
             return forwarded
@@ -128,96 +106,82 @@ def create_front_app(front: Front) -> FastAPI:
             front.placement.release(name)  # the worker closed the session's address; its port is free
             known.starts.pop(name, None)
             if front.leases is not None:
-                front.leases.release(name, "finished")
+                front.leases.pool.end_lease(name, "finished")
             if known.outputs is not None:  # written on the worker's node: carried here before the answer
                 await known.carry_outputs(front.link, worker, name)
             await known.remember_finished(front.link, worker, name)
         return Response(content, upstream.status_code, headers=answer_headers(upstream))
 
-    @app.post("/sessions/{session}/abandon")
-    async def post_abandon(session: str, request: Request) -> Response:
-        """The worker ends the attempt's lease (it checks the body and the session); then the front
-        gathers the workers' mutations and its pool gives the replicas back."""
-        name = unquote(session)
-        forwarded = await _forward_ending(front, name, request)
-        if isinstance(forwarded, Response):
-            return forwarded
-        _, upstream, content = forwarded
-        if upstream.status_code == 200 and front.leases is not None:
-            # what its traffic changed first: a replica released as clean would be leased unreset
-            await front.leases.gather(front.link.http, front.up_workers(), front.link.auth())
-            try:
-                reason = json.loads(content).get("reason")
-            except (ValueError, AttributeError):
-                reason = None
-            front.leases.pool.abandon(name, reason if isinstance(reason, str) else None)
-        return Response(content, upstream.status_code, headers=answer_headers(upstream))
-
-    @app.get("/sessions/{session}")
-    async def get_session(session: str, request: Request) -> Response:
-        name = unquote(session)
-        worker, known = _owner_of(front, name, request), front.sessions
-        if isinstance(worker, Response) and name in known.finished and name not in known.starts:
-            if (refusal := await front.link.refusal(request)) is not None:  # the token holds here too
-                return refusal
-            return JsonResponse(known.finished[name])  # its worker is restarting or silent
-        if isinstance(worker, Response):
-            return worker
-        upstream = await front.link.send(worker, request, b"")
-        if isinstance(upstream, Response):
-            return upstream
-        content = await upstream.aread()
-        await upstream.aclose()
-        if upstream.status_code == 404 and name in front.sessions.finished:  # its worker restarted since
-            view = dict(front.sessions.finished[name])
-        elif upstream.status_code != 200:
+    async def abandon(self, name: str, request: Request) -> Response:
+        """`POST /sessions/{s}/abandon`: without a pool here, the worker ends its session's lease;
+        with one, the front ends it (what its traffic changed gathered first, so a changed replica is
+        reset) and the worker is told before the answer, so its address forwards nothing after it."""
+        front = self.front
+        if front.leases is None:
+            forwarded = await _forward_ending(front, name, request)
+            if isinstance(forwarded, Response):
+                return forwarded
+            _, upstream, content = forwarded
             return Response(content, upstream.status_code, headers=answer_headers(upstream))
-        else:
-            view = {**json.loads(content), "worker": worker.index, "node": worker.node}
-        if front.sessions.outputs is not None:
-            if (carried := front.sessions.carried_files(name)) is not None:
-                view["outputs"] = carried
-            elif view.get("outputs") and name not in front.sessions.finished:
-                view["outputs"] = front.sessions.outputs.local(worker.index, view["outputs"])
-        return JsonResponse(view)
-
-    @app.get("/report")
-    async def get_report(request: Request, run: str | None = None) -> Response:
-        workers = front.up_workers()
-        if front.sessions.report is None:  # the workers share the output directory: any of them answers
-            if not workers:
-                return unavailable(front.workers[0], request)
-            return await front.link.forward(workers[0], request)
-        refusal = await front.link.refusal(request)
-        if refusal is not None:
-            return refusal
-        try:
-            return JsonResponse(await front.sessions.report(run))
-        except ControlError as error:
-            return error_response(error.status, error.error, error.detail, method="GET", path="/report")
-
-    @app.get("/events")
-    async def get_events(request: Request) -> Response:
-        return await front_events.merged_events(front, request)
-
-    @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
-    async def any_route(path: str, request: Request) -> Response:
-        name = session_of(request.url.path)
-        if name is None:  # tasks, the dashboard, the OpenAPI document: the same on every worker
-            workers = front.up_workers()
-            if not workers:
-                return unavailable(front.workers[0], request)
-            return await front.link.forward(workers[0], request)
-        worker = _owner_of(front, name, request)
+        worker = owner_of(front, name, request)
         if isinstance(worker, Response):
             return worker
-        carried: dict[str, str] = {}
-        if front.leases is not None and request.method == "POST" and path.endswith("/preview"):
-            link = front.link
-            carried = await front.leases.interference_header(link.http, link.up_workers(), name, link.auth())
-        return await front.link.forward(worker, request, headers=carried)
+        if (refusal := await front.link.refusal(request)) is not None:
+            return refusal
+        if name in front.sessions.finished and name not in front.sessions.starts:
+            detail = f"session {name!r} is finished; its lease ended"
+            return error_response(409, "already_finished", detail, method="POST", path=request.url.path)
+        body = await bounded_body(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            reason = abandon_reason(body)
+        except ControlError as error:
+            return error_response(error.status, error.error, error.detail, method="POST", path="/abandon")
+        leases = front.leases
+        lease = leases.pool.leases.get(name) or leases.pool.ended.get(name)
+        if lease is None:
+            detail = f"session {name!r} holds no lease here"
+            return error_response(409, "no_lease", detail, method="POST", path=request.url.path)
+        if lease.ended is None:
+            await leases.gather(front.link, front.up_workers())
+            leases.pool.end_lease(name, "abandoned", reason)
+            if (telling := leases.telling.get(name)) is not None:
+                await telling  # the worker refuses the session's traffic before the answer
+        return JsonResponse({"session": name, "lease_ended": lease.ended, "reason": lease.ended_detail,
+                             "replicas": dict(lease.replicas)})  # fmt: skip
 
-    return app
+    def lost(self, name: str, reason: str) -> None:
+        """Session `name` cannot go on: reported `lost` with `reason`, its name and port freed, its
+        lease ended (`lost`)."""
+        front = self.front
+        owner = front.placement.owner(name)
+        worker = front.workers[owner] if owner is not None else None
+        start = front.sessions.starts.pop(name, {})
+        port = front.placement.port_of(name)
+        node = worker.node if worker else None
+        view = {"session": name, "state": "lost", "reason": reason, "task_id": start.get("task_id"),
+                "run": start.get("run"), "worker": owner, "node": node}  # fmt: skip
+        front.sessions.lost[name] = view
+        front.recovery.resume_failures.pop(name, None)
+        front.placement.forget(name)
+        if front.leases is not None:
+            front.leases.pool.end_lease(name, "lost", reason)
+        if worker is not None and port is not None:
+            front.workers.forget_port(worker.index, port)
+        logger.error("webarena-live: session %s is lost: %s", name, reason)
+        front.sessions.announce("lost", view)
+
+
+def abandon_reason(body: bytes) -> str | None:
+    """The reason an abandon's body gives (none without a body); `ControlError` 400 for a body that is
+    not the route's model."""
+    if not body.strip():
+        return None
+    try:
+        return Abandon.model_validate(parse_json_body(body)).reason
+    except ValidationError as error:
+        raise ControlError(400, "bad_request", f"body: {error.errors()[0]['msg']}") from None
 
 
 def _start_of(body: bytes) -> tuple[StartSession, dict[str, Any]] | None:
@@ -269,17 +233,15 @@ async def _forward_ending(
 ) -> tuple[Worker, httpx.Response, bytes] | Response:
     """A finish or an abandon of session `name` sent to its worker (a finish with the session's
     interference, `INTERFERENCE_HEADER`): the worker, its answer and the answer's body; or the refusal."""
-    worker = _owner_of(front, name, request)
+    worker = owner_of(front, name, request)
     if isinstance(worker, Response):
         return worker
-    body = await _bounded_body(request)
+    body = await bounded_body(request)
     if isinstance(body, Response):
         return body
     carried: dict[str, str] = {}
     if front.leases is not None and request.url.path.endswith("/finish"):
-        carried = await front.leases.interference_header(
-            front.link.http, front.up_workers(), name, front.link.auth()
-        )
+        carried = await front.leases.interference_header(front.link, front.up_workers(), name)
     upstream = await front.link.send(worker, request, body, carried)
     if isinstance(upstream, Response):
         return upstream
@@ -288,7 +250,7 @@ async def _forward_ending(
     return worker, upstream, content
 
 
-def _owner_of(front: Front, name: str, request: Request) -> Worker | Response:
+def owner_of(front: Front, name: str, request: Request) -> Worker | Response:
     owner = front.placement.owner(name)
     if owner is None and name in front.sessions.lost:
         lost = front.sessions.lost[name]
@@ -315,7 +277,7 @@ def _client_of(request: Request) -> str:
     return request.client.host if request.client is not None else ""
 
 
-async def _bounded_body(request: Request) -> bytes | Response:
+async def bounded_body(request: Request) -> bytes | Response:
     """The request's body, or the JSON 413 to answer when it is over the control API's cap."""
     chunks, size = [], 0
     async for chunk in request.stream():

@@ -10,7 +10,7 @@ directory (`WorkerSetup.journals`), which a stop keeps: `serve --ray` started ag
 output directory finds them and resumes those sessions on request, as local `serve` does. Nothing is
 assumed shared between nodes: the task and site files and the proxy's CA come in the worker's
 `WorkerSetup`, and each finished session's files are read back through Ray (`read_outputs`).
-`ray_pool.py` places and watches the actors. See docs/architecture.md, Ray.
+`ray_workers.py` places and watches the actors. See docs/architecture.md, Ray.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import ray
 
 from webarena_live.addresses.listeners import ListenerKeeper
 from webarena_live.evaluator import holding_run_dir
-from webarena_live.fleet.workers import RESTART_PAUSE, RESTART_PAUSE_MAX, end_with_parent
+from webarena_live.fleet.workers.local import RESTART_PAUSE, RESTART_PAUSE_MAX, end_with_parent
 from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
 
 logger = logging.getLogger("webarena_live.fleet")
@@ -65,7 +65,7 @@ class WorkerSetup:
 
 
 class ServeWorker:
-    """A Ray actor: one `webarena-live serve` on this node (`ray.remote` is applied by the pool)."""
+    """A Ray actor: one `webarena-live serve` on this node (`ray.remote` is applied by `RayWorkers`)."""
 
     def __init__(self, index: int, setup: WorkerSetup) -> None:
         context = ray.get_runtime_context()

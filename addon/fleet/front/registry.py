@@ -17,9 +17,9 @@ from urllib.parse import quote
 import httpx
 
 from webarena_live.evaluator import ATTEMPT_FILES, WebArenaLiveError, locate_attempt
-from webarena_live.fleet.carry import CarriedOutputs
-from webarena_live.fleet.link import ASK_DEADLINE, WorkerLink
-from webarena_live.fleet.workers import Worker
+from webarena_live.fleet.front.carry import CarriedOutputs
+from webarena_live.fleet.front.link import ASK_DEADLINE, WorkerLink
+from webarena_live.fleet.workers.local import Worker
 
 logger = logging.getLogger("webarena_live.fleet")
 
@@ -48,7 +48,7 @@ class SessionRegistry:
         self.carried: dict[str, tuple[Path, str]] = {}
         """Each session's carried files on this machine, by session name: the task folder they were
         written to and the attempt's id (`locate_attempt` finds them after a later attempt moved them)."""
-        self.listeners: set[asyncio.Queue[bytes | None]] = set()
+        self.event_streams: set[asyncio.Queue[bytes | None]] = set()
         """The merged `/events` streams open now: the front's own notices (`lost`) go to each."""
 
     def started(self, name: str, task_id: int, run: str | None) -> None:
@@ -60,7 +60,7 @@ class SessionRegistry:
     def announce(self, kind: str, data: dict[str, Any]) -> None:
         """A notice of the front's own, to every merged `/events` stream open now."""
         message = f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode()
-        for queue in self.listeners:
+        for queue in self.event_streams:
             queue.put_nowait(message)
 
     async def remember_finished(self, link: WorkerLink, worker: Worker, name: str) -> None:

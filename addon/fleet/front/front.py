@@ -2,19 +2,21 @@
 
 `Front` holds them, built in order once the workers exist (nothing replaced later): where each session
 lives (`addresses/placement.py`), the way to the workers (`link.py`: forwarding, deadlines, refusals,
-credentials), what the front knows of each session (`registry.py`), what it does when a worker dies,
-returns or leaves (`recovery.py`) and the replica pool's leases (`front_leases.py`). The routes are in
-`fleet/front_app.py` (docs/architecture.md, Workers).
+credentials), what the front knows of each session (`registry.py`), their starts, finishes, abandons
+and losses (`sessions.py`), what it does when a worker dies, returns or leaves (`recovery.py`) and
+the replica pool's leases (`leases.py`). The routes are in
+`fleet/front/app.py` (docs/architecture.md, Workers).
 """
 
 from __future__ import annotations
 
 from webarena_live.addresses.placement import Placement
-from webarena_live.fleet.front_leases import FrontLeases
-from webarena_live.fleet.link import WorkerLink
-from webarena_live.fleet.recovery import Recovery
-from webarena_live.fleet.registry import SessionRegistry
-from webarena_live.fleet.workers import Worker, Workers
+from webarena_live.fleet.front.leases import FrontLeases
+from webarena_live.fleet.front.link import WorkerLink
+from webarena_live.fleet.front.recovery import Recovery
+from webarena_live.fleet.front.registry import SessionRegistry
+from webarena_live.fleet.front.sessions import SessionLife
+from webarena_live.fleet.workers.local import Worker, Workers
 
 
 class Front:
@@ -34,8 +36,12 @@ class Front:
         self.link = link
         self.sessions = sessions
         self.leases = leases
-        """The replica pool (`front_leases.py`), when a site map is loaded."""
-        self.recovery = Recovery(workers, placement, sessions, link, leases)
+        """The replica pool (`leases.py`), when a site map is loaded."""
+        self.life = SessionLife(self)
+        """Start, finish, abandon and loss of a session, each in one place (`sessions.py`)."""
+        self.recovery = Recovery(workers, placement, sessions, link, leases, lose=self.life.lost)
+        if leases is not None:  # a lease's end is told to its session's worker
+            leases.attach(link, self.owner_worker)
         self.listening = listening if listening is not None else {}
         """The front's own ports for `/health` (`proxy_port`, `session_port`, `control_port`)."""
         self.ready = False

@@ -1,0 +1,119 @@
+"""The mitmproxy side of faults made on purpose (`runs/fault_plan.py`): `WebArenaLive`'s sub-addon
+(mitmproxy calls each of its hooks right after `WebArenaLive`'s, which has named the flow's session).
+
+In its `request` hook it draws each request to a site of the map against the session's own plan (its
+`POST /sessions` `faults`) or the proxy's (`webarena_faults`); a drawn fault is recorded in the attempt
+(`faults_injected`) and on the flow (`FAULT_KEY`), then made: an error answer given here, the connection
+killed (the capture records it as no answer), or a pause before the request goes on. A `slow_body`
+fault pauses in the `response` hook, after `WebArenaLive` captured the answer. The events stay in the
+trace as the agent saw them; a session that draws nothing is untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from mitmproxy import ctx, exceptions, http
+
+from webarena_live.proxy.connections import SESSION_KEY, SKIP_KEY
+from webarena_live.runs import fault_plan
+from webarena_live.runs.fault_plan import (
+    FAULT_KEY,
+    FaultPlan,
+    FaultsError,
+    choose,
+    fault_page,
+    fault_record,
+    fault_status,
+    read_faults,
+    site_and_path,
+)
+from webarena_live.runs.sessions import DEFAULT_SESSION
+
+if TYPE_CHECKING:
+    from webarena_live.proxy.addon import WebArenaLive
+    from webarena_live.runs.attempt import Attempt
+
+logger = logging.getLogger(__name__)
+
+
+class FaultInjector:
+    """Makes the faults a plan draws; `live` is the addon whose sessions and site map it reads."""
+
+    def __init__(self, live: WebArenaLive) -> None:
+        self.live = live
+        self.plan: FaultPlan | None = None
+        """The proxy's plan (`webarena_faults`); None: no fault but a session's own."""
+        self._seen: weakref.WeakKeyDictionary[Attempt, dict[tuple[str, str], int]] = (
+            weakref.WeakKeyDictionary()
+        )
+        """Per attempt, how many requests of each method and URL it sent: one input of each draw."""
+
+    def configure(self, updated: set[str]) -> None:
+        if "webarena_faults" not in updated:
+            return
+        path = ctx.options.webarena_faults
+        try:
+            self.plan = read_faults(path) if path else None
+        except FaultsError as error:
+            raise exceptions.OptionsError(f"webarena_faults: {error}") from None
+
+    def request(self, flow: http.HTTPFlow) -> Any:
+        if self.plan is None and not fault_plan.session_plans_given:
+            return None  # every flow passes here: without a plan, this is all it costs
+        context = self.live.context
+        if flow.response is not None or flow.metadata.get(SKIP_KEY) or context is None:
+            return None
+        session = context.sessions.get(flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION)
+        if session is None:
+            return None
+        attempt = session.attempt
+        plan = attempt.fault_plan or self.plan
+        if plan is None or attempt.finished is not None:
+            return None
+        request = flow.request
+        url, method = request.url, request.method
+        derendered = context.site_map.derender(url, strict=False)
+        where = site_and_path(derendered)
+        if where is None:
+            return None
+        seen = self._seen.setdefault(attempt, {})
+        count = seen.get((method, derendered), 0)
+        seen[(method, derendered)] = count + 1
+        # drawn on the URL as the site map writes it: the same on any replica, port or deployment
+        chosen = choose(
+            plan,
+            session=session.name,
+            method=method,
+            url=derendered,
+            seen=count,
+            site=where[0],
+            path=where[1],
+        )
+        if chosen is None:
+            return None
+        index, rule = chosen
+        record = fault_record(index, rule, method=method, url=url, site=where[0])
+        attempt.faults_injected.append(record)
+        flow.metadata[FAULT_KEY] = record
+        logger.info(
+            "webarena-live: session %s: fault %s injected into %s %s", session.name, rule.fault, method, url
+        )
+        if rule.fault == "status":
+            headers = {"Content-Type": rule.content_type, "Cache-Control": "no-store"}
+            flow.response = http.Response.make(fault_status(rule), fault_page(rule), headers)
+        elif rule.fault == "drop":
+            flow.kill()
+        elif rule.fault == "latency":
+            return asyncio.sleep(rule.seconds or 0)
+        return None
+
+    def response(self, flow: http.HTTPFlow) -> Any:
+        record = flow.metadata.get(FAULT_KEY)
+        if record is None or record["fault"] != "slow_body" or flow.response is None:
+            return None
+        size = len(flow.response.raw_content or b"")
+        return asyncio.sleep(size / record["bytes_per_second"])

@@ -1,0 +1,73 @@
+"""The lease book: every lease the pool granted, held or ended, one small file a session, so a restart
+(even after SIGKILL) knows which leases ended and never grants them again (docs/architecture.md,
+Replicas).
+
+The pool writes a session's record at each transition of its lease (granted, ended) before anyone can
+see it (`ReplicaPool._grant`, `ReplicaPool.end_lease`), atomically, in `<pool dir>/.leases/`. One file
+a session keeps a transition's cost the same however many sessions are open; a restart reads them all
+once. A finished session's record is dropped: it cannot be resumed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from webarena_live.evaluator import write_json_atomically
+from webarena_live.replicas.lease import Lease
+
+logger = logging.getLogger("webarena_live.replicas")
+
+BOOK_DIR = ".leases"
+"""The book's folder, beside the pool's state file (`OUT/.leases/`)."""
+
+
+class LeaseBook:
+    """The records on disk; without a folder (a pool with no state file) it keeps nothing."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder
+        self._made = False
+
+    def _path(self, session: str) -> Path:
+        assert self.folder is not None
+        return self.folder / f"{quote(session, safe='')}.json"
+
+    def write(self, lease: Lease) -> None:
+        """Keep `lease`'s record as it is now; a folder that cannot be written is told and costs what a
+        restart would remember."""
+        if self.folder is None:
+            return
+        try:
+            if not self._made:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                self._made = True
+            write_json_atomically(self._path(lease.session), lease.record())
+        except OSError as error:
+            logger.warning("cannot keep session %s's lease in %s: %s", lease.session, self.folder, error)
+
+    def drop(self, session: str) -> None:
+        if self.folder is None:
+            return
+        try:
+            self._path(session).unlink(missing_ok=True)
+        except OSError as error:
+            logger.warning("cannot drop session %s's lease from %s: %s", session, self.folder, error)
+
+    def all(self) -> dict[str, Lease]:
+        """Every record kept, by session; a file that cannot be read is skipped (and told)."""
+        if self.folder is None or not self.folder.is_dir():
+            return {}
+        found = {}
+        for path in sorted(self.folder.glob("*.json")):
+            try:
+                lease = Lease.from_record(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError):
+                lease = None
+            if lease is None:
+                logger.warning("the lease record %s cannot be read: skipped", path)
+                continue
+            found[lease.session or unquote(path.stem)] = lease
+        return found

@@ -1,0 +1,167 @@
+"""The quick selection (`scripts/bootstrap.sh test --quick`, i.e. `pytest -p tests.support.quick`): every
+test but those that start a browser, drive a real application, start Ray or make machines.
+
+The rule reads the code, so a new browser test leaves the quick run by itself and there is no list to
+keep. A *heavy* piece of code is a top-level function or class of a test module or of a module of
+`tests` that launches a browser (Playwright, Selenium, Chromium's binary) or imports Ray, or that uses
+(by name, or as a fixture) another heavy piece; everything in the real and real-shaped applications
+(`tests/wiki`, `tests/kiwix`, `tests/redmine`, `tests/gitlab`) and in the machines made of network
+namespaces (`tests/support/netns.py`) is heavy, and a module whose top level is heavy is heavy as a
+whole. A test is left out when its function (its class, for a method) or a fixture it uses is heavy,
+and so is every test in `tests/e2e` (real browsers on real sites) and `tests/browsergym` (its own venv).
+What stays is every package's unit tests, the tests that start `webarena-live serve` itself, and the
+parity corpora judged by the reference.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent.parent
+LEFT_OUT_FOLDERS = {"e2e": "real browsers on real sites", "browsergym": "BrowserGym's own venv"}
+APPLICATIONS = {"wiki", "kiwix", "redmine", "gitlab"}
+MACHINES = {"support/netns.py"}
+RAY = re.compile(r"\bray\b")
+HEAVY = re.compile(
+    r"sync_playwright|async_playwright|/usr/bin/chromium|\.launch\(|webdriver\.Chrome|puppeteer"
+    r"|^\s*(?:import ray|from ray\b)|ray\.init\(|\bray_machines\b"
+    r'|"demo", "--(?:output-dir|chromium)"|CLI\), "demo"'  # `webarena-live demo` drives Chromium
+    r'|"netns"',  # `ip netns ...`: machines made of network namespaces
+    re.M,
+)
+
+
+WHOLE = "*"
+"""The key of a module's reasons under which the module is heavy as a whole."""
+_reading: set[Path] = set()
+
+
+@functools.cache
+def heavy_names(path: Path) -> dict[str, str]:
+    """The heavy top-level names of the module at `path`, each with why (`WHOLE`: the module)."""
+    _reading.add(path)
+    try:
+        return _read(path)
+    finally:
+        _reading.discard(path)
+
+
+def _read(path: Path) -> dict[str, str]:
+    relative = path.relative_to(TESTS)
+    if relative.parts[0] in LEFT_OUT_FOLDERS or relative.parts[0] in APPLICATIONS:
+        return {WHOLE: f"tests/{relative.parts[0]}"}
+    if relative.as_posix() in MACHINES:
+        return {WHOLE: f"tests/{relative.as_posix()}: machines made of network namespaces"}
+    text = path.read_text()
+    defs: dict[str, ast.AST] = {}
+    heavy: dict[str, str] = {}
+    imported: dict[str, tuple[Path, str | None]] = {}  # local name -> (module, its name there or None)
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defs[node.name] = node
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests"):
+            for alias in node.names:
+                module = _module_file(f"{node.module}.{alias.name}")
+                source = _module_file(node.module or "")
+                if module is not None or source is not None:
+                    where = (module, None) if module is not None else (source, alias.name)
+                    imported[alias.asname or alias.name] = where  # type: ignore[assignment]
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        found = HEAVY.search(ast.get_source_segment(text, node) or "")
+        if not found:
+            continue
+        why = f"{relative} says {found.group(0).strip()!r}"
+        if isinstance(node, ast.Import | ast.ImportFrom) and not RAY.search(found.group(0)):
+            heavy |= {alias.asname or alias.name.split(".")[0]: why for alias in node.names}
+        elif isinstance(node, ast.Assign | ast.AnnAssign):  # a constant: whoever uses it is heavy
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            heavy |= {target.id: why for target in targets if isinstance(target, ast.Name)}
+        else:  # Ray imported, or a browser started, by the module itself
+            return {WHOLE: why}
+    for local, (module, name) in imported.items():
+        if name and (why := _why(module, name)):
+            heavy[local] = why
+    uses = {}
+    for name, node in defs.items():
+        uses[name], through = _uses(node, imported)
+        if found := HEAVY.search(ast.get_source_segment(text, node) or ""):
+            heavy[name] = f"{relative}: {name} says {found.group(0).strip()!r}"
+        elif through:
+            heavy[name] = through
+    changed = True
+    while changed:  # a piece that uses a heavy piece is heavy
+        changed = False
+        for name, used in uses.items():
+            if name not in heavy and (reached := sorted(used & set(heavy))):
+                heavy[name] = heavy[reached[0]]
+                changed = True
+    return heavy
+
+
+def _uses(node: ast.AST, imported: dict[str, tuple[Path, str | None]]) -> tuple[set[str], str | None]:
+    """The names a piece refers to, and why when it uses a heavy piece of an imported module
+    (`harness.launch(...)` after `from tests.site import harness`)."""
+    names, heavy = set(), None
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name):
+            names.add(child.id)
+        elif isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name):
+            module, name = imported.get(child.value.id, (None, ""))
+            if module is not None and name is None:
+                heavy = heavy or _why(module, child.attr)
+    return names, heavy
+
+
+def _why(module: Path, name: str) -> str | None:
+    """Why `name` of `module` is heavy, or None."""
+    if module in _reading:  # modules that import each other: what is known so far
+        return None
+    reasons = heavy_names(module)
+    return reasons.get(WHOLE) or reasons.get(name)
+
+
+def _module_file(name: str) -> Path | None:
+    base = TESTS.parent.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def why_left_out(item: pytest.Item) -> str | None:
+    """What makes `item` no quick test, or None."""
+    path = Path(str(item.path)).resolve()
+    relative = path.relative_to(TESTS)
+    if relative.parts[0] in LEFT_OUT_FOLDERS:
+        return f"tests/{relative.parts[0]}: {LEFT_OUT_FOLDERS[relative.parts[0]]}"
+    function = getattr(item, "function", None)
+    if why := _why(path, function.__qualname__.split(".")[0] if function is not None else ""):
+        return why
+    info = getattr(item, "_fixtureinfo", None)
+    for fixture in getattr(item, "fixturenames", ()):
+        for definition in info.name2fixturedefs.get(fixture, ()) if info else ():
+            source = Path(inspect.getsourcefile(definition.func) or "/").resolve()
+            name = definition.func.__qualname__.split(".")[0]
+            if source.is_relative_to(TESTS) and (why := _why(source, name)):
+                return f"fixture {fixture}: {why}"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kept, left = [], []
+    for item in items:
+        (left if why_left_out(item) else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return "quick: no browser, real application, Ray or network-namespace machines (tests/support/quick.py)"
