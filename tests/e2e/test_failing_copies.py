@@ -291,10 +291,12 @@ def test_a_copy_answering_500_under_a_fleet(tmp_path: Path, mode: str) -> None:
         assert {s.node for s in run.sessions[:2]} == set(nodes)  # its failures seen on both nodes
 
 
+@pytest.mark.parametrize("mode", ["one process", "two workers"])
 @pytest.mark.parametrize("how", list(FAILURES))
-def test_a_copy_its_reset_repairs_serves_again(tmp_path: Path, how: str) -> None:
+def test_a_copy_its_reset_repairs_serves_again(tmp_path: Path, how: str, mode: str) -> None:
     """The reset endpoint repairs it (a restarted container): its `health_url` answers 2xx, it is
-    `free` again, and the next session lands on it and is served."""
+    `free` again, and the next session lands on it and is served; with `--workers 2` the front's pool
+    does the same on the failures its workers saw."""
     fail, answered = FAILURES[how]
 
     def back_before_the_next(run: Run) -> None:
@@ -304,7 +306,7 @@ def test_a_copy_its_reset_repairs_serves_again(tmp_path: Path, how: str) -> None
     with two_counters(tmp_path, health_url="/healthz") as (replicas, config):
         for replica in replicas:
             replica.repairs_on_reset(True)
-        proxy = serve(tmp_path / "serve", config)
+        proxy = serve(tmp_path / "serve", config, *(("--workers", "2") if mode == "two workers" else ()))
         try:
             run = six_readers(proxy, replicas, fail, between=back_before_the_next)
             view = copy_view(proxy, run.broken)
