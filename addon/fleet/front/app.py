@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Annotated
 from urllib.parse import unquote
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from starlette.responses import Response
 
 from webarena_live.control.bodies import ControlError
@@ -34,101 +35,126 @@ from webarena_live.replicas.mutations import add_reads
 
 logger = logging.getLogger("webarena_live.fleet")
 
+
+router = APIRouter()
+"""The front's routes, over the `Front` the app holds (`FrontOf`)."""
+
+
+async def _front(request: Request) -> Front:
+    front: Front = request.app.state.front
+    return front
+
+
+FrontOf = Annotated[Front, Depends(_front)]
+"""What every front route works on, as a FastAPI dependency (the app's `state.front`)."""
+
+
+@router.get("/health")
+async def get_health(request: Request, front: FrontOf) -> Response:
+    if not front.ready:  # not logged: this is what a launcher polls while the workers start
+        return JsonResponse({"error": "starting", "detail": "the workers are starting"}, status_code=503)
+    answer = await front_views.health(front, request)
+    if front.leases is not None:
+        answer["pool"] = add_reads(front.leases.pool.status(), *front.leases.reads.values())
+    return JsonResponse(answer)
+
+
+@router.get("/sessions")
+async def get_sessions(request: Request, front: FrontOf) -> Response:
+    listed = await front_views.sessions(front, request)
+    if isinstance(listed, Response):
+        return listed
+    return JsonResponse({"sessions": listed})
+
+
+@router.post("/sessions")
+async def post_sessions(request: Request, front: FrontOf) -> Response:
+    return await front.life.start(request)
+
+
+@router.post("/sessions/{session}/finish")
+async def post_finish(session: str, request: Request, front: FrontOf) -> Response:
+    return await front.life.finish(unquote(session), request)
+
+
+@router.post("/sessions/{session}/abandon")
+async def post_abandon(session: str, request: Request, front: FrontOf) -> Response:
+    return await front.life.abandon(unquote(session), request)
+
+
+@router.get("/sessions/{session}")
+async def get_session(session: str, request: Request, front: FrontOf) -> Response:
+    name = unquote(session)
+    worker, known = owner_of(front, name, request), front.sessions
+    if isinstance(worker, Response) and name in known.finished and name not in known.starts:
+        if (refusal := await front.link.refusal(request)) is not None:  # the token holds here too
+            return refusal
+        return JsonResponse(known.finished[name])  # its worker is restarting or silent
+    if isinstance(worker, Response):
+        return worker
+    upstream = await front.link.send(worker, request, b"")
+    if isinstance(upstream, Response):
+        return upstream
+    content = await upstream.aread()
+    await upstream.aclose()
+    if upstream.status_code == 404 and name in front.sessions.finished:  # its worker restarted since
+        view = dict(front.sessions.finished[name])
+    elif upstream.status_code != 200:
+        return Response(content, upstream.status_code, headers=answer_headers(upstream))
+    else:
+        view = {**json.loads(content), "worker": worker.index, "node": worker.node}
+    if front.sessions.outputs is not None:
+        if (carried := front.sessions.carried_files(name)) is not None:
+            view["outputs"] = carried
+        elif view.get("outputs") and name not in front.sessions.finished:
+            view["outputs"] = front.sessions.outputs.local(worker.index, view["outputs"])
+    return JsonResponse(view)
+
+
+@router.get("/report")
+async def get_report(request: Request, front: FrontOf, run: str | None = None) -> Response:
+    workers = front.up_workers()
+    if front.sessions.report is None:  # the workers share the output directory: any of them answers
+        if not workers:
+            return unavailable(front.workers[0], request)
+        return await front.link.forward(workers[0], request)
+    refusal = await front.link.refusal(request)
+    if refusal is not None:
+        return refusal
+    try:
+        return JsonResponse(await front.sessions.report(run))
+    except ControlError as error:
+        return error_response(error.status, error.error, error.detail, method="GET", path="/report")
+
+
+@router.get("/events")
+async def get_events(request: Request, front: FrontOf) -> Response:
+    return await front_events.merged_events(front, request)
+
+
+@router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
+async def any_route(path: str, request: Request, front: FrontOf) -> Response:
+    name = session_of(request.url.path)
+    if name is None:  # tasks, the dashboard, the OpenAPI document: the same on every worker
+        workers = front.up_workers()
+        if not workers:
+            return unavailable(front.workers[0], request)
+        return await front.link.forward(workers[0], request)
+    worker = owner_of(front, name, request)
+    if isinstance(worker, Response):
+        return worker
+    carried: dict[str, str] = {}
+    if front.leases is not None and request.method == "POST" and path.endswith("/preview"):
+        link = front.link
+        carried = await front.leases.interference_header(link, link.up_workers(), name)
+    return await front.link.forward(worker, request, headers=carried)
+
+
 def create_front_app(front: Front) -> FastAPI:
+    """The front's control API over `front`: its router, and the streams its server closes when it stops."""
     app = FastAPI(title="webarena-live control API", version=__version__, openapi_url=None, docs_url=None,
                   redoc_url=None, default_response_class=JsonResponse, redirect_slashes=False)  # fmt: skip
+    app.state.front = front
     app.state.streams = Streams()  # the control server closes the streams it knows of when it stops
-
-    @app.get("/health")
-    async def get_health(request: Request) -> Response:
-        if not front.ready:  # not logged: this is what a launcher polls while the workers start
-            return JsonResponse({"error": "starting", "detail": "the workers are starting"}, status_code=503)
-        answer = await front_views.health(front, request)
-        if front.leases is not None:
-            answer["pool"] = add_reads(front.leases.pool.status(), *front.leases.reads.values())
-        return JsonResponse(answer)
-
-    @app.get("/sessions")
-    async def get_sessions(request: Request) -> Response:
-        listed = await front_views.sessions(front, request)
-        if isinstance(listed, Response):
-            return listed
-        return JsonResponse({"sessions": listed})
-
-    @app.post("/sessions")
-    async def post_sessions(request: Request) -> Response:
-        return await front.life.start(request)
-
-    @app.post("/sessions/{session}/finish")
-    async def post_finish(session: str, request: Request) -> Response:
-        return await front.life.finish(unquote(session), request)
-
-    @app.post("/sessions/{session}/abandon")
-    async def post_abandon(session: str, request: Request) -> Response:
-        return await front.life.abandon(unquote(session), request)
-
-    @app.get("/sessions/{session}")
-    async def get_session(session: str, request: Request) -> Response:
-        name = unquote(session)
-        worker, known = owner_of(front, name, request), front.sessions
-        if isinstance(worker, Response) and name in known.finished and name not in known.starts:
-            if (refusal := await front.link.refusal(request)) is not None:  # the token holds here too
-                return refusal
-            return JsonResponse(known.finished[name])  # its worker is restarting or silent
-        if isinstance(worker, Response):
-            return worker
-        upstream = await front.link.send(worker, request, b"")
-        if isinstance(upstream, Response):
-            return upstream
-        content = await upstream.aread()
-        await upstream.aclose()
-        if upstream.status_code == 404 and name in front.sessions.finished:  # its worker restarted since
-            view = dict(front.sessions.finished[name])
-        elif upstream.status_code != 200:
-            return Response(content, upstream.status_code, headers=answer_headers(upstream))
-        else:
-            view = {**json.loads(content), "worker": worker.index, "node": worker.node}
-        if front.sessions.outputs is not None:
-            if (carried := front.sessions.carried_files(name)) is not None:
-                view["outputs"] = carried
-            elif view.get("outputs") and name not in front.sessions.finished:
-                view["outputs"] = front.sessions.outputs.local(worker.index, view["outputs"])
-        return JsonResponse(view)
-
-    @app.get("/report")
-    async def get_report(request: Request, run: str | None = None) -> Response:
-        workers = front.up_workers()
-        if front.sessions.report is None:  # the workers share the output directory: any of them answers
-            if not workers:
-                return unavailable(front.workers[0], request)
-            return await front.link.forward(workers[0], request)
-        refusal = await front.link.refusal(request)
-        if refusal is not None:
-            return refusal
-        try:
-            return JsonResponse(await front.sessions.report(run))
-        except ControlError as error:
-            return error_response(error.status, error.error, error.detail, method="GET", path="/report")
-
-    @app.get("/events")
-    async def get_events(request: Request) -> Response:
-        return await front_events.merged_events(front, request)
-
-    @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
-    async def any_route(path: str, request: Request) -> Response:
-        name = session_of(request.url.path)
-        if name is None:  # tasks, the dashboard, the OpenAPI document: the same on every worker
-            workers = front.up_workers()
-            if not workers:
-                return unavailable(front.workers[0], request)
-            return await front.link.forward(workers[0], request)
-        worker = owner_of(front, name, request)
-        if isinstance(worker, Response):
-            return worker
-        carried: dict[str, str] = {}
-        if front.leases is not None and request.method == "POST" and path.endswith("/preview"):
-            link = front.link
-            carried = await front.leases.interference_header(link, link.up_workers(), name)
-        return await front.link.forward(worker, request, headers=carried)
-
+    app.include_router(router)
     return app
