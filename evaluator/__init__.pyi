@@ -5,6 +5,7 @@ from .batch import BatchReport as BatchReport
 from .batch import evaluate_directory as evaluate_directory
 from .batch import evaluate_earlier_attempts as evaluate_earlier_attempts
 from .classify import MUTATION_METHODS as MUTATION_METHODS
+from .classify import NAVIGATION_HEADERS as NAVIGATION_HEADERS
 from .classify import STATIC_ASSET_SUFFIXES as STATIC_ASSET_SUFFIXES
 from .classify import counts_as_navigation as counts_as_navigation
 from .errors import AgentResponseError as AgentResponseError

@@ -76,7 +76,7 @@ def _is_static_asset(path: str) -> bool:
 
 EVENT_TYPES = tuple(EventType)
 
-_NAVIGATION_HEADERS = frozenset({"sec-fetch-dest", "sec-fetch-mode", "sec-fetch-user", "accept"})
+NAVIGATION_HEADERS = frozenset({"sec-fetch-dest", "sec-fetch-mode", "sec-fetch-user", "accept"})
 """The request headers `classify` and `counts_as_navigation` read."""
 
 
@@ -93,7 +93,7 @@ def derive(method: str, url: str, request_headers: Iterable[tuple[str, str]]) ->
     wanted: dict[str, str] = {}  # the last value wins, as in `NetworkEvent.headers`
     for name, value in request_headers:
         key = lowered[name]
-        if key in _NAVIGATION_HEADERS:
+        if key in NAVIGATION_HEADERS:
             wanted[key] = value
     path = urlsplit(url).path
     return (

@@ -21,7 +21,13 @@ from typing import Any
 from mitmproxy import http
 
 from webarena_live.control.context import RESERVED_HOST, ControlContext
-from webarena_live.evaluator import MUTATION_METHODS, SiteMap, counts_as_navigation, placeholder
+from webarena_live.evaluator import (
+    MUTATION_METHODS,
+    NAVIGATION_HEADERS,
+    SiteMap,
+    counts_as_navigation,
+    placeholder,
+)
 from webarena_live.proxy.browser_traffic import is_service_host
 from webarena_live.replicas import MutationLog, parse_isolation, parse_lease_timeout
 from webarena_live.replicas.build import build_pool, pool_file
@@ -36,8 +42,6 @@ REFUSED_KEY = "webarena_live.outside_lease"
 """Set on a flow `--confine` answered with a 403: it never reached a site, so it changed nothing."""
 WATCH_SECONDS = 1.0
 """How often idle leases (`--lease-timeout`) are looked for."""
-NAVIGATION_HEADERS = ("accept", "sec-fetch-user", "sec-fetch-dest", "sec-fetch-mode")
-"""The request headers the reference's navigation rule reads."""
 ENDED_STATUS = 410
 """What the proxy answers, itself, to a request of a session whose lease ended before its finish."""
 

@@ -158,9 +158,8 @@ class ReplicaPool(PoolResets):
         if resume and (held := self.leases.get(session)) is not None:
             return held
         kept = self.suspended.get(session) if resume else None
-        if not resume:
+        if not resume:  # a new attempt: its earlier lease, held or remembered, is over
             self.end_lease(session, "restarted")
-            self._forget(session)
         deadline = time.monotonic() + wait
         while True:
             chosen = self._choose(sites, mutating, kept.indexes if kept is not None else None)
@@ -206,9 +205,7 @@ class ReplicaPool(PoolResets):
         return least_busy
 
     def _fits(self, replica: ReplicaState, mutating: bool) -> bool:
-        if (
-            self.isolation is Isolation.NONE
-        ):  # a replica reset after a restart waits for it, whatever the policy
+        if self.isolation is Isolation.NONE:  # a reset after a restart is waited for, whatever the policy
             return not (replica.resetting or replica.out_of_service)
         if not replica.leasable or replica.dirty:  # a changed replica is reset before its next lease
             return False
@@ -235,20 +232,18 @@ class ReplicaPool(PoolResets):
         """End `session`'s lease: the one way a lease ends, whatever caused it (its finish, an abandon,
         the idle timeout, a lost worker or node, a refused start). The end is written to the lease book
         first; then the replicas go back (a changed one is reset in the background once nobody holds
-        it) and `end_watchers` are told. A finished session's lease is forgotten; any other end is
+        it) and `on_end` is told. A finished session's lease is forgotten; any other end is
         remembered, so a resume gets it back ended. The lease ended (None when it held none)."""
         if reason in FORGOTTEN:
             self._forget(session)
-        elif session in self.suspended:  # held before a restart, never resumed: it ends as it is
-            lease = self.suspended.pop(session)
-            lease._close(reason, detail)
-            self.book.write(lease)
-            self.ended[session] = lease
-            return lease
-        held = self.leases.pop(session, None)
-        if held is None:
+        elif (suspended := self.suspended.pop(session, None)) is not None:  # never resumed: ends as it is
+            suspended._close(reason, detail)
+            self.book.write(suspended)
+            self.ended[session] = suspended
+            return suspended
+        lease = self.leases.pop(session, None)
+        if lease is None:
             return None
-        lease = held
         lease._close(reason, detail)
         if reason in FORGOTTEN:
             self.book.drop(session)

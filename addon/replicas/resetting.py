@@ -27,10 +27,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("webarena_live.replicas")
 
-RETRY_PAUSE = (2.0, 60.0)
-"""Seconds before a failed reset (or probe) is tried again, doubling from the first to the second."""
-
-
 class PoolResets:
     """The resets of `ReplicaPool`, which provides what they read and tell."""
 
@@ -135,7 +131,7 @@ class PoolResets:
                     )  # fmt: skip
                     self._keep()
                     self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
-                    await asyncio.sleep(probe_pause(attempt, first=RETRY_PAUSE[0], cap=RETRY_PAUSE[1]))
+                    await asyncio.sleep(probe_pause(attempt))  # a failed reset or probe: 2 s, doubling
                     attempt += 1
         finally:
             replica.resetting = False

@@ -19,10 +19,10 @@ from starlette.responses import Response
 
 from webarena_live.addresses.headers import CALLER_HEADER, CLIENT_HEADER, PROXY_PORT_HEADER, REPEATED_HEADER
 from webarena_live.addresses.placement import PlacementError
-from webarena_live.control.bodies import ControlError, parse_json_body
+from webarena_live.control.bodies import ControlError, parse_abandon, parse_json_body
 from webarena_live.control.errors import JsonResponse, error_response
 from webarena_live.control.middleware import MAX_CONTROL_BODY
-from webarena_live.control.models import Abandon, StartSession
+from webarena_live.control.models import StartSession
 from webarena_live.fleet.front import views as front_views
 from webarena_live.fleet.front.link import answer_headers, error_of, unavailable, unresponsive
 from webarena_live.fleet.workers.local import Worker
@@ -135,9 +135,11 @@ class SessionLife:
         if isinstance(body, Response):
             return body
         try:
-            reason = abandon_reason(body)
-        except ControlError as error:
-            return error_response(error.status, error.error, error.detail, method="POST", path="/abandon")
+            given = parse_abandon(body)  # as the worker's route reads it (`control/bodies.py`)
+        except ControlError as refused:
+            path = request.url.path
+            return error_response(refused.status, refused.error, refused.detail, method="POST", path=path)
+        reason = given.reason if given is not None else None
         leases = front.leases
         lease = leases.pool.leases.get(name) or leases.pool.ended.get(name)
         if lease is None:
@@ -171,17 +173,6 @@ class SessionLife:
             front.workers.forget_port(worker.index, port)
         logger.error("webarena-live: session %s is lost: %s", name, reason)
         front.sessions.announce("lost", view)
-
-
-def abandon_reason(body: bytes) -> str | None:
-    """The reason an abandon's body gives (none without a body); `ControlError` 400 for a body that is
-    not the route's model."""
-    if not body.strip():
-        return None
-    try:
-        return Abandon.model_validate(parse_json_body(body)).reason
-    except ValidationError as error:
-        raise ControlError(400, "bad_request", f"body: {error.errors()[0]['msg']}") from None
 
 
 def _start_of(body: bytes) -> tuple[StartSession, dict[str, Any]] | None:
