@@ -35,6 +35,12 @@ from webarena_live.evaluator import WebArenaLiveError
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
+READY_ASK = 5.0
+"""How long one `/health` of a starting proxy may take before it is asked again."""
+PORT_TAKEN = "address already in use"
+"""How a start that lost one of its ports says so, in any case (the OS's words for EADDRINUSE, in its log)."""
+PORT_DRAWS = 3
+"""Starts on newly drawn ports when another program took one between the draw and the bind."""
 
 
 class Keeper(Protocol):
@@ -146,15 +152,15 @@ class ServeProcess:
         keeper: Keeper | None = None,
     ) -> None:
         self.host = host
+        # Ports drawn here are drawn again if another program takes one before the child binds it;
+        # ports given, or named in a `command`'s own arguments, are the caller's to choose.
+        self._redraw = ports is None and command is None
         self.ports = ports or Ports(*free_ports(3, host))
         # Printed where the caller's output goes: no log file (an empty one would stay behind).
         self.log = log or (Path(os.devnull) if inherit_output else _new_log())
         self.keeper = keeper
-        ports_flags = [
-            "--port", str(self.ports.proxy), "--session-port", str(self.ports.session or "off"),
-            "--control-port", str(self.ports.control),
-        ]  # fmt: skip
-        self.command = [*command, *args] if command is not None else [*serve_command(), *ports_flags, *args]
+        self._args = args
+        self.command = [*command, *args] if command is not None else self._serve_command()
         self._cwd, self._own_session, self._preexec_fn = cwd, own_session, preexec_fn
         self._control = control
         self._inherit_output = inherit_output
@@ -162,6 +168,13 @@ class ServeProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.client = Client(self.control_url, timeout=60)
         self.health: dict[str, Any] = {}
+
+    def _serve_command(self) -> list[str]:
+        ports_flags = [
+            "--port", str(self.ports.proxy), "--session-port", str(self.ports.session or "off"),
+            "--control-port", str(self.ports.control),
+        ]  # fmt: skip
+        return [*serve_command(), *ports_flags, *self._args]
 
     @property
     def control_url(self) -> str:
@@ -184,6 +197,19 @@ class ServeProcess:
 
     def start(self, *, timeout: float = START_TIMEOUT) -> ServeProcess:
         """Start it and wait until `/health` answers; `LaunchError` if it exits or stays silent."""
+        for draw in range(1, PORT_DRAWS + 1):
+            try:
+                return self._start(timeout)
+            except LaunchError as error:
+                if not (self._redraw and PORT_TAKEN in str(error).lower() and draw < PORT_DRAWS):
+                    raise
+            self.client.close()
+            self.ports = Ports(*free_ports(3, self.host))
+            self.command = self._serve_command()
+            self.client = Client(self.control_url, timeout=60)
+        raise AssertionError("unreachable: the last draw raises")
+
+    def _start(self, timeout: float) -> ServeProcess:
         channel, named = self.keeper.channel() if self.keeper is not None else (None, {})
         env = {**self._env, **named}
         try:
@@ -201,18 +227,21 @@ class ServeProcess:
             if channel is not None:
                 channel.close()  # the child has its own copy
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                code = self.process.returncode
-                raise LaunchError(f"the proxy exited with code {code}: {self.log_tail()}")
-            try:
-                if not self._control:
-                    socket.create_connection((self.host, self.ports.proxy), timeout=1).close()
+        # Asked briefly, again and again: a port some other program listens on accepts and never
+        # answers, and the child's exit must not wait behind that silence.
+        with contextlib.closing(Client(self.control_url, timeout=READY_ASK)) as ready:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    code = self.process.returncode
+                    raise LaunchError(f"the proxy exited with code {code}: {self.log_tail()}")
+                try:
+                    if not self._control:
+                        socket.create_connection((self.host, self.ports.proxy), timeout=1).close()
+                        return self
+                    self.health = ready.health()
                     return self
-                self.health = self.client.health()
-                return self
-            except (OSError, httpx.TransportError, WebArenaLiveError):
-                time.sleep(0.05)
+                except (OSError, httpx.TransportError, WebArenaLiveError):
+                    time.sleep(0.05)
         self.stop()
         where = f"{self.control_url}/health" if self._control else self.proxy_url
         raise LaunchError(f"the proxy did not answer on {where} within {timeout:.0f}s: {self.log_tail()}")

@@ -24,7 +24,7 @@ from mitmproxy.certs import CertStore
 
 from tests.support.addon_helpers import MUTATE_TASK, NAVIGATE_TASK, oracle_verdict, write_config, write_tasks
 from tests.support.serve_process import finish, start_serve
-from webarena_live.launch import Ports, ServeProcess, free_ports
+from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
 
 CLI = Path(sys.executable).parent / "webarena-live"
 
@@ -391,3 +391,25 @@ def test_a_mistake_is_told_alone(tmp_path):
         "webarena-live serve: error: unrecognized arguments: --prot (did you mean --port?) 8080 "
         "(see webarena-live serve --help)"
     )
+
+
+@pytest.mark.parametrize("which", ["proxy", "control"])
+def test_a_port_taken_after_the_draw_is_drawn_again(tmp_path, which):
+    """Another program binds one of the drawn ports before the child does: the start draws again and
+    serves; ports the caller gave stay the caller's, and their loss is told."""
+    args = ("--tasks", str(write_tasks(tmp_path)), "--config", str(write_config(tmp_path, "http://127.0.0.1:9")),
+            "--set", f"confdir={tmp_path}")  # fmt: skip
+    served = ServeProcess(*args, log=tmp_path / "drawn.log")
+    lost = getattr(served.ports, which)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", lost))
+        taken.listen()
+        try:
+            served.start()
+            assert getattr(served.ports, which) != lost
+            assert served.client.health()["status"] == "ok"
+        finally:
+            served.stop()
+        given = ServeProcess(*args, ports=Ports(*free_ports(2), lost), log=tmp_path / "given.log")
+        with pytest.raises(LaunchError, match="(?i)control port"):
+            given.start()

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from tests.support.oracle_bridge import run_in_oracle
 from webarena_live.commands.cli import addon_path
 from webarena_live.demo.command import CHROMIUM_ARGS as DEMO_CHROMIUM_ARGS
-from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
+from webarena_live.launch import PORT_DRAWS, PORT_TAKEN, LaunchError, Ports, ServeProcess, free_ports
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS_FILE = Path(__file__).resolve().parent / "tasks.json"
@@ -222,32 +222,38 @@ def start_proxy(
     output_dir = workdir / "out"
     confdir = workdir / "mitmproxy"  # keeps mitmproxy's CA out of the user's home
     workdir.mkdir(parents=True, exist_ok=True)
-    ports = Ports(*free_ports(3))
     sets = [
         arg for option in (f"confdir={confdir}", *extra_options) for arg in ("--set", option)
     ]  # fmt: skip
-    if plain_mitmdump:
-        args = [
-            "-q", "-s", addon_path(),
-            "--mode", f"regular@{ports.proxy}", "--mode", f"regular@{ports.session}",
-            "--set", f"webarena_session_port={ports.session}",
-            "--set", f"webarena_tasks={tasks}",
-            "--set", f"webarena_config={config}",
-            "--set", f"webarena_output_dir={output_dir}",
-            "--set", f"webarena_control_port={ports.control}",
-        ]  # fmt: skip
-        command: list[str] | None = [str(Path(sys.executable).parent / "mitmdump")]
-    else:
-        args = ["--tasks", str(tasks), "--config", str(config), "--output-dir", str(output_dir)]
-        command = None
-    proxy = ProxyProcess(
-        *args, *sets, *extra_args, ports=ports, cwd=workdir, log=workdir / "proxy.log", command=command
-    )
-    proxy.output_dir, proxy.confdir = output_dir, confdir
-    try:
-        return proxy.start(timeout=timeout)  # type: ignore[return-value]
-    except LaunchError as error:
-        raise AssertionError(str(error)) from None
+    # The ports are drawn here (plain mitmdump names them in its own arguments): drawn again when
+    # another process of the suite took one between the draw and the proxy's bind.
+    for draw in range(1, PORT_DRAWS + 1):
+        ports = Ports(*free_ports(3))
+        if plain_mitmdump:
+            args = [
+                "-q", "-s", addon_path(),
+                "--mode", f"regular@{ports.proxy}", "--mode", f"regular@{ports.session}",
+                "--set", f"webarena_session_port={ports.session}",
+                "--set", f"webarena_tasks={tasks}",
+                "--set", f"webarena_config={config}",
+                "--set", f"webarena_output_dir={output_dir}",
+                "--set", f"webarena_control_port={ports.control}",
+            ]  # fmt: skip
+            command: list[str] | None = [str(Path(sys.executable).parent / "mitmdump")]
+        else:
+            args = ["--tasks", str(tasks), "--config", str(config), "--output-dir", str(output_dir)]
+            command = None
+        proxy = ProxyProcess(
+            *args, *sets, *extra_args, ports=ports, cwd=workdir, log=workdir / "proxy.log", command=command
+        )
+        proxy.output_dir, proxy.confdir = output_dir, confdir
+        try:
+            return proxy.start(timeout=timeout)  # type: ignore[return-value]
+        except LaunchError as error:
+            if PORT_TAKEN in str(error).lower() and draw < PORT_DRAWS:
+                continue
+            raise AssertionError(str(error)) from None
+    raise AssertionError("unreachable: the last draw raises")
 
 
 def ca_spki_pin(confdir: Path) -> str:
