@@ -51,6 +51,18 @@ ADMIN_SITE = "shopping_admin"
 """The one site whose pages live under a path (`/admin`) rather than at a host root."""
 
 
+def _origin(url: str) -> str:
+    """`url` up to the end of its host and port: what `_under` compares when a base has no path."""
+    start = url.find("://")
+    start = start + 3 if start >= 0 else 0
+    end = len(url)
+    for mark in "/?#":
+        found = url.find(mark, start, end)
+        if found >= 0:
+            end = found
+    return url[:end]
+
+
 def _under(url: str, base: str) -> bool:
     """Whether `url` is on the deployment at `base` (same origin, and below its path)."""
     base = base.rstrip("/")
@@ -70,6 +82,7 @@ class SiteMap(BaseModel):
     _derender_tables: dict[tuple[str, ...], tuple[tuple[str, str, str], ...]] = PrivateAttr(
         default_factory=dict
     )
+    _by_origin: dict[str, tuple[tuple[str, int], ...]] | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -166,6 +179,37 @@ class SiteMap(BaseModel):
     def replicas_of(self, url: str) -> tuple[tuple[str, int], ...]:
         """(site, replica index) of the deployment `url` is on, by the longest matching replica URL (all
         of them when plain configs map one server to several sites); empty when it is on no site."""
+        # The private dict itself: pydantic finds a private attribute only after a failed lookup,
+        # which costs more than the whole answer (the proxy asks this of every request).
+        private = self.__pydantic_private__
+        by_origin = private["_by_origin"] if private is not None else None
+        if by_origin is None:
+            by_origin = self._origin_table()
+        if by_origin:  # every replica URL is a bare origin: the answer is the URL's origin's
+            return by_origin.get(_origin(url), ())
+        return self._replicas_under(url)
+
+    def _origin_table(self) -> dict[str, tuple[tuple[str, int], ...]]:
+        """`replicas_of` by origin when no replica URL has a path (the proxy asks it of every request),
+        else empty: the scan below answers."""
+        table: dict[str, tuple[int, list[tuple[str, int]]]] = {}
+        for name, env in self.environments.items():
+            for index, replica in enumerate(env.replicas):
+                for base in replica.urls:
+                    origin = base.rstrip("/")
+                    if _origin(origin) != origin:
+                        self._by_origin = {}
+                        return self._by_origin
+                    # as the scan picks: the longest URL as written (a trailing slash counts)
+                    best, found = table.get(origin, (0, []))
+                    if len(base) > best:
+                        best, found = len(base), []
+                    if len(base) == best:
+                        table[origin] = (best, [*found, (name, index)])
+        self._by_origin = {origin: tuple(found) for origin, (_, found) in table.items()}
+        return self._by_origin
+
+    def _replicas_under(self, url: str) -> tuple[tuple[str, int], ...]:
         best, found = 0, list[tuple[str, int]]()
         for name, env in self.environments.items():
             for index, replica in enumerate(env.replicas):

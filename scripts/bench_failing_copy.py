@@ -142,8 +142,10 @@ def main() -> None:
         if mine["status"] != theirs["status"]
     ]  # fmt: skip
     unmarked = [mine for mine, _ in differ if not mine["site_errors"]]
-    print(f"{options.sessions} sessions of task {TASK}, 2 copies, --isolation readers; copy 0 answers "
-          f"500 from session {options.fail_after} on, repaired by its reset ({options.reset_seconds:g} s)")
+    print(
+        f"{options.sessions} sessions of task {TASK}, 2 copies, --isolation readers; copy 0 answers "
+        f"500 from session {options.fail_after} on, repaired by its reset ({options.reset_seconds:g} s)"
+    )
     print(f"  sessions that landed on the failing copy before it was taken out: {len(broken)} (target <= 2)")
     back = failing["back_seconds"]
     print(
@@ -155,8 +157,10 @@ def main() -> None:
         f"each marked with site_errors: {'yes' if not unmarked else f'no ({len(unmarked)} unmarked)'}"
     )
     for mine, theirs in differ:
-        print(f"    session {mine['session']}: copy {mine['copy']}, {mine['status']} "
-              f"(baseline {theirs['status']}), site_errors {mine['site_errors']}")
+        print(
+            f"    session {mine['session']}: copy {mine['copy']}, {mine['status']} "
+            f"(baseline {theirs['status']}), site_errors {mine['site_errors']}"
+        )
 
 
 if __name__ == "__main__":

@@ -126,7 +126,8 @@ class LargeBodyCollector:
 
 class ProcessMemory:
     """The mitmproxy addon `webarena-live serve` adds for the policy above: freezes the start-up heap
-    once everything listens, and counts the bodies of every flow for `LargeBodyCollector`."""
+    once everything listens, and counts the bodies of every flow for `LargeBodyCollector` (told each
+    flow by the live addon, `WebArenaLive.flow_done`: no hook dispatch of its own per flow)."""
 
     def __init__(self) -> None:
         self.collector = LargeBodyCollector()
@@ -140,12 +141,9 @@ class ProcessMemory:
         if not self.stats["frozen_objects"]:
             self.stats["frozen_objects"] = freeze_startup_heap()
 
-    def response(self, flow: http.HTTPFlow) -> None:
+    def count_bodies(self, flow: http.HTTPFlow) -> None:
+        """A flow whose answer (or error, without one) is in: its buffered bodies counted."""
         self.collector.note(_buffered(flow.request) + _buffered(flow.response))
-
-    def error(self, flow: http.HTTPFlow) -> None:
-        if flow.response is None:  # with a response, `response` counted the flow already
-            self.collector.note(_buffered(flow.request))
 
 
 def _buffered(message: http.Message | None) -> int:

@@ -158,12 +158,17 @@ async def serve(args: argparse.Namespace) -> int:
     live.extra_health.update(proxy_port=args.port, session_port=args.session_port or None)
     if web:
         live.extra_health["web_port"] = args.web_port
-    master.addons.add(live)
+    banner = Banner(live, args, web_token)
+    # serve's addons ride on the live addon's one entry in mitmproxy's chain: mitmproxy dispatches
+    # every event of every flow to each entry of its chain, so each entry more costs every flow.
     if args.gc_tuning:
         memory = ProcessMemory()
-        master.addons.add(memory)
+        live.addons.append(memory)
+        live.flow_done = memory.count_bodies
         live.finish_guard = gc_paused  # the agent waits on a finish; a collection can run right after
         live.extra_health["memory"] = memory.stats
+    live.addons.append(banner)  # last: its `running` prints what the others opened
+    master.addons.add(live)
     try:
         opts.update(
             listen_host=args.listen_host,
@@ -177,14 +182,13 @@ async def serve(args: argparse.Namespace) -> int:
         if args.mitmproxy_options:
             opts.set(*args.mitmproxy_options)
             if web_auth and opts.web_password != web_auth["web_password"]:
-                web_token = None  # `--set web_password=...`: the user's own password, not shown
+                banner.web_token = None  # `--set web_password=...`: the user's own password, not shown
         if live.context is None:  # nothing differed from the defaults, so configure never ran
             live.configure(set(opts.keys()))
     except exceptions.OptionsError as error:
         for line in str(error).splitlines():
             print(f"webarena-live serve: {line}", file=sys.stderr)
         return 2
-    master.addons.add(Banner(live, args, web_token))
 
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

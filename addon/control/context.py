@@ -191,5 +191,3 @@ async def _control(request: Request) -> ControlContext:
 
 Control = Annotated[ControlContext, Depends(_control)]
 """What every route works on, as a FastAPI dependency (the app's `state.control`)."""
-
-

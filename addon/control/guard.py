@@ -42,7 +42,6 @@ def is_public(path: str) -> bool:
     )
 
 
-
 PAGE_INITIATED_SITES = frozenset({"cross-site", "same-site", "same-origin"})
 """`Sec-Fetch-Site` values of a request some page started (`none` is the user at the address bar)."""
 

@@ -74,5 +74,3 @@ def list_sessions(ctx: ControlContext) -> list[dict[str, Any]]:
     live = [session.describe() for session in ctx.sessions]
     own = {session.attempt.journal.path for session in ctx.sessions if session.attempt.journal is not None}
     return live + resumable_runs(ctx.settings.journal_dir, skip=own)
-
-

@@ -199,9 +199,7 @@ async def run_fleet(plan: FleetPlan) -> int:
     headers = link.auth()
     watch = None
     if leases is not None:
-        watch = asyncio.get_running_loop().create_task(
-            leases.watch(link, link.up_workers)
-        )
+        watch = asyncio.get_running_loop().create_task(leases.watch(link, link.up_workers))
     health = (await link.http.get(f"{workers[0].control_url}/health", headers=headers)).json()
     if plan.web_ports and 0 in plan.web_ports:  # each worker picked its mitmweb port on its machine
         replies = [await link.http.get(f"{w.control_url}/health", headers=headers) for w in workers]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ from webarena_live.proxy.startup import (
 )
 from webarena_live.replicas import MutationLog
 from webarena_live.replicas.pool import ReplicaPool
+from webarena_live.runs.fault_plan import FAULT_KEY
 from webarena_live.runs.journal import TurnWrites
 from webarena_live.runs.sessions import DEFAULT_SESSION, NoticeKind, Session, SessionStore
 from webarena_live.runs.settings import RunSettings
@@ -93,9 +94,12 @@ class WebArenaLive:
         """The proxy runs (`running` was called): a reconfiguration from now on says what it loaded."""
         self.captures: TurnWrites[tuple[Session, EventRecord, http.HTTPFlow]] = TurnWrites(self._record)
         """Each loop turn's captured flows, recorded and journaled together right after it."""
-        self.addons = [FaultInjector(self)]
-        """mitmproxy's sub-addons, each hook called right after this addon's: faults made on purpose
-        (`proxy/faults.py`), which read the session this addon named."""
+        self.faults = FaultInjector(self)  # its per-flow steps called from `request` and `response`
+        self.addons: list[object] = [self.faults]
+        """mitmproxy's sub-addons: the faults' option, and what a host adds to ride on this one entry of
+        mitmproxy's chain (`serve`'s; each entry costs every event of every flow)."""
+        self.flow_done: Callable[[http.HTTPFlow], None] | None = None
+        """A host's per-flow step, told of each flow once its answer (or error) is in (serve's)."""
 
     # --- options -------------------------------------------------------------------------------
 
@@ -353,11 +357,13 @@ class WebArenaLive:
 
     # --- control API through the proxy ---------------------------------------------------------
 
-    def request(self, flow: http.HTTPFlow) -> Coroutine[Any, Any, None] | None:
-        # Not `async def`: every proxied flow passes here, and only the reserved host's need a
-        # coroutine (mitmproxy awaits what a hook returns).
-        if flow.response is not None or flow.request.host != RESERVED_HOST or self.context is None:
+    def request(self, flow: http.HTTPFlow) -> Awaitable[Any] | None:
+        # Not `async def`: every proxied flow passes here, and only the reserved host's and a paused
+        # fault's need an awaitable (mitmproxy awaits what a hook returns).
+        if flow.response is not None or self.context is None:
             return None
+        if flow.request.host != RESERVED_HOST:
+            return self.faults.on_request(flow)
         flow.metadata[SKIP_KEY] = True
         # Raw bytes, as on the control port: never decompressed (a small gzip bomb would expand in
         # memory); a compressed body simply fails the JSON check with a 400.
@@ -365,13 +371,18 @@ class WebArenaLive:
 
     # --- capture -------------------------------------------------------------------------------
 
-    def response(self, flow: http.HTTPFlow) -> asyncio.Future[None] | None:
+    def response(self, flow: http.HTTPFlow) -> Awaitable[Any] | None:
         # Captured here, before mitmproxy sends the response on: mitmproxy awaits what this returns,
         # so the event's journal line is with the operating system before the agent sees the answer
         # (see `Journal`). The line is written with the rest of this loop turn's (`TurnWrites`).
-        return None if flow.metadata.get(SKIP_KEY) else self._capture(flow)
+        captured = None if flow.metadata.get(SKIP_KEY) else self._capture(flow)
+        if self.flow_done is not None:
+            self.flow_done(flow)
+        return self.faults.on_response(flow, captured) if FAULT_KEY in flow.metadata else captured
 
     def error(self, flow: http.HTTPFlow) -> asyncio.Future[None] | None:
+        if self.flow_done is not None and flow.response is None:  # with one, `response` told it
+            self.flow_done(flow)
         skip = flow.metadata.get(SKIP_KEY) or flow.metadata.get(CAPTURED_KEY)
         return None if skip else self._capture(flow)
 

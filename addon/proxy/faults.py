@@ -1,11 +1,12 @@
-"""The mitmproxy side of faults made on purpose (`runs/fault_plan.py`): `WebArenaLive`'s sub-addon
-(mitmproxy calls each of its hooks right after `WebArenaLive`'s, which has named the flow's session).
+"""The mitmproxy side of faults made on purpose (`runs/fault_plan.py`): `WebArenaLive`'s sub-addon for
+its option (`webarena_faults`), whose per-flow steps `WebArenaLive` calls from its own hooks once it has
+named the flow's session (not hooks of their own: mitmproxy's dispatch of a hook costs every flow).
 
-In its `request` hook it draws each request to a site of the map against the session's own plan (its
+In `on_request` it draws each request to a site of the map against the session's own plan (its
 `POST /sessions` `faults`) or the proxy's (`webarena_faults`); a drawn fault is recorded in the attempt
 (`faults_injected`) and on the flow (`FAULT_KEY`), then made: an error answer given here, the connection
 killed (the capture records it as no answer), or a pause before the request goes on. A `slow_body`
-fault pauses in the `response` hook, after `WebArenaLive` captured the answer. The events stay in the
+fault pauses in `on_response`, after `WebArenaLive` captured the answer. The events stay in the
 trace as the agent saw them; a session that draws nothing is untouched.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from mitmproxy import ctx, exceptions, http
@@ -61,7 +63,8 @@ class FaultInjector:
         except FaultsError as error:
             raise exceptions.OptionsError(f"webarena_faults: {error}") from None
 
-    def request(self, flow: http.HTTPFlow) -> Any:
+    def on_request(self, flow: http.HTTPFlow) -> Any:
+        """A request of a named session: its drawn fault made; an awaitable when it pauses."""
         if self.plan is None and not fault_plan.session_plans_given:
             return None  # every flow passes here: without a plan, this is all it costs
         context = self.live.context
@@ -111,9 +114,16 @@ class FaultInjector:
             return asyncio.sleep(rule.seconds or 0)
         return None
 
-    def response(self, flow: http.HTTPFlow) -> Any:
+    def on_response(self, flow: http.HTTPFlow, captured: Awaitable[Any] | None) -> Awaitable[Any] | None:
+        """A captured answer (`captured`: its journal line's awaitable), then a drawn `slow_body`'s pause."""
         record = flow.metadata.get(FAULT_KEY)
         if record is None or record["fault"] != "slow_body" or flow.response is None:
-            return None
+            return captured
         size = len(flow.response.raw_content or b"")
-        return asyncio.sleep(size / record["bytes_per_second"])
+        return _in_turn(captured, asyncio.sleep(size / record["bytes_per_second"]))
+
+
+async def _in_turn(*steps: Awaitable[Any] | None) -> None:
+    for step in steps:
+        if step is not None:
+            await step

@@ -29,6 +29,7 @@ from webarena_live.evaluator import (
     placeholder,
 )
 from webarena_live.proxy.browser_traffic import is_service_host
+from webarena_live.proxy.capture import request_url
 from webarena_live.replicas import MutationLog, parse_isolation, parse_lease_timeout
 from webarena_live.replicas.build import build_pool, pool_file
 from webarena_live.replicas.pool import ReplicaPool
@@ -78,7 +79,7 @@ def refusal(url: str, why: str) -> http.Response:
 def check(context: ControlContext, session: Session, flow: http.HTTPFlow, *, confine: bool) -> None:
     """Hold a request against its session's lease: count it when outside, refuse it with `confine`."""
     request = flow.request
-    why = outside_reason(context, session, request.url, request.host)
+    why = outside_reason(context, session, request_url(request), request.host)
     if why is None:
         return
     lease = session.attempt.lease
@@ -101,7 +102,7 @@ def record(context: ControlContext, session: str, flow: http.HTTPFlow) -> None:
     mutating = request.method in MUTATION_METHODS
     if (mutating or is_navigation(request)) and not flow.metadata.get(FAULT_KEY):
         status = flow.response.status_code if flow.response is not None else 0
-        log.answered(request.url, status, flow.error.msg if flow.error is not None else None)
+        log.answered(request_url(request), status, flow.error.msg if flow.error is not None else None)
     if not mutating:
         return
     # the body as sent; decoded only when it came compressed (a rule may read it: `replicas.changes`)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("webarena_live.replicas")
 
+
 class PoolResets:
     """The resets of `ReplicaPool`, which provides what they read and tell."""
 

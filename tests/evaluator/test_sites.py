@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from webarena_live.evaluator.errors import SiteConfigError
 from webarena_live.evaluator.site_checks import config_problems, placeholder, site_key
@@ -208,3 +210,25 @@ def test_a_config_file_with_several_mistakes_fails_with_one_line_each(tmp_path: 
 
 def test_map_lists_each_site_and_its_urls(site_map: SiteMap) -> None:
     assert all(name.startswith("__") and urls for name, urls in site_map.urls.items())
+
+
+URL_PARTS = st.sampled_from(
+    ["http://a", "http://a:8080", "http://b", "https://a", "http://a:80", "http://ab"]
+)
+REPLICA_URL = st.tuples(URL_PARTS, st.sampled_from(["", "/", "/admin"]))
+PATHS = st.sampled_from(["", "/", "/x", "/x/y", "?q=1", "#f", "/admin", "/admin/p", "/adminx"])
+
+
+@given(
+    bases=st.lists(st.lists(REPLICA_URL, min_size=1, max_size=2), min_size=1, max_size=3),
+    urls=st.lists(st.tuples(URL_PARTS, PATHS), max_size=12),
+)  # fmt: skip
+def test_replicas_of_by_origin_answers_as_the_scan_does(bases, urls):
+    """The origin table (every replica URL a bare origin) and the scan (some with a path) agree with
+    the scan on any map and URL."""
+    replicas = [{"urls": [origin + path for origin, path in replica]} for replica in bases]
+    site_map = SiteMap.from_dict({"environments": {"__GITLAB__": {"replicas": replicas}, "shopping": {
+        "urls": [origin + path for origin, path in bases[0]]}}})  # fmt: skip
+    for origin, path in urls:
+        url = origin + path
+        assert site_map.replicas_of(url) == site_map._replicas_under(url), url
