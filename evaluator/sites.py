@@ -182,7 +182,7 @@ class SiteMap(BaseModel):
         # The private dict itself: pydantic finds a private attribute only after a failed lookup,
         # which costs more than the whole answer (the proxy asks this of every request).
         private = self.__pydantic_private__
-        by_origin = private["_by_origin"] if private is not None else None
+        by_origin = private.get("_by_origin") if private is not None else None
         if by_origin is None:
             by_origin = self._origin_table()
         if by_origin:  # every replica URL is a bare origin: the answer is the URL's origin's

@@ -376,8 +376,11 @@ class WebArenaLive:
         # so the event's journal line is with the operating system before the agent sees the answer
         # (see `Journal`). The line is written with the rest of this loop turn's (`TurnWrites`).
         captured = None if flow.metadata.get(SKIP_KEY) else self._capture(flow)
-        if self.flow_done is not None:
-            self.flow_done(flow)
+        if (done := self.flow_done) is not None:  # once the answer goes on: what it starts must not delay it
+            if captured is None:
+                done(flow)
+            else:
+                captured.add_done_callback(lambda _: done(flow))
         return self.faults.on_response(flow, captured) if FAULT_KEY in flow.metadata else captured
 
     def error(self, flow: http.HTTPFlow) -> asyncio.Future[None] | None:

@@ -120,10 +120,11 @@ class FaultInjector:
         if record is None or record["fault"] != "slow_body" or flow.response is None:
             return captured
         size = len(flow.response.raw_content or b"")
-        return _in_turn(captured, asyncio.sleep(size / record["bytes_per_second"]))
+        return _after(captured, size / record["bytes_per_second"])
 
 
-async def _in_turn(*steps: Awaitable[Any] | None) -> None:
-    for step in steps:
-        if step is not None:
-            await step
+async def _after(captured: Awaitable[Any] | None, seconds: float) -> None:
+    """The journal line first, then the pause (made here: a flow whose client left never starts it)."""
+    if captured is not None:
+        await captured
+    await asyncio.sleep(seconds)

@@ -411,5 +411,8 @@ def test_a_port_taken_after_the_draw_is_drawn_again(tmp_path, which):
         finally:
             served.stop()
         given = ServeProcess(*args, ports=Ports(*free_ports(2), lost), log=tmp_path / "given.log")
-        with pytest.raises(LaunchError, match=r"(?i)control port"):
-            given.start()
+        try:
+            with pytest.raises(LaunchError, match=r"(?i)control port"):
+                given.start()
+        finally:
+            given.stop()
