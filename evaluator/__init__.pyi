@@ -8,6 +8,7 @@ from .classify import MUTATION_METHODS as MUTATION_METHODS
 from .classify import NAVIGATION_HEADERS as NAVIGATION_HEADERS
 from .classify import STATIC_ASSET_SUFFIXES as STATIC_ASSET_SUFFIXES
 from .classify import counts_as_navigation as counts_as_navigation
+from .classify import is_reference_navigation as is_reference_navigation
 from .errors import AgentResponseError as AgentResponseError
 from .errors import NormalizationError as NormalizationError
 from .errors import SiteConfigError as SiteConfigError

@@ -87,14 +87,26 @@ The type is an index, not the enum member: a tuple of plain values is one the
 garbage collector stops tracking, and a long session holds one per event."""
 
 
-def derive(method: str, url: str, request_headers: Iterable[tuple[str, str]]) -> Derived:
-    """What evaluation asks of an event, from its upper-cased method, URL and request headers."""
+def _navigation_fields(request_headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The request headers the rules read, by lower-cased name; the last value wins, as in
+    `NetworkEvent.headers` (the reference reads its HAR's headers the same way)."""
     lowered = LOWERED_NAMES
-    wanted: dict[str, str] = {}  # the last value wins, as in `NetworkEvent.headers`
+    wanted: dict[str, str] = {}
     for name, value in request_headers:
         key = lowered[name]
         if key in NAVIGATION_HEADERS:
             wanted[key] = value
+    return wanted
+
+
+def is_reference_navigation(method: str, request_headers: Iterable[tuple[str, str]]) -> bool:
+    """`counts_as_navigation` of an event, from its upper-cased method and its request header pairs."""
+    return method == "GET" and counts_as_navigation(method, _navigation_fields(request_headers))
+
+
+def derive(method: str, url: str, request_headers: Iterable[tuple[str, str]]) -> Derived:
+    """What evaluation asks of an event, from its upper-cased method, URL and request headers."""
+    wanted = _navigation_fields(request_headers)
     path = urlsplit(url).path
     return (
         path,

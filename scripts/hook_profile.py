@@ -45,18 +45,23 @@ Stack = tuple[str, ...]
 
 
 def parse_raw(text: str) -> Counter[Stack]:
-    """py-spy's raw (collapsed) output as sample counts by stack, its frames outermost first; a line
-    that is not `frames count` is an error (a file of another format)."""
+    """py-spy's raw (collapsed) output as sample counts by stack, its frames outermost first. A frame
+    name may hold a line break (code compiled from a string names itself with it), so a line without
+    a count continues on the next; text that never reaches a count is an error (another format)."""
     stacks: Counter[Stack] = Counter()
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+    pending = ""
+    for line in text.splitlines():
+        if not pending and not line.strip():
             continue
+        line = f"{pending}\n{line}" if pending else line
         frames, _, count = line.rpartition(" ")
         if not count.isdigit():  # (a sample of a thread with no Python frame has no frames)
-            raise ValueError(
-                f"line {number} is not py-spy's raw format (frames, a space, a count): {line[:80]!r}"
-            )
+            pending = line
+            continue
+        pending = ""
         stacks[tuple(frames.split(";")) if frames else ()] += int(count)
+    if pending:
+        raise ValueError(f"not py-spy's raw format (frames, a space, a count): {pending[:80]!r}")
     return stacks
 
 

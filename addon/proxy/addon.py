@@ -92,7 +92,9 @@ class WebArenaLive:
         """Ends the leases idle past `--lease-timeout` (`proxy/leases.py`)."""
         self.started = False
         """The proxy runs (`running` was called): a reconfiguration from now on says what it loaded."""
-        self.captures: TurnWrites[tuple[Session, EventRecord, http.HTTPFlow]] = TurnWrites(self._record)
+        self.captures: TurnWrites[tuple[Session, EventRecord, http.HTTPFlow]] = TurnWrites(
+            self._record, released=self._released
+        )
         """Each loop turn's captured flows, recorded and journaled together right after it."""
         self.faults = FaultInjector(self)  # its per-flow steps called from `request` and `response`
         self.addons: list[object] = [self.faults]
@@ -376,26 +378,26 @@ class WebArenaLive:
         # so the event's journal line is with the operating system before the agent sees the answer
         # (see `Journal`). The line is written with the rest of this loop turn's (`TurnWrites`).
         captured = None if flow.metadata.get(SKIP_KEY) else self._capture(flow)
-        if (done := self.flow_done) is not None:  # once the answer goes on: what it starts must not delay it
-            if captured is None:
-                done(flow)
-            else:
-                captured.add_done_callback(lambda _: done(flow))
+        if captured is None and self.flow_done is not None:  # a captured flow's: once released (`_released`)
+            self.flow_done(flow)
         return self.faults.on_response(flow, captured) if FAULT_KEY in flow.metadata else captured
 
     def error(self, flow: http.HTTPFlow) -> asyncio.Future[None] | None:
-        if self.flow_done is not None and flow.response is None:  # with one, `response` told it
-            self.flow_done(flow)
         skip = flow.metadata.get(SKIP_KEY) or flow.metadata.get(CAPTURED_KEY)
-        return None if skip else self._capture(flow)
+        captured = None if skip else self._capture(flow)
+        done = self.flow_done  # a captured flow's is told once released (`_released`)
+        if captured is None and done is not None and flow.response is None:  # with one, `response` told it
+            done(flow)
+        return captured
 
     def _capture(self, flow: http.HTTPFlow) -> asyncio.Future[None] | None:
         if self.context is None or flow.is_replay:
             return None
         flow.metadata[CAPTURED_KEY] = True
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
+        event = record_from_flow(flow, body_cap=self.body_cap)
         try:
-            record_mutation(self.context, name, flow)
+            record_mutation(self.context, name, flow, event)
         except Exception:  # the pool's bookkeeping never costs the trace an event
             logger.exception(
                 "webarena-live: recording %s %s for the pool failed", flow.request.method, flow.request.url
@@ -404,7 +406,13 @@ class WebArenaLive:
         if self.browser_services.is_own(flow.request.host):  # forwarded (--forward-browser-traffic)
             session.attempt.note_browser_request(flow.request.method, flow.request.url)
             return None
-        return self.captures.add((session, record_from_flow(flow, body_cap=self.body_cap), flow))
+        return self.captures.add((session, event, flow))
+
+    def _released(self, captured: tuple[Session, EventRecord, http.HTTPFlow]) -> None:
+        """A captured flow whose answer `TurnWrites` has just released: told to `flow_done`, so what that
+        starts (a collection) is queued behind the answers, never before them."""
+        if self.flow_done is not None:
+            self.flow_done(captured[2])
 
     def _record(self, captured: tuple[Session, EventRecord, http.HTTPFlow]) -> None:
         """Into the session's trace and journal (`TurnWrites.flush`, right after the flow's loop turn)."""

@@ -23,13 +23,13 @@ from mitmproxy import http
 from webarena_live.control.context import RESERVED_HOST, ControlContext
 from webarena_live.evaluator import (
     MUTATION_METHODS,
-    NAVIGATION_HEADERS,
+    EventRecord,
     SiteMap,
-    counts_as_navigation,
+    is_reference_navigation,
     placeholder,
 )
 from webarena_live.proxy.browser_traffic import is_service_host
-from webarena_live.proxy.capture import request_url
+from webarena_live.proxy.capture import record_from_flow, request_url
 from webarena_live.replicas import MutationLog, parse_isolation, parse_lease_timeout
 from webarena_live.replicas.build import build_pool, pool_file
 from webarena_live.replicas.pool import ReplicaPool
@@ -90,41 +90,36 @@ def check(context: ControlContext, session: Session, flow: http.HTTPFlow, *, con
         flow.response = refusal(request.url, why)
 
 
-def record(context: ControlContext, session: str, flow: http.HTTPFlow) -> None:
+def record(
+    context: ControlContext, session: str, flow: http.HTTPFlow, event: EventRecord | None = None
+) -> None:
     """A finished flow, for the pool: its answer when it is judged (a navigation or a mutation: the
     copy's health), and the flow itself when it may have changed a replica (any session's, any lease's).
     What the proxy answered itself (`--confine`, an ended lease) reached no replica; a fault made on
-    purpose (`--faults`) says nothing of the copy's health."""
+    purpose (`--faults`) says nothing of the copy's health. `event` is the flow's record when the
+    capture made it already (its method and headers are read from it, not from the flow again)."""
     log = context.mutations
-    request = flow.request
     if log is None or flow.metadata.get(REFUSED_KEY):
         return
-    mutating = request.method in MUTATION_METHODS
-    if (mutating or is_navigation(request)) and not flow.metadata.get(FAULT_KEY):
-        status = flow.response.status_code if flow.response is not None else 0
-        log.answered(request_url(request), status, flow.error.msg if flow.error is not None else None)
+    if event is None:
+        event = record_from_flow(flow)
+    method = event[0]
+    mutating = method in MUTATION_METHODS
+    if (mutating or is_reference_navigation(method, event[3])) and not flow.metadata.get(FAULT_KEY):
+        response, error = flow.response, flow.error  # a status with an error: the site did answer
+        log.answered(event[1], response.status_code if response is not None else 0,
+                     error.msg if error is not None else None)  # fmt: skip
     if not mutating:
         return
     # the body as sent; decoded only when it came compressed (a rule may read it: `replicas.changes`)
+    request = flow.request
     body = (
         request.raw_content
         if "content-encoding" not in request.headers
         else request.get_content(strict=False)
     )
-    log.record(request.url, session, request.method, request.timestamp_start,
+    log.record(request.url, session, method, request.timestamp_start,
                content_type=request.headers.get("content-type", ""), body=body)  # fmt: skip
-
-
-def is_navigation(request: http.Request) -> bool:
-    """Whether the reference counts `request` as a navigation (a GET: read only when it is one)."""
-    if request.method != "GET":
-        return False
-    headers = request.headers
-    accept = headers.get("accept", "")
-    if "text/html" not in accept.lower():  # the rule needs it either way: one lookup for most requests
-        return False
-    wanted = {name: headers[name] for name in NAVIGATION_HEADERS if name in headers}
-    return counts_as_navigation("GET", wanted)
 
 
 def pool_for(

@@ -176,12 +176,17 @@ class TurnWrites(Generic[Item]):
     `add` hands back a future the proxy's hook awaits, so a flow's answer goes on only once its
     line is written (the promise `Journal` states); the lines of a busy turn cost one system call
     instead of one each. A future per flow, not one for the turn: mitmproxy cancels the hook of a
-    flow whose client left, and that cancels the future it awaits. Outside a running loop (a unit
-    test driving the hooks) an item is recorded at once.
+    flow whose client left, and that cancels the future it awaits. Once the answers are released,
+    `released` (if given) is told each item: what it schedules on the loop runs after the answers
+    (one call per item, not a callback on each future). Outside a running loop (a unit test
+    driving the hooks) an item is recorded at once, and `released` is not told.
     """
 
-    def __init__(self, record: Callable[[Item], object]) -> None:
+    def __init__(
+        self, record: Callable[[Item], object], released: Callable[[Item], object] | None = None
+    ) -> None:
         self._record = record
+        self._released = released
         self._items: list[Item] = []
         self._waiting: list[asyncio.Future[None]] = []
 
@@ -190,8 +195,7 @@ class TurnWrites(Generic[Item]):
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self._items.append(item)
-            self.flush()
+            self._record_all([item])
             return None
         if not self._items:
             loop.call_soon(self.flush)
@@ -205,13 +209,22 @@ class TurnWrites(Generic[Item]):
         items, waiting = self._items, self._waiting
         self._items, self._waiting = [], []
         try:
-            with gathered_writes():
-                for item in items:
-                    try:
-                        self._record(item)
-                    except Exception:  # one capture that fails costs no other flow its line
-                        logger.exception("webarena-live: capturing a flow failed")
+            self._record_all(items)
         finally:
             for written in waiting:
                 if not written.done():
                     written.set_result(None)
+            if self._released is not None:
+                for item in items:
+                    try:
+                        self._released(item)
+                    except Exception:  # one that fails costs no other flow its step
+                        logger.exception("webarena-live: a captured flow's after-step failed")
+
+    def _record_all(self, items: list[Item]) -> None:
+        with gathered_writes():
+            for item in items:
+                try:
+                    self._record(item)
+                except Exception:  # one capture that fails costs no other flow its line
+                    logger.exception("webarena-live: capturing a flow failed")

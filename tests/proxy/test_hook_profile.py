@@ -51,8 +51,14 @@ def test_frame_names_and_bad_input():
         frame_name("f (/x/build/y/webarena_live/proxy/capture.py:12)") == "f (webarena_live/proxy/capture.py)"
     )
     assert frame_name("select (selectors.py:468)") == "select (selectors.py)"
-    with pytest.raises(ValueError, match="line 1 is not py-spy's raw format"):
+    with pytest.raises(ValueError, match="not py-spy's raw format"):
         parse_raw("<svg>flame graph</svg>")
+    # a frame named by code compiled from a string can hold a line break: its sample goes on
+    broken = "main (cli.py:1);<lambda> (<string of\nfast>:1) 4\nmain (cli.py:1) 2\n"
+    assert parse_raw(broken) == {
+        ("main (cli.py:1)", "<lambda> (<string of\nfast>:1)"): 4,
+        ("main (cli.py:1)",): 2,
+    }
     assert table(hook_shares(parse_raw(""))).startswith("no samples")
 
 

@@ -106,3 +106,28 @@ def test_mutations_after_a_number_are_the_newer_ones_in_order_also_once_the_olde
     everything = log.mutations_after(0)  # the oldest five are gone: what is kept, from the oldest kept
     assert len(everything) == kept and everything[0]["seq"] == 6 and everything[-1]["seq"] == kept + 5
     assert [m["seq"] for m in log.mutations_after(kept + 3)] == [kept + 4, kept + 5]
+
+
+def test_the_answers_judged_for_a_copys_health_are_the_references_navigations_and_the_mutations(
+    tmp_path: Path,
+) -> None:
+    """`record` judges a flow's answer by the reference's navigation rule read from the event's own
+    headers (a repeated header's last value, as in the HAR), and keeps a status that came with an error."""
+    from mitmproxy import flow as mflow
+
+    from tests.support.addon_helpers import browser_headers
+
+    ctx = context(tmp_path)
+    assert ctx.mutations is not None
+    page = make_flow("GET", f"{GITLAB}/a", headers=browser_headers(navigate=True), status=500)
+    fetch = make_flow("GET", f"{GITLAB}/b", headers=browser_headers(navigate=False), status=500)
+    repeated = make_flow("GET", f"{GITLAB}/c", status=502,
+                         headers=[(b"Accept", b"*/*"), (b"accept", b"text/html")])  # fmt: skip
+    cut = make_flow("GET", f"{GITLAB}/d", headers={"Accept": "text/html"}, status=200)
+    cut.error = mflow.Error("client disconnected", timestamp=1_700_000_000.5)  # answered, then cut
+    refused = make_flow("GET", f"{GITLAB}/e", headers={"Accept": "text/html"}, status=None,
+                        error="connection refused")  # fmt: skip
+    for flow in (page, fetch, repeated, cut, refused, post("/api/graphql", MUTATION, "application/json")):
+        record(ctx, "s", flow)
+    judged = [(answer["seq"], answer["failed"]) for answer in ctx.mutations.answers_after(0)]
+    assert judged == [(1, True), (2, True), (3, False), (4, True), (5, False)]

@@ -130,6 +130,34 @@ def test_a_cancelled_flow_or_a_failing_capture_holds_back_no_other_answer(tmp_pa
     assert "capturing a flow failed" in caplog.text and "a capture that fails" in caplog.text
 
 
+def test_released_is_told_each_item_once_its_answer_is_released(tmp_path, caplog):
+    journal = Journal(tmp_path / "j.jsonl")
+    told: list[tuple[int, bool]] = []
+    waiting: dict[int, asyncio.Future[None]] = {}
+
+    def released(number: int) -> None:
+        if number == 2:
+            raise ValueError("an after-step that fails")
+        told.append((number, waiting[number].done()))
+
+    turns: TurnWrites[int] = TurnWrites(lambda number: journal.write(event(number)), released=released)
+
+    async def flows() -> None:
+        for number in (1, 2, 3):
+            future = turns.add(number)
+            assert future is not None
+            waiting[number] = future
+        assert told == []  # nothing before the turn's lines are down
+        await asyncio.gather(*waiting.values())
+
+    with caplog.at_level(logging.ERROR):
+        asyncio.run(flows())
+    assert told == [(1, True), (3, True)]  # after its answer was released; a failing one costs no other
+    assert "after-step failed" in caplog.text
+    told.clear()
+    assert turns.add(4) is None and told == []  # outside a loop: recorded at once, nothing released
+
+
 def test_outside_a_running_loop_an_item_is_recorded_at_once(tmp_path):
     journal = Journal(tmp_path / "j.jsonl")
     turns: TurnWrites[int] = TurnWrites(lambda number: journal.write(event(number)))
