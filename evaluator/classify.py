@@ -101,6 +101,7 @@ def _navigation_fields(request_headers: Iterable[tuple[str, str]]) -> dict[str, 
 
 def is_reference_navigation(method: str, request_headers: Iterable[tuple[str, str]]) -> bool:
     """`counts_as_navigation` of an event, from its upper-cased method and its request header pairs."""
+    # only a GET can be one: another method's headers need no pass
     return method == "GET" and counts_as_navigation(method, _navigation_fields(request_headers))
 
 

@@ -44,24 +44,33 @@ _FRAME = re.compile(r"^(?P<function>.*?) \((?P<file>[^()]*?)(?::\d+)?\)$")
 Stack = tuple[str, ...]
 
 
+CONTINUATIONS = 8
+"""Lines one sample may span (frame names with line breaks); beyond, the text is no py-spy output."""
+
+
 def parse_raw(text: str) -> Counter[Stack]:
     """py-spy's raw (collapsed) output as sample counts by stack, its frames outermost first. A frame
     name may hold a line break (code compiled from a string names itself with it), so a line without
-    a count continues on the next; text that never reaches a count is an error (another format)."""
+    a count continues on the next, for a few lines; text that does not reach a count by then is an
+    error (a file of another format)."""
     stacks: Counter[Stack] = Counter()
-    pending = ""
-    for line in text.splitlines():
+    pending: list[str] = []
+    for number, line in enumerate(text.split("\n"), 1):
         if not pending and not line.strip():
             continue
-        line = f"{pending}\n{line}" if pending else line
-        frames, _, count = line.rpartition(" ")
+        pending.append(line)
+        frames, _, count = "\n".join(pending).rpartition(" ")
         if not count.isdigit():  # (a sample of a thread with no Python frame has no frames)
-            pending = line
+            if len(pending) > CONTINUATIONS:
+                raise ValueError(f"line {number - len(pending) + 1} is not py-spy's raw format "
+                                 f"(frames, a space, a count): {pending[0][:80]!r}")  # fmt: skip
             continue
-        pending = ""
+        pending = []
         stacks[tuple(frames.split(";")) if frames else ()] += int(count)
-    if pending:
-        raise ValueError(f"not py-spy's raw format (frames, a space, a count): {pending[:80]!r}")
+    if pending and "".join(pending).strip():
+        raise ValueError(
+            f"not py-spy's raw format (frames, a space, a count) at the end: {pending[0][:80]!r}"
+        )
     return stacks
 
 

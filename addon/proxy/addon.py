@@ -385,8 +385,10 @@ class WebArenaLive:
     def error(self, flow: http.HTTPFlow) -> asyncio.Future[None] | None:
         skip = flow.metadata.get(SKIP_KEY) or flow.metadata.get(CAPTURED_KEY)
         captured = None if skip else self._capture(flow)
-        done = self.flow_done  # a captured flow's is told once released (`_released`)
-        if captured is None and done is not None and flow.response is None:  # with one, `response` told it
+        # A captured flow's is told once released (`_released`); one with a response whose `response`
+        # hook ran was told there (one whose body broke off before that hook is captured here).
+        done = self.flow_done
+        if captured is None and done is not None and flow.response is None:
             done(flow)
         return captured
 
@@ -395,15 +397,21 @@ class WebArenaLive:
             return None
         flow.metadata[CAPTURED_KEY] = True
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
-        event = record_from_flow(flow, body_cap=self.body_cap)
+        own = self.browser_services.is_own(flow.request.host)  # forwarded (--forward-browser-traffic)
+        event: EventRecord | None = None
         try:
-            record_mutation(self.context, name, flow, event)
-        except Exception:  # the pool's bookkeeping never costs the trace an event
-            logger.exception(
-                "webarena-live: recording %s %s for the pool failed", flow.request.method, flow.request.url
-            )
+            event = None if own else record_from_flow(flow, body_cap=self.body_cap)
+        finally:  # the pool hears of every flow, even one whose record could not be made
+            try:
+                record_mutation(self.context, name, flow, event)
+            except Exception:  # the pool's bookkeeping never costs the trace an event
+                logger.exception(
+                    "webarena-live: recording %s %s for the pool failed",
+                    flow.request.method,
+                    flow.request.url,
+                )
         session = self.context.sessions.get_or_create(name)
-        if self.browser_services.is_own(flow.request.host):  # forwarded (--forward-browser-traffic)
+        if event is None:
             session.attempt.note_browser_request(flow.request.method, flow.request.url)
             return None
         return self.captures.add((session, event, flow))

@@ -153,6 +153,15 @@ def response_fields(response: http.Response) -> tuple[Fields, str | None, str | 
     return tuple(kept), content_type, content_encoding, location, sets_cookie
 
 
+def redirect_url(url: str, location: str) -> str:
+    """A response's `Location`, resolved against the request's URL; kept as sent when it is no URL
+    `urljoin` can read (`http://[bad/`): a site's odd header never costs the trace its event."""
+    try:
+        return urljoin(url, location)
+    except ValueError:
+        return location
+
+
 def record_from_flow(flow: http.HTTPFlow, *, body_cap: int = BODY_CAP) -> EventRecord:
     """The event of a completed flow, or of a failed one (`status` 0, `error` set), as a record.
 
@@ -193,7 +202,7 @@ def record_from_flow(flow: http.HTTPFlow, *, body_cap: int = BODY_CAP) -> EventR
         post_mime,
         _reasons[answer.reason],
         _texts[answer.http_version],
-        urljoin(url, location) if location else "",
+        redirect_url(url, location) if location else "",
         kept,
         cookies_from_headers(kept) if sets_cookie else (),
         body,

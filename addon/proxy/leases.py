@@ -29,7 +29,7 @@ from webarena_live.evaluator import (
     placeholder,
 )
 from webarena_live.proxy.browser_traffic import is_service_host
-from webarena_live.proxy.capture import record_from_flow, request_url
+from webarena_live.proxy.capture import request_headers, request_url
 from webarena_live.replicas import MutationLog, parse_isolation, parse_lease_timeout
 from webarena_live.replicas.build import build_pool, pool_file
 from webarena_live.replicas.pool import ReplicaPool
@@ -97,22 +97,27 @@ def record(
     copy's health), and the flow itself when it may have changed a replica (any session's, any lease's).
     What the proxy answered itself (`--confine`, an ended lease) reached no replica; a fault made on
     purpose (`--faults`) says nothing of the copy's health. `event` is the flow's record when the
-    capture made it already (its method and headers are read from it, not from the flow again)."""
+    capture made one (its method, URL and headers are read from it, not from the flow again)."""
     log = context.mutations
     if log is None or flow.metadata.get(REFUSED_KEY):
         return
-    if event is None:
-        event = record_from_flow(flow)
-    method = event[0]
+    request = flow.request
+    if event is not None:
+        method, url, headers = event[0], event[1], event[3]
+    else:  # no record (a browser service's flow, a record that could not be made): what the rule reads
+        method, url, headers = (
+            request.method,
+            request_url(request),
+            request_headers(request.data.headers.fields),
+        )
     mutating = method in MUTATION_METHODS
-    if (mutating or is_reference_navigation(method, event[3])) and not flow.metadata.get(FAULT_KEY):
+    if (mutating or is_reference_navigation(method, headers)) and not flow.metadata.get(FAULT_KEY):
         response, error = flow.response, flow.error  # a status with an error: the site did answer
-        log.answered(event[1], response.status_code if response is not None else 0,
+        log.answered(url, response.status_code if response is not None else 0,
                      error.msg if error is not None else None)  # fmt: skip
     if not mutating:
         return
     # the body as sent; decoded only when it came compressed (a rule may read it: `replicas.changes`)
-    request = flow.request
     body = (
         request.raw_content
         if "content-encoding" not in request.headers

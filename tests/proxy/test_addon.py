@@ -265,3 +265,41 @@ def test_a_worker_told_its_front_after_its_other_options_keeps_no_pool(tmp_path)
         assert addon.context is not None and addon.context.pool is None
         assert addon.context.mutations is not None  # what the front gathers from it ...
         assert addon.context.mutations is not built.log  # ... which no pool here takes any more
+
+
+def test_the_body_counting_hears_of_every_flow_once_and_a_captured_one_after_its_answer(live):
+    """`flow_done` (serve's body counting): a captured flow's once the loop turn released its answer, a
+    flow with nothing captured at once, a flow that failed once (with or without a response)."""
+    from mitmproxy import flow as mflow
+
+    told: list[tuple[str, bool]] = []
+    answers: dict[str, object] = {}
+
+    def flow_done(flow) -> None:
+        released = answers.get(flow.request.path)
+        told.append((flow.request.path, released is None or released.done()))
+
+    live.flow_done = flow_done
+
+    async def drive() -> None:
+        page = make_flow(url=f"{SHOP}/page")
+        live.requestheaders(page)
+        answers["/page"] = waiting = live.response(page)
+        assert waiting is not None and told == []  # not before the turn's write
+        await waiting
+        await asyncio.sleep(0)
+        refused = make_flow(url=f"{SHOP}/refused", status=None, error="connection refused")
+        live.requestheaders(refused)
+        answers["/refused"] = live.error(refused)
+        await answers["/refused"]
+        cut = make_flow(url=f"{SHOP}/cut")  # the body broke off: no `response` hook, then `error`
+        cut.error = mflow.Error("peer closed", timestamp=1_700_000_000.5)
+        live.requestheaders(cut)
+        answers["/cut"] = live.error(cut)
+        await answers["/cut"]
+        control = make_flow(url="http://webarena-live.invalid/health", status=200)
+        live.requestheaders(control)
+        assert live.response(control) is None  # never an event: told at once
+
+    asyncio.run(drive())
+    assert told == [("/page", True), ("/refused", True), ("/cut", True), ("/health", True)]

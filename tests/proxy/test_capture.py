@@ -47,6 +47,11 @@ def test_form_post_is_a_mutation_with_its_post_data_and_mime():
     assert event.redirect_url == f"{SHOP}/cart"  # a relative Location, resolved like a browser's HAR
 
 
+def test_a_location_no_url_parser_reads_is_kept_as_sent():
+    flow = make_flow(status=302, response_headers={"Location": "http://[bad/"})  # urljoin: "Invalid IPv6 URL"
+    assert event_from_flow(flow).redirect_url == "http://[bad/"
+
+
 def test_proxy_credentials_never_reach_the_event():
     flow = make_flow(headers={"Proxy-Authorization": "Basic YWxpY2U6eA==", "Accept": "text/html"})
     names = [name.lower() for name, _ in event_from_flow(flow).request_headers]

@@ -53,6 +53,8 @@ def test_frame_names_and_bad_input():
     assert frame_name("select (selectors.py:468)") == "select (selectors.py)"
     with pytest.raises(ValueError, match="not py-spy's raw format"):
         parse_raw("<svg>flame graph</svg>")
+    with pytest.raises(ValueError, match="line 1 is not py-spy's raw format"):  # gives up early
+        parse_raw("<svg>\n" + "<g>\n" * 10_000 + "main 1\n")
     # a frame named by code compiled from a string can hold a line break: its sample goes on
     broken = "main (cli.py:1);<lambda> (<string of\nfast>:1) 4\nmain (cli.py:1) 2\n"
     assert parse_raw(broken) == {
