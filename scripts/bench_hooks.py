@@ -4,9 +4,10 @@
 `bench_proxy.py` measures what users run, but its rounds spread over several points while the
 addon's own work is a few points of the proxy's; this script isolates that work. It configures the
 addon as `bench_proxy.py`'s harness deploys it (a site map naming one origin, an output directory,
-demo task 1005 started in a session through the reserved host), then drives real mitmproxy flows
-through `requestheaders`, `request` and `response` on a running event loop, eight flows a loop
-turn, as mitmproxy would: every flow captured, journaled, spooled and kept. The flows are made
+demo task 1005 started in a session through the reserved host: `bench_common.harness_options`),
+then drives real mitmproxy flows with the load's headers (`bench_traffic.build_request`) through
+`requestheaders`, `request` and `response` on a running event loop, eight flows a loop turn, as
+mitmproxy would: every flow captured, journaled, spooled and kept. The flows are made
 before each batch and only the hooks are timed (`time.process_time`).
 
 Each tree runs in its own process, in turn, `--runs` times. A process's figure is its fastest batch,
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import gc
 import json
 import os
@@ -40,22 +40,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_common import harness_options
+from bench_traffic import build_request, proxy_authorization
+
 ORIGIN = "http://127.0.0.1:9"
 SESSION = "bench"
 TASK_ID = 1005
 TURN = 8
 """Flows whose `response` hooks run in one loop turn (their journal lines go down together)."""
-AUTHORIZATION = "Basic " + base64.b64encode(f"{SESSION}:x".encode()).decode()
-HEADERS = [
-    (b"Host", b"127.0.0.1:9"),
-    (b"User-Agent", b"webarena-live-bench"),
-    (b"Accept", b"application/json, text/plain, */*"),
-    (b"Sec-Fetch-Dest", b"empty"),
-    (b"Sec-Fetch-Mode", b"cors"),
-    (b"Sec-Fetch-Site", b"same-origin"),
-    (b"Proxy-Authorization", AUTHORIZATION.encode()),
-]
-"""What `bench_proxy.py`'s load sends (`bench_traffic.build_request`)."""
+
+
+def sent_headers(url: str) -> list[tuple[bytes, bytes]]:
+    """The header fields `bench_proxy.py`'s load sends (`bench_traffic.build_request`)."""
+    head = build_request(url, SESSION).decode("latin-1").split("\r\n")[1:]
+    fields = (line.partition(": ") for line in head if line)
+    return [(name.encode("latin-1"), value.encode("latin-1")) for name, _, value in fields]
+
+
 RESPONSE_HEADERS = {"Content-Type": "text/html; charset=utf-8", "Server": "bench",
                     "Date": "Fri, 27 Nov 2026 23:00:00 GMT"}  # fmt: skip
 
@@ -101,15 +102,14 @@ async def measure(batches: int, flows: int) -> list[float]:
     from webarena_live.proxy.addon import WebArenaLive
 
     work = Path(tempfile.mkdtemp(prefix="bench-hooks-"))
-    config = work / "config.json"
-    config.write_text(json.dumps({"environments": {"__SHOPPING__": {"urls": [ORIGIN]}}}))
+    options = dict(option.split("=", 1) for option in harness_options(ORIGIN, work))
     addon = WebArenaLive()
     with taddons.context(addon) as tctx:
-        tctx.configure(addon, webarena_config=str(config), webarena_output_dir=str(work / "out"),
-                       webarena_journal_dir=str(work / "journal"))  # fmt: skip
+        tctx.configure(addon, **options, webarena_journal_dir=str(work / "journal"))
+        credentials = proxy_authorization(SESSION).encode()
         start = make_flow(
             "POST", "http://webarena-live.invalid/sessions",
-            [(b"Content-Type", b"application/json"), (b"Proxy-Authorization", AUTHORIZATION.encode())],
+            [(b"Content-Type", b"application/json"), (b"Proxy-Authorization", credentials)],
             json.dumps({"task_id": TASK_ID, "session": SESSION}).encode(), answer=False,
         )  # fmt: skip
         addon.requestheaders(start)
@@ -119,7 +119,8 @@ async def measure(batches: int, flows: int) -> list[float]:
             raise SystemExit(f"the session did not start: {start.response and start.response.content!r}")
         figures = []
         for _ in range(batches):
-            batch = [make_flow("GET", f"{ORIGIN}/page/{index % 50}", list(HEADERS)) for index in range(flows)]
+            urls = [f"{ORIGIN}/page/{index % 50}" for index in range(flows)]
+            batch = [make_flow("GET", url, sent_headers(url)) for url in urls]
             gc.collect()
             started = time.process_time()
             await drive(addon, batch)

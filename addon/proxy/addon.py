@@ -411,7 +411,7 @@ class WebArenaLive:
                     flow.request.url,
                 )
         session = self.context.sessions.get_or_create(name)
-        if event is None:
+        if event is None:  # a browser service's (`own`): listed in the session, no event of its trace
             session.attempt.note_browser_request(flow.request.method, flow.request.url)
             return None
         return self.captures.add((session, event, flow))
