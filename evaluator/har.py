@@ -80,10 +80,13 @@ _pair_sizes: BoundedMemo[tuple[str, str], int] = BoundedMemo(_pair_size)
 """Bytes of a header line by header pair (the pairs repeat, as for `_pair_json`)."""
 
 
-def _request_headers_size(
-    method: str, url: str, http_version: str, headers: Iterable[tuple[str, str]]
-) -> int:
-    """Bytes of the request line (`GET /path?query HTTP/1.1`), a line per header and the blank line."""
+def _header_lines(headers: Iterable[tuple[str, str]]) -> int:
+    """Bytes of a line per header (`name: value` and CRLF)."""
+    return sum(map(_pair_sizes.__getitem__, headers))
+
+
+def _request_headers_size(method: str, url: str, http_version: str, header_lines: int) -> int:
+    """Bytes of the request line (`GET /path?query HTTP/1.1`), the header lines and the blank line."""
     authority = url.find("//")
     slash = url.find("/", authority + 2) if authority >= 0 else -1
     if slash < 0:
@@ -92,15 +95,14 @@ def _request_headers_size(
         fragment = url.find("#", slash)
         end = fragment if fragment >= 0 else len(url)
         target = end - slash if url.isascii() else _text_size(url[slash:end])
-    lines = sum(map(_pair_sizes.__getitem__, headers))
-    return len(method) + target + len(http_version) + 4 + lines + 2
+    return len(method) + target + len(http_version) + 4 + header_lines + 2
 
 
 def _sizes(
     method: str,
     url: str,
     http_version: str,
-    request_headers: Iterable[tuple[str, str]],
+    header_lines: int,
     post: str | None,
     body: str | None,
     request_body_size: int,
@@ -119,7 +121,7 @@ def _sizes(
         content_size = _text_size(body) if body is not None else 0
     if response_body_size < 0 and body is not None:
         response_body_size = content_size
-    headers_size = _request_headers_size(method, url, http_version, request_headers)
+    headers_size = _request_headers_size(method, url, http_version, header_lines)
     return headers_size, request_body_size, response_body_size, content_size
 
 
@@ -134,7 +136,7 @@ def event_to_har_entry(event: NetworkEvent | EventRecord) -> dict[str, Any]:
     """
     event = as_event(event)
     request_headers_size, request_body_size, response_body_size, content_size = _sizes(
-        event.method, event.url, event.http_version, event.request_headers, event.post_data,
+        event.method, event.url, event.http_version, _header_lines(event.request_headers), event.post_data,
         event.response_body, event.request_body_size, event.response_headers_size,
         event.response_body_size, event.content_size,
     )  # fmt: skip
@@ -195,6 +197,21 @@ def _named_json(pairs: Iterable[tuple[str, str]]) -> str:
     return "[" + ",".join(map(_pair_json.__getitem__, pairs)) + "]" if pairs else "[]"
 
 
+def _header_block(headers: Iterable[tuple[str, str]]) -> tuple[str, int]:
+    return _named_json(headers), _header_lines(headers)
+
+
+_header_blocks: BoundedMemo[tuple[tuple[str, str], ...], tuple[str, int]] = BoundedMemo(
+    _header_block, limit=1024
+)
+"""(HAR `headers` text, bytes of their lines) by a request's whole header tuple: a page's requests
+(its assets, its API calls) send the same headers, so most events take both in one lookup."""
+
+
+def _request_header_block(headers: Iterable[tuple[str, str]]) -> tuple[str, int]:
+    return _header_blocks[headers] if type(headers) is tuple else _header_block(headers)
+
+
 _query_json: BoundedMemo[str, str] = BoundedMemo(
     lambda query: _named_json(parse_qsl(query, keep_blank_values=True))
 )
@@ -231,8 +248,9 @@ def event_to_har_json(event: NetworkEvent | EventRecord) -> str:
      response_headers, response_cookies, body, response_mime, started, duration_ms, error,
      request_body_size, response_headers_size, response_body_size, content_size, wire,
      ) = event.record if isinstance(event, NetworkEvent) else event  # fmt: skip
+    headers_json, header_lines = _request_header_block(request_headers)
     request_headers_size, request_body_size, response_body_size, content_size = _sizes(
-        method, url, http_version, request_headers, post, body,
+        method, url, http_version, header_lines, post, body,
         request_body_size, response_headers_size, response_body_size, content_size,
     )  # fmt: skip
     duration = _json_number(duration_ms)
@@ -247,7 +265,7 @@ def event_to_har_json(event: NetworkEvent | EventRecord) -> str:
         f'{{"startedDateTime":"{_iso(started)}","time":{duration},'
         f'"request":{{"method":{_json_string(method)},"url":{_json_string(url)},'
         f'"httpVersion":{_json_string(http_version)},"cookies":[],'
-        f'"headers":{_named_json(request_headers)},"queryString":{_query_string_json(url)},'
+        f'"headers":{headers_json},"queryString":{_query_string_json(url)},'
         f'"headersSize":{request_headers_size},"bodySize":{request_body_size}{post_json}}},'
         f'"response":{{"status":{int(status)},"statusText":{_json_string(status_text)},'
         f'"httpVersion":{_json_string(http_version)},"cookies":{_named_json(response_cookies)},'

@@ -179,15 +179,20 @@ class SiteMap(BaseModel):
     def replicas_of(self, url: str) -> tuple[tuple[str, int], ...]:
         """(site, replica index) of the deployment `url` is on, by the longest matching replica URL (all
         of them when plain configs map one server to several sites); empty when it is on no site."""
-        # The private dict itself: pydantic finds a private attribute only after a failed lookup,
-        # which costs more than the whole answer (the proxy asks this of every request).
-        private = self.__pydantic_private__
-        by_origin = private.get("_by_origin") if private is not None else None
-        if by_origin is None:
-            by_origin = self._origin_table()
+        by_origin = self.replicas_by_origin()
         if by_origin:  # every replica URL is a bare origin: the answer is the URL's origin's
             return by_origin.get(_origin(url), ())
         return self._replicas_under(url)
+
+    def replicas_by_origin(self) -> Mapping[str, tuple[tuple[str, int], ...]]:
+        """`replicas_of` as a table by origin (`scheme://host[:port]`, as a URL of it starts) when every
+        replica URL is a bare origin; empty when some replica URL has a path (then only `replicas_of`
+        answers). The proxy reads it for every request, from the origin it already has."""
+        # The private dict itself: pydantic finds a private attribute only after a failed lookup,
+        # which costs more than the whole answer.
+        private = self.__pydantic_private__
+        by_origin = private.get("_by_origin") if private is not None else None
+        return self._origin_table() if by_origin is None else by_origin
 
     def _origin_table(self) -> dict[str, tuple[tuple[str, int], ...]]:
         """`replicas_of` by origin when no replica URL has a path (the proxy asks it of every request),

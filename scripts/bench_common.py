@@ -79,6 +79,44 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def other_tree(spec: str, work: Path) -> tuple[dict[str, str], str]:
+    """The environment that runs another tree's package first on `PYTHONPATH`, and what it is (`spec` and
+    the package a process started with it imports, checked).
+
+    `spec` is a directory that holds the package as `webarena_live/`, or a commit of this repository,
+    which is exported under `work` the way the package is installed: `addon/` as `webarena_live/`, with
+    `evaluator/` in it (its `tasks` link finds the exported `tasks/` beside it).
+    """
+    directory = Path(spec)
+    if not directory.is_dir():
+        root = Path(__file__).resolve().parent.parent
+
+        def git(*args: str) -> subprocess.CompletedProcess[bytes]:
+            return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False)
+
+        commit = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{spec}^{{commit}}")
+        if commit.returncode:
+            raise SystemExit(f"{spec} is no directory and no commit of {root}")
+        archive = git("archive", commit.stdout.decode().strip(), "addon", "evaluator", "tasks")
+        if archive.returncode:
+            raise SystemExit(f"commit {spec} lacks the package's folders: {archive.stderr.decode().strip()}")
+        directory = Path(tempfile.mkdtemp(prefix="other-tree-", dir=work))
+        subprocess.run(["tar", "-x", "-C", str(directory)], input=archive.stdout, check=True)
+        (directory / "addon").rename(directory / "webarena_live")
+        (directory / "evaluator").rename(directory / "webarena_live" / "evaluator")
+    if not (directory / "webarena_live" / "__init__.py").exists():
+        raise SystemExit(f"{spec} holds no webarena_live/ package")
+    paths = [str(directory.resolve()), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {"PYTHONPATH": os.pathsep.join(paths)}
+    where = "import webarena_live; print(webarena_live.__file__)"
+    found = subprocess.run([sys.executable, "-c", where], env={**os.environ, **env}, capture_output=True,
+                           text=True, check=False)  # fmt: skip
+    package = Path(found.stdout.strip() or ".").parent.resolve()
+    if package != (directory / "webarena_live").resolve():  # what a process with `env` imports, checked
+        raise SystemExit(f"{spec}: Python imports webarena_live from {package}: {found.stderr.strip()}")
+    return env, f"{spec}, from {package}"
+
+
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -142,6 +180,8 @@ class Proxy:
     cpus: Sequence[int] = (PROXY_CPU,)
     """The CPUs the proxy (and any worker process it starts) may run on."""
     ports: Ports = field(default_factory=lambda: _bench_ports())
+    env: dict[str, str] = field(default_factory=dict)
+    """More environment for the process (another tree's package first on `PYTHONPATH`: `other_tree`)."""
     process: ServeProcess | None = None
     workdir: Path | None = None
 
@@ -165,7 +205,7 @@ class Proxy:
         args += [arg for option in options for arg in ("--set", option)]
         self.process = ServeProcess(
             *args, ports=self.ports, command=command, control=self.serve, cwd=self.workdir,
-            log=self.workdir / "proxy.log", preexec_fn=pin(self.cpus),
+            log=self.workdir / "proxy.log", preexec_fn=pin(self.cpus), env=self.env,
         )  # fmt: skip
         self.process.start()
         return self

@@ -15,11 +15,11 @@ in CPU microseconds per flow (as `timeit` takes the fastest: on a shared machine
 measures the neighbours); a tree's is the median of its processes', and the ratio is this tree's
 against the other's (below 1: cheaper).
 
-    .venv/bin/python scripts/bench_hooks.py [--other PATH] [--runs N] [--batches N] [--flows N]
+    .venv/bin/python scripts/bench_hooks.py [--other COMMIT|DIR] [--runs N] [--batches N] [--flows N]
 
-`--other` is a directory that holds another tree's package as `webarena_live/` (for example
-`git archive` of a commit, `addon/` moved to `webarena_live/` and `evaluator/` into it): it is put
-first on `PYTHONPATH` for that tree's runs. Without it, only this tree is measured.
+`--other` is a commit of this repository (exported) or a directory that holds another tree's package
+as `webarena_live/` (`bench_common.other_tree`): it is put first on `PYTHONPATH` for that tree's runs.
+Without it, only this tree is measured.
 
 What it leaves out: mitmproxy's own dispatch of the hooks and what a busy proxy's memory does to
 them (`bench_proxy.py` measures those, with everything else).
@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_common import harness_options
+from bench_common import harness_options, other_tree
 from bench_traffic import build_request, proxy_authorization
 
 ORIGIN = "http://127.0.0.1:9"
@@ -132,11 +132,9 @@ async def measure(batches: int, flows: int) -> list[float]:
     return figures
 
 
-def run_tree(pythonpath: str | None, batches: int, flows: int) -> tuple[str, float]:
-    """One process of one tree: where its package is, and its fastest batch."""
-    env = dict(os.environ)
-    if pythonpath:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
+def run_tree(tree: dict[str, str], batches: int, flows: int) -> tuple[str, float]:
+    """One process of one tree (`tree`: its environment): where its package is, and its fastest batch."""
+    env = {**os.environ, **tree}
     command = [sys.executable, __file__, "--child", "--batches", str(batches), "--flows", str(flows)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode:
@@ -147,7 +145,7 @@ def run_tree(pythonpath: str | None, batches: int, flows: int) -> tuple[str, flo
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--other", type=Path, help="a directory holding another tree's webarena_live/")
+    parser.add_argument("--other", help="another tree: a commit, or a directory holding its webarena_live/")
     parser.add_argument("--runs", type=int, default=5, help="processes per tree, in turn (default 5)")
     parser.add_argument("--batches", type=int, default=10, help="batches per process (default 10)")
     parser.add_argument("--flows", type=int, default=2000, help="flows per batch (default 2000)")
@@ -159,15 +157,17 @@ def main() -> int:
         print(Path(webarena_live.__file__).parent)
         print(min(asyncio.run(measure(args.batches, args.flows))))
         return 0
-    if args.other is not None and not (args.other / "webarena_live" / "__init__.py").exists():
-        parser.error(f"{args.other} holds no webarena_live/ package")
-    trees = {"this tree": None, "other tree": str(args.other)} if args.other else {"this tree": None}
-    figures: dict[str, list[float]] = {name: [] for name in trees}
+    trees: dict[str, dict[str, str]] = {"this tree": {}}
+    figures: dict[str, list[float]] = {}
     packages: dict[str, str] = {}
-    for _ in range(args.runs):
-        for name, path in trees.items():
-            packages[name], figure = run_tree(path, args.batches, args.flows)
-            figures[name].append(figure)
+    with tempfile.TemporaryDirectory(prefix="bench-hooks-tree-") as work:  # an exported commit's
+        if args.other:
+            trees["other tree"] = other_tree(args.other, Path(work))[0]
+        figures = {name: [] for name in trees}
+        for _ in range(args.runs):
+            for name, tree in trees.items():
+                packages[name], figure = run_tree(tree, args.batches, args.flows)
+                figures[name].append(figure)
     print(f"CPU per flow of the addon's hooks ({args.runs} runs of {args.batches} x {args.flows} flows)")
     for name, values in figures.items():
         shown = ", ".join(f"{value:.1f}" for value in values)

@@ -25,8 +25,17 @@ ratio of their requests/s is the ratio of their per-request costs. Per round:
   (so neither waits for the other's CPU time, and both see the same
   seconds); p50 and p99 of the round trip.
 
+The loads start one after the other, and the one started first has a small
+edge: each round starts them from the next proxy on.
+
     .venv/bin/python scripts/bench_proxy.py [--quick] [--rounds N] [--seconds S] [--connections C]
-                                               [--dashboard] [--profile]
+                                               [--dashboard] [--profile] [--other COMMIT|DIR]
+
+With `--other`, the baseline is another tree's `serve` instead of plain mitmdump (a commit, exported;
+or a directory holding its package, see `bench_common.other_tree`), deployed the same way, its traffic
+landing in a session of the same task: a change measured against the tree before it in the same
+seconds, not in runs minutes apart (two proxies, as always: with a third on the one CPU, and three
+loads on the other, the rounds spread twice as wide here).
 
 With `--dashboard`, a headless Chromium keeps the live dashboard open on serve's session for the whole
 run (serve streams every event to it), as a person watching the run would.
@@ -61,14 +70,19 @@ TASK_ID = 1005
 BASELINE, SERVE = "baseline", "serve"
 
 
-def measure(proxies: dict[str, bench.Proxy], url: str, *, connections: int, seconds: float) -> dict[str, Any]:
-    """One round: both proxies under the same load at the same time, then the latency run."""
+def measure(
+    proxies: dict[str, bench.Proxy], url: str, *, connections: int, seconds: float, first: int = 0
+) -> dict[str, Any]:
+    """One round: every proxy under the same load at the same time, then the latency run. The loads start
+    from the `first` proxy on (a round's rotation: the load started first has a small edge)."""
     figures: dict[str, dict[str, float]] = {name: {} for name in proxies}
     cpu_before = {name: bench.cpu_seconds(proxy.pid) for name, proxy in proxies.items()}
-    loads = {
-        name: bench.start_load(proxy.port, url, connections=connections, seconds=seconds, session=SESSION)
-        for name, proxy in proxies.items()
-    }
+    names = list(proxies)
+    started = names[first % len(names) :] + names[: first % len(names)]
+    loads = {}
+    for name in started:
+        loads[name] = bench.start_load(proxies[name].port, url, connections=connections, seconds=seconds,
+                                       session=SESSION)  # fmt: skip
     for name, process in loads.items():
         result = bench.load_result(process, timeout=seconds + 120)
         cpu = bench.cpu_seconds(proxies[name].pid) - cpu_before[name]
@@ -92,23 +106,33 @@ def compare(
     label: str,
     dashboard: bool = False,
     profile: bool = False,
+    other: dict[str, str] | None = None,
+    other_options: list[str] | None = None,
 ) -> tuple[list[list[Any]], int, HookShares | None]:
     """`rounds` rounds of plain mitmdump against `webarena-live serve` (`options` its `--set` pairs);
-    with `profile`, serve's samples by hook during the rounds (`hook_profile.py`)."""
-    results: dict[str, list[dict[str, float]]] = {BASELINE: [], SERVE: []}
+    with `profile`, serve's samples by hook during the rounds (`hook_profile.py`). With `other` (the
+    environment of another tree, `bench_common.other_tree`), that tree's serve (`other_options`) is the
+    baseline instead, its traffic landing in a session of the same task."""
+    baseline = bench.Proxy(serve=False)
+    if other is not None:
+        baseline = bench.Proxy(serve=True, serve_options=other_options or options, serve_args=serve_args,
+                               env=other)  # fmt: skip
     proxies = {
-        BASELINE: bench.Proxy(serve=False),
+        BASELINE: baseline,
         SERVE: bench.Proxy(serve=True, serve_options=options, serve_args=serve_args),
     }
+    results: dict[str, list[dict[str, float]]] = {BASELINE: [], SERVE: []}
     with proxies[BASELINE], proxies[SERVE], watching(proxies[SERVE].control_port, dashboard) as watched:
-        bench.control(proxies[SERVE].control_port, "POST", "/sessions", {"task_id": task, "session": SESSION})
+        for proxy in proxies.values():
+            if proxy.serve:
+                bench.control(proxy.control_port, "POST", "/sessions", {"task_id": task, "session": SESSION})
         watched()
-        # Warm both up (imports, first connections) before anything counts.
+        # Warm each up (imports, first connections) before anything counts.
         for proxy in proxies.values():
             bench.run_load(proxy.port, url, connections=4, seconds=1.0, session=SESSION)
         recording = Recording(proxies[SERVE].pid).start() if profile else None
         for index in range(rounds):
-            round_figures = measure(proxies, url, connections=connections, seconds=seconds)
+            round_figures = measure(proxies, url, connections=connections, seconds=seconds, first=index)
             for name, figures in round_figures.items():
                 results[name].append(figures)
                 print(f"  {label} round {index + 1} {name:8}: {figures['rps']:8.1f} req/s, "
@@ -116,7 +140,11 @@ def compare(
                       f"p99 {figures['p99']:7.2f} ms", flush=True)  # fmt: skip
         shares = hook_shares(recording.stop()) if recording is not None else None
         session = bench.control(proxies[SERVE].control_port, "GET", f"/sessions/{SESSION}")
-    return _rows(results[BASELINE], results[SERVE], label), session["counts"]["total"], shares
+    return (
+        _rows(results[BASELINE], results[SERVE], label, targets=other is None),
+        session["counts"]["total"],
+        shares,
+    )
 
 
 @contextlib.contextmanager
@@ -168,6 +196,11 @@ def main() -> int:
         help="sample serve with py-spy during the main rounds and print the addon's share by hook",
     )
     parser.add_argument(
+        "--other",
+        help="another tree's serve in the same rounds: a commit of this repository, or a directory that "
+        "holds its package as webarena_live/ (bench_common.other_tree)",
+    )
+    parser.add_argument(
         "--task",
         type=int,
         default=TASK_ID,
@@ -183,11 +216,18 @@ def main() -> int:
         origin = f"http://127.0.0.1:{upstream_port}"
         url = f"{origin}/api/items?page=1"
         options = bench.harness_options(origin, Path(work))
-        common = {
+        other, other_label, other_options = None, "", None
+        if args.other is not None:  # its own output directory: the two serves share nothing on disk
+            other, other_label = bench.other_tree(args.other, Path(work))
+            (Path(work) / "other-output").mkdir()
+            other_options = bench.harness_options(origin, Path(work) / "other-output")
+        common: dict[str, Any] = {
             "task": args.task,
             "seconds": seconds,
             "connections": args.connections,
             "dashboard": args.dashboard,
+            "other": other,
+            "other_options": other_options,
         }
         rows, captured, shares = compare(
             url, options, rounds=rounds, label="", profile=args.profile, **common
@@ -200,10 +240,12 @@ def main() -> int:
         f"{args.connections} connections; {captured:,} events captured by serve; medians, per-round "
         "min..max in brackets\n"
     )
-    bench.print_table(
-        ["figure", "plain mitmdump -q", "webarena-live serve", "serve vs baseline", "target"],
-        [*rows, *[[*row[:4], "(the addon's own work)"] for row in own_rows]],
-    )
+    if other is not None:
+        print(f"the baseline is the other tree's serve: {other_label}\n")
+        headings = ["figure", "the other tree's serve", "this tree's serve", "this vs other", "target"]
+    else:
+        headings = ["figure", "plain mitmdump -q", "webarena-live serve", "serve vs baseline", "target"]
+    bench.print_table(headings, [*rows, *[[*row[:4], "(the addon's own work)"] for row in own_rows]])
     if shares is not None:
         print(f"\nserve's CPU samples during the {rounds} main rounds (py-spy, scripts/hook_profile.py):\n")
         print(table(shares))
@@ -226,6 +268,9 @@ def _rows(
     def deltas(key: str) -> list[float]:
         return [a[key] - b[key] for a, b in zip(serve, baseline, strict=True)]
 
+    def target(text: str) -> str:
+        return text if targets else "-"
+
     def row(name: str, key: str, compared: list[float], suffix: str, target: str, *, unit: str = "",
             signed: bool = False) -> list[Any]:  # fmt: skip
         middle = bench.median(compared)
@@ -239,17 +284,17 @@ def _rows(
         ]
 
     return [
-        row("throughput (req/s)", "rps", paired("rps"), "x", ">= 0.95x"),
+        row("throughput (req/s)", "rps", paired("rps"), "x", target(">= 0.95x")),
         row(
             "throughput from CPU/req",
             "cpu_us",
             [1 / r for r in paired("cpu_us")],
             "x",
-            ">= 0.95x",
+            target(">= 0.95x"),
             unit=" us",
         ),
-        row("latency p50 (ms)", "p50", deltas("p50"), " ms", "<= +0.3 ms", signed=True),
-        row("latency p99 (ms)", "p99", deltas("p99"), " ms", "<= +2 ms", signed=True),
+        row("latency p50 (ms)", "p50", deltas("p50"), " ms", target("<= +0.3 ms"), signed=True),
+        row("latency p99 (ms)", "p99", deltas("p99"), " ms", target("<= +2 ms"), signed=True),
     ]
 
 

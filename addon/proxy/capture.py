@@ -97,12 +97,17 @@ _url_prefixes: BoundedMemo[tuple[str, str, int], str] = BoundedMemo(
 )
 
 
+def request_origin(data: http.RequestData) -> str:
+    """The `scheme://host[:port]` a request's `request_url` starts with (a default port left out)."""
+    return _url_prefixes[(_texts[data.scheme], data.host, data.port)]
+
+
 def request_url(request: http.Request) -> str:
     """`request.url`, the same text, without re-assembling the origin of every request."""
     data = request.data
     if data.method == b"CONNECT":
         return request.url
-    prefix = _url_prefixes[(_texts[data.scheme], data.host, data.port)]
+    prefix = request_origin(data)
     path = data.path
     return prefix if path == b"*" else prefix + path.decode("utf-8", "surrogateescape")
 

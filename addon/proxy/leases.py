@@ -29,8 +29,8 @@ from webarena_live.evaluator import (
     placeholder,
 )
 from webarena_live.proxy.browser_traffic import is_service_host
-from webarena_live.proxy.capture import request_headers, request_url
-from webarena_live.replicas import MutationLog, parse_isolation, parse_lease_timeout
+from webarena_live.proxy.capture import request_headers, request_origin, request_url
+from webarena_live.replicas import Lease, MutationLog, parse_isolation, parse_lease_timeout
 from webarena_live.replicas.build import build_pool, pool_file
 from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.fault_plan import FAULT_KEY
@@ -76,14 +76,29 @@ def refusal(url: str, why: str) -> http.Response:
     return http.Response.make(403, body, {"Content-Type": "text/html; charset=utf-8"})
 
 
+def inside(site_map: SiteMap, lease: Lease, data: http.RequestData) -> bool:
+    """Whether a request (mitmproxy's raw fields) is on a replica `lease` holds, answered from its
+    origin alone: False whenever that cannot say (a replica URL with a path, a target that is no path),
+    and `outside_reason` then reads the whole URL. Asked of every request, so no URL is built."""
+    by_origin = site_map.replicas_by_origin()
+    if not by_origin or data.path[:1] != b"/":
+        return False
+    held = lease.indexes
+    for site, index in by_origin.get(request_origin(data), ()):  # noqa: SIM110 (no generator frame)
+        if held.get(site) == index:
+            return True
+    return False
+
+
 def check(context: ControlContext, session: Session, flow: http.HTTPFlow, *, confine: bool) -> None:
     """Hold a request against its session's lease: count it when outside, refuse it with `confine`."""
     request = flow.request
+    lease = session.attempt.lease
+    if lease is None or inside(context.site_map, lease, request.data):
+        return
     why = outside_reason(context, session, request_url(request), request.host)
     if why is None:
         return
-    lease = session.attempt.lease
-    assert lease is not None
     lease.note_outside(request.method, request.url, why)
     if confine:
         flow.metadata[REFUSED_KEY] = True

@@ -47,9 +47,10 @@ class SessionAddresses:
         self.listeners = SessionListeners()
 
     def attach(self, store: SessionStore) -> None:
-        """Keep `store`'s sessions' `proxy` (this module is its one writer) and hear their notices."""
+        """Keep `store`'s sessions' `proxy` (this module is its one writer) and hear their notices: as a
+        role, so capture publishes no notice per event for it (only watchers are told events)."""
         self.store = store
-        store.notices.subscribe(self.on_notice)
+        store.notices.subscribe(self.on_notice, role="addresses")
 
     def configure(self, *, ports: str, reserved: frozenset[int]) -> None:
         """Take the `webarena_session_ports` range (`LO-HI`, empty: the operating system's ports)."""

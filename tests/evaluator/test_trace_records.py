@@ -121,6 +121,25 @@ def test_the_query_string_fast_path_equals_urlsplit_and_parse_qsl(tail, base):
     assert json.loads(_query_string_json(url)) == expected
 
 
+header_pairs = st.tuples(
+    st.sampled_from(["Accept", "Cookie", "Referer", "X-Ünï", "Sec-Fetch-Dest"]),
+    st.text(alphabet='ab=;/é\udcff"\\ ', max_size=12),  # a lone surrogate: an undecodable header byte
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(header_pairs, max_size=6), min_size=1, max_size=4), st.booleans())
+def test_header_lists_sent_again_serialize_as_the_entry_says(header_lists, as_list):
+    # The journal line's header block is remembered by the whole header tuple: sent again (a page's
+    # every request), in another order or as a list, it is still what `event_to_har_entry` writes.
+    for headers in [*header_lists, *header_lists, *reversed(header_lists)]:
+        sent = list(headers) if as_list else tuple(headers)
+        event = NetworkEvent("GET", f"{SHOP}/p?a=1", 200, sent)  # type: ignore[arg-type]
+        entry = event_to_har_entry(event)
+        assert json.loads(event_to_har_json(event)) == entry
+        assert json.loads(event_to_har_json(event.record)) == entry
+
+
 def test_a_bounded_memo_computes_once_and_forgets_past_its_limit():
     calls = []
     memo = BoundedMemo(lambda key: calls.append(key) or key * 2, limit=3)

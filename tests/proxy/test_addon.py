@@ -20,7 +20,7 @@ from tests.support.addon_helpers import (
 )
 from webarena_live.proxy.addon import CAPTURED_KEY, WebArenaLive
 from webarena_live.proxy.credentials import proxy_username
-from webarena_live.runs.sessions import DEFAULT_SESSION
+from webarena_live.runs.sessions import DEFAULT_SESSION, EVENT, STARTED
 
 SESSION_PORT = 8082
 
@@ -303,3 +303,25 @@ def test_the_body_counting_hears_of_every_flow_once_and_a_captured_one_after_its
 
     asyncio.run(drive())
     assert told == [("/page", True), ("/refused", True), ("/cut", True), ("/health", True)]
+
+
+def test_with_nobody_watching_a_captured_event_is_announced_to_no_one(live, monkeypatch):
+    # The session addresses hear the sessions' notices as a role (told every notice but events), so
+    # capture publishes nothing per flow unless someone watches; a watcher is told each event.
+    assert live.context is not None
+    notices = live.context.sessions.notices
+    assert not notices and notices.count() == 0
+    told: list[str] = []
+    monkeypatch.setattr(live.addresses, "on_notice", lambda _session, kind, _payload: told.append(kind))
+    live.addresses.attach(live.context.sessions)  # again, as a reconfigure would: the role is replaced
+    live.context.sessions.start(DEFAULT_SESSION, live.context.tasks[NAVIGATE_TASK])
+    published: list[str] = []
+    real_publish = notices.publish
+    monkeypatch.setattr(notices, "publish", lambda *args: published.append(args[1]) or real_publish(*args))
+    run_flow(live, make_flow(url=f"{SHOP}/1"))
+    assert trace_urls(live, DEFAULT_SESSION) == [f"{SHOP}/1"] and published == []
+    assert told == [STARTED]  # once, though attached twice
+    heard: list[str] = []
+    notices.subscribe(lambda _session, kind, _payload: heard.append(kind))
+    run_flow(live, make_flow(url=f"{SHOP}/2"))
+    assert heard == [EVENT] and told == [STARTED]  # the role is not told events
