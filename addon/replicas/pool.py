@@ -349,7 +349,8 @@ class ReplicaPool(PoolResets):
         if self.state_file is None:
             return
         document = memory.document_of(str(self.isolation), self.counters_view(), self.replicas)
-        try:
+        try:  # its folder made first: on a new machine the default state folder does not exist yet
+            self.state_file.parent.mkdir(parents=True, exist_ok=True)
             write_json_atomically(self.state_file, document)
         except OSError as error:
             logger.warning("cannot keep the pool's state in %s: %s", self.state_file, error)

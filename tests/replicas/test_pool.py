@@ -290,3 +290,11 @@ def test_a_change_after_the_lease_ended_is_reset_before_the_next_lease() -> None
         assert not replica.dirty and [r["why"] for r in replica.resets] == ["changed after its lease ended"]
 
     run(scenario, count=1, delay=0.2)
+
+
+def test_the_pool_state_is_kept_where_its_folder_does_not_exist_yet(tmp_path, caplog) -> None:
+    """On a new machine the default state folder (`~/.local/state/webarena-live/journal`) is made by
+    the first journal; the pool writes its state before any: it makes the folder itself."""
+    state = tmp_path / "new" / "state" / ".pool.json"
+    build_pool(SiteMap.from_urls({"shopping": list(URLS)}), Isolation.NONE, None, state_file=state)
+    assert state.is_file() and "cannot keep the pool's state" not in caplog.text
