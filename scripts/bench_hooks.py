@@ -158,12 +158,11 @@ def main() -> int:
         print(min(asyncio.run(measure(args.batches, args.flows))))
         return 0
     trees: dict[str, dict[str, str]] = {"this tree": {}}
-    figures: dict[str, list[float]] = {}
     packages: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="bench-hooks-tree-") as work:  # an exported commit's
         if args.other:
             trees["other tree"] = other_tree(args.other, Path(work))[0]
-        figures = {name: [] for name in trees}
+        figures: dict[str, list[float]] = {name: [] for name in trees}
         for _ in range(args.runs):
             for name, tree in trees.items():
                 packages[name], figure = run_tree(tree, args.batches, args.flows)
