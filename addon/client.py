@@ -20,151 +20,50 @@ body are built, and its answer read, by the same code in both flavours.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 import threading
 import time
-import warnings
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
 from httpx_sse import aconnect_sse, connect_sse
-from pydantic import BaseModel, ConfigDict
 
 # The evaluator's models are loaded when an answer is first read as one (its lazy names): a process
 # that only scores rewards (the finish's raw JSON) never pays for the evaluator's modules.
 from webarena_live import evaluator as _evaluator
-from webarena_live.evaluator import WebArenaLiveError
+from webarena_live.client_calls import (
+    OLD_TOKEN_ENV,
+    TOKEN_ENV,
+    ControlAPIError,
+    DifferentAnswer,
+    Notice,
+    Started,
+    _Call,
+    _Calls,
+    _headers,
+    _notice,
+    _read,
+    _session_path,
+    _start_timeout,
+    token_from_env,
+)
 
 if TYPE_CHECKING:
     from webarena_live.evaluator import TaskProgress, TaskResult
 
+for _public in (ControlAPIError, DifferentAnswer, Notice, Started):
+    _public.__module__ = __name__  # shown (and pickled) by the name users import them from, as httpx does
+del _public
+
 DEFAULT_URL = "http://127.0.0.1:8081"
-TOKEN_ENV = "WEBARENA_LIVE_CONTROL_TOKEN"
-"""The control token's variable: the one `serve` reads its own from (addresses.credentials'
-CONTROL_TOKEN_ENV, which the client may not import; tests/browsergym/test_control_api.py keeps them equal)."""
-OLD_TOKEN_ENV = "WEBARENA_LIVE_TOKEN"
-"""The name BrowserGym's environment read before: still read, with a warning, for one release."""
 WAIT_NOTICE_AFTER = 1.0
 """Seconds a start may take before the client says it waits for a replica (a free one answers at once)."""
 WAIT_NOTICE_EVERY = 30.0
 """Seconds between the lines a start that still waits for a replica logs."""
 
 logger = logging.getLogger(__name__)
-
-
-def token_from_env() -> str | None:
-    """The control token from the environment: WEBARENA_LIVE_CONTROL_TOKEN, else the old
-    WEBARENA_LIVE_TOKEN with a warning (renamed: one name for one setting), else None."""
-    token = os.environ.get(TOKEN_ENV)
-    if token:
-        return token
-    old = os.environ.get(OLD_TOKEN_ENV)
-    if old:
-        warnings.warn(
-            f"{OLD_TOKEN_ENV} is renamed {TOKEN_ENV} (the variable serve reads): the old name is read "
-            "for one more release",
-            FutureWarning,
-            stacklevel=2,
-        )
-        return old
-    return None
-
-
-class ControlAPIError(WebArenaLiveError):
-    """The control API refused a request: its HTTP status, error code and detail."""
-
-    def __init__(self, status: int, error: str, detail: Any) -> None:
-        super().__init__(f"{status} {error}: {detail}")
-        self.status = status
-        self.error = error
-        self.detail = detail
-
-
-class DifferentAnswer(ControlAPIError):
-    """A finished session's finish sent another final answer than the one its verdict judged (409
-    `different_answer`): `judged` is the answer the verdict is for, `refused` the one sent now (each as
-    the document it holds). The same answer again gets the same result; a new answer needs a new
-    attempt (`start(..., restart=True)`)."""
-
-    def __init__(self, status: int, error: str, detail: Any) -> None:
-        super().__init__(status, error, detail)
-        said = detail if isinstance(detail, dict) else {}
-        self.judged = said.get("judged")
-        self.refused = said.get("refused")
-
-
-class Started(BaseModel):
-    """What `POST /sessions` answers: the session, its task and where the agent starts."""
-
-    model_config = ConfigDict(frozen=True, extra="allow")
-
-    session: str
-    task_id: int
-    intent: str
-    start_urls: list[str]
-    sites: list[str]
-    state: str | None = None
-    resumed_events: int | None = None
-    proxy: str | None = None
-    """The session's own proxy address, `http://HOST:PORT`: traffic through it is this session's, with
-    no credentials (released when the session finishes)."""
-    worker: int | None = None
-    """The worker process that holds the session (`serve --workers`)."""
-    replicas: dict[str, str] | None = None
-    """The session's lease: each site's placeholder -> the URL of the replica it works on (its start URLs
-    are rendered on them)."""
-
-
-class Notice(BaseModel):
-    """One message of an event stream: `event` (a captured event), `session`, `reset` or `finished`."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: str
-    data: dict[str, Any]
-    id: str | None = None
-
-
-@dataclass(frozen=True)
-class _Call:
-    """One request of the API: method, path, JSON body, and how to read the answer."""
-
-    method: str
-    path: str
-    body: Any = None
-    params: dict[str, Any] | None = None
-
-
-def _session_path(name: str, action: str = "") -> str:
-    return f"/sessions/{quote(name, safe='')}" + (f"/{action}" if action else "")
-
-
-def _start_body(task_id: int, options: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "task_id": task_id,
-        **{key: value for key, value in options.items() if value not in (None, False)},
-    }
-
-
-def _read(response: httpx.Response) -> Any:
-    """The JSON answer, or ControlAPIError for a refusal (the API's `{"error", "detail"}`)."""
-    if response.is_success:
-        return response.json() if response.content else None
-    try:
-        body = response.json()
-        error, detail = body.get("error", "http_error"), body.get("detail")
-    except (ValueError, AttributeError):
-        error, detail = "http_error", response.text[:500]
-    if error == "different_answer":
-        raise DifferentAnswer(response.status_code, error, detail)
-    if response.status_code == 401:
-        raise ControlAPIError(401, error, f"{detail} (the client sends ${TOKEN_ENV}, or its token=)")
-    raise ControlAPIError(response.status_code, error, detail)
 
 
 class _WaitNotices:
@@ -188,52 +87,6 @@ class _WaitNotices:
         waited, self.sent = time.monotonic() - self.began, self.sent + 1
         logger.warning("%s waits for a free replica%s: %.0f s so far, up to %.0f s",
                        self.what, self.sites, waited, self.wait)  # fmt: skip
-
-
-def _start_timeout(options: dict[str, Any], default: Any) -> Any:
-    """A start that may wait for a replica gets that long to answer, and the usual time beside."""
-    wait = options.get("wait")
-    if isinstance(wait, int | float) and wait > 0:
-        return httpx.Timeout(default.read + float(wait) if default.read else None, connect=default.connect)
-    return default
-
-
-def _notice(kind: str, data: str, event_id: str | None) -> Notice | None:
-    """A stream message as a Notice; None for one without data (the stream's `retry:` advice).
-
-    Captured events are sent without an event name, which SSE reads as `message`.
-    """
-    if not data:
-        return None
-    return Notice(
-        kind="event" if kind in ("", "message") else kind, data=json.loads(data), id=event_id or None
-    )
-
-
-def _headers(token: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"} if token else {}
-
-
-class _Calls:
-    """The API's requests, shared by both clients."""
-
-    health = _Call("GET", "/health")
-    list_tasks = _Call("GET", "/tasks")
-    list_sessions = _Call("GET", "/sessions")
-
-    @staticmethod
-    def start(task_id: int, **options: Any) -> _Call:
-        return _Call("POST", "/sessions", _start_body(task_id, options))
-
-    @staticmethod
-    def session(
-        name: str, action: str = "", body: Any = None, since: int = 0, status: list[int] | None = None
-    ) -> _Call:
-        method = "GET" if body is None else "POST"
-        params: dict[str, Any] = {"since": since} if since else {}
-        if status is not None:
-            params["status"] = status
-        return _Call(method, _session_path(name, action), body, params or None)
 
 
 class _Connected:
@@ -459,6 +312,7 @@ def proxy_url(session: str, *, host: str = "127.0.0.1", port: int = 8082) -> str
 
 
 __all__ = [
+    "OLD_TOKEN_ENV",
     "TOKEN_ENV",
     "AsyncClient",
     "Client",

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import pickle
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 
 import httpx
 import pytest
@@ -112,3 +115,24 @@ def test_progress_and_preview_blocking_and_async(serve: tuple[str, str], shop: s
             assert preview.model_dump(exclude={"preview"}) == result.model_dump(exclude={"preview"})
 
     asyncio.run(main())
+
+
+def test_a_refusal_crosses_a_process_boundary_whole(serve: tuple[str, str], shop: str) -> None:
+    """A refusal raised in another process (a Ray task, a pool worker) comes back pickled: it is rebuilt
+    with its status, code and detail, and a different answer with the answer its verdict judged."""
+    control, port = serve
+    with Client(control) as api:
+        with pytest.raises(ControlAPIError) as unknown:
+            api.session("nobody-started-this")
+        api.start(1003, session="pickled", restart=True)
+        browse(port, "pickled", f"{shop}/")
+        api.finish("pickled", NAVIGATED)
+        with pytest.raises(DifferentAnswer) as different:
+            api.finish("pickled", {**NAVIGATED, "status": "FAILURE"})
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as other:
+        back = other.submit(pickle.loads, pickle.dumps(unknown.value)).result()  # pickled again to return
+        moved = other.submit(pickle.loads, pickle.dumps(different.value)).result()
+    assert type(back) is ControlAPIError and str(back) == str(unknown.value)
+    assert (back.status, back.error, back.detail) == (404, unknown.value.error, unknown.value.detail)
+    assert type(moved) is DifferentAnswer and (moved.status, moved.judged) == (409, NAVIGATED)
+    assert moved.refused == different.value.refused

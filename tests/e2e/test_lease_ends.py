@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,14 +26,13 @@ import requests
 
 from tests.site.harness import ProxyProcess, start_proxy
 from tests.support.counter_replicas import DEMO_TASKS, READ, READ_TOO, Counter, counter_config, counters
+from tests.support.serve_process import PATIENCE, wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
 MODES = {"one process": (), "two workers": ("--workers", "2")}
 RETRIEVED: dict[str, Any] = {"task_type": "RETRIEVE", "status": "SUCCESS", "retrieved_data": [34.99]}
 """READ's final answer (the Aurora Desk Lamp's price): the verdict does not matter here, its fields do."""
-PATIENCE = 60.0
-"""Seconds a lease's end (or a worker's loss) may take to show on a loaded machine."""
 
 
 def serve(workdir: Path, config: Path, *more: str) -> ProxyProcess:
@@ -86,14 +84,6 @@ def holders(proxy: ProxyProcess) -> list[str]:
     """Who `/health`'s pool says leases the one replica."""
     sessions: list[str] = health(proxy)["pool"]["sites"]["__SHOPPING__"]["replicas"][0]["sessions"]
     return sessions
-
-
-def wait_until(what: str, check: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + PATIENCE
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"{what}: not within {PATIENCE:g} s"
-        time.sleep(0.2)
-    return found
 
 
 def ended(proxy: ProxyProcess, session: str) -> None:

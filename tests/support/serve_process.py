@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,19 @@ NAVIGATION = {
 }
 """Request headers of a browser's navigation (what the evaluator counts as one), for HTTP clients."""
 NAVIGATED = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}
+PATIENCE = 60.0
+"""Seconds a reset, a probe, a lease's end or a gathering may take to show on a loaded machine."""
+
+
+def wait_until(what: str, check: Callable[[], Any]) -> Any:
+    """`check()`'s first true answer, asked every 0.2 s; fails naming `what` after `PATIENCE` seconds."""
+    deadline = time.monotonic() + PATIENCE
+    while not (found := check()):
+        assert time.monotonic() < deadline, f"{what}: not within {PATIENCE:g} s"
+        time.sleep(0.2)
+    return found
+
+
 """A navigate task's final answer."""
 
 
