@@ -44,7 +44,8 @@ With `--profile`, py-spy samples serve (from outside) during the main rounds, an
 of its CPU samples is printed by hook, with the costliest functions inside (`scripts/hook_profile.py`).
 The sampling takes some of serve's CPU time: compare ratios of runs without it.
 
-Targets: throughput >= 0.95x the baseline; added latency p50 <= +0.3 ms, p99 <= +2 ms.
+Targets: throughput >= 0.96x the baseline (the goal beyond it: 0.98x); added latency p50 <= +0.3 ms,
+p99 <= +2 ms.
 """
 
 from __future__ import annotations
@@ -281,13 +282,13 @@ def _rows(
         ]
 
     return [
-        row("throughput (req/s)", "rps", paired("rps"), "x", ">= 0.95x"),
+        row("throughput (req/s)", "rps", paired("rps"), "x", ">= 0.96x"),
         row(
             "throughput from CPU/req",
             "cpu_us",
             [1 / r for r in paired("cpu_us")],
             "x",
-            ">= 0.95x",
+            ">= 0.96x",
             unit=" us",
         ),
         row("latency p50 (ms)", "p50", deltas("p50"), " ms", "<= +0.3 ms", signed=True),
