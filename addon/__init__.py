@@ -19,8 +19,9 @@ One sub-package per concern; each one's docstring names what it owns and what it
 - `commands`: the CLI; it parses arguments and hands them to the part that does the work.
 - `demo`: the embedded demo shop, its scripted agent and `webarena-live demo`. Only the CLI imports it.
 - `browsergym`: BrowserGym's environment over a session (the `[browsergym]` extra). Imports the client.
-- `client` (the control API from Python), `launch` (a `serve` child process), `ray` (the fleet from a
-  Ray driver), `entry` (the script plain mitmproxy loads): the public modules beside them.
+- `client` (the control API from Python; its requests and answers in `client_calls`), `launch` (a
+  `serve` child process), `ray` (the fleet from a Ray driver), `entry` (the script plain mitmproxy
+  loads): the public modules beside them.
 
 Everything depends on `webarena_live.evaluator`'s exported names, never the other way round.
 """

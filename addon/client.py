@@ -33,8 +33,8 @@ from httpx_sse import aconnect_sse, connect_sse
 # The evaluator's models are loaded when an answer is first read as one (its lazy names): a process
 # that only scores rewards (the finish's raw JSON) never pays for the evaluator's modules.
 from webarena_live import evaluator as _evaluator
+from webarena_live.client_calls import OLD_TOKEN_ENV as OLD_TOKEN_ENV  # importable here, as before
 from webarena_live.client_calls import (
-    OLD_TOKEN_ENV,
     TOKEN_ENV,
     ControlAPIError,
     DifferentAnswer,
@@ -52,10 +52,6 @@ from webarena_live.client_calls import (
 
 if TYPE_CHECKING:
     from webarena_live.evaluator import TaskProgress, TaskResult
-
-for _public in (ControlAPIError, DifferentAnswer, Notice, Started):
-    _public.__module__ = __name__  # shown (and pickled) by the name users import them from, as httpx does
-del _public
 
 DEFAULT_URL = "http://127.0.0.1:8081"
 WAIT_NOTICE_AFTER = 1.0
@@ -312,7 +308,6 @@ def proxy_url(session: str, *, host: str = "127.0.0.1", port: int = 8082) -> str
 
 
 __all__ = [
-    "OLD_TOKEN_ENV",
     "TOKEN_ENV",
     "AsyncClient",
     "Client",

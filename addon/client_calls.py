@@ -56,7 +56,7 @@ class ControlAPIError(WebArenaLiveError):
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from the three fields, not from the message: an error raised in another process
         # (a Ray task, a pool worker) is pickled on its way back.
-        return type(self), (self.status, self.error, self.detail)
+        return type(self), (self.status, self.error, self.detail), self.__dict__
 
 
 class DifferentAnswer(ControlAPIError):
@@ -106,7 +106,7 @@ class Notice(BaseModel):
 
 @dataclass(frozen=True)
 class _Call:
-    """One request of the API: method, path, JSON body, and how to read the answer."""
+    """One request of the API: method, path, JSON body and query."""
 
     method: str
     path: str

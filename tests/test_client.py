@@ -129,10 +129,13 @@ def test_a_refusal_crosses_a_process_boundary_whole(serve: tuple[str, str], shop
         api.finish("pickled", NAVIGATED)
         with pytest.raises(DifferentAnswer) as different:
             api.finish("pickled", {**NAVIGATED, "status": "FAILURE"})
+    unknown.value.add_note("raised by a worker")  # what is added after the raise travels too
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as other:
-        back = other.submit(pickle.loads, pickle.dumps(unknown.value)).result()  # pickled again to return
-        moved = other.submit(pickle.loads, pickle.dumps(different.value)).result()
-    assert type(back) is ControlAPIError and str(back) == str(unknown.value)
-    assert (back.status, back.error, back.detail) == (404, unknown.value.error, unknown.value.detail)
-    assert type(moved) is DifferentAnswer and (moved.status, moved.judged) == (409, NAVIGATED)
-    assert moved.refused == different.value.refused
+        # unpickled in a fresh interpreter, pickled again to come back
+        unknown_back = other.submit(pickle.loads, pickle.dumps(unknown.value)).result()
+        different_back = other.submit(pickle.loads, pickle.dumps(different.value)).result()
+    assert type(unknown_back) is ControlAPIError and str(unknown_back) == str(unknown.value)
+    assert (unknown_back.status, unknown_back.error) == (404, "unknown_session")
+    assert unknown_back.detail == unknown.value.detail and unknown_back.__notes__ == ["raised by a worker"]
+    assert type(different_back) is DifferentAnswer and different_back.judged == NAVIGATED
+    assert (different_back.status, different_back.refused) == (409, different.value.refused)

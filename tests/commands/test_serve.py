@@ -58,10 +58,6 @@ class Shop(BaseHTTPRequestHandler):
         self._send(302, b"", "text/html", {"Location": "/cart", "Set-Cookie": "cart=A7; Path=/"})
 
 
-def free_port() -> int:
-    return free_ports(1)[0]
-
-
 def start_server(server: ThreadingHTTPServer) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
 

@@ -37,8 +37,8 @@ from tests.support.failing_copies import (
     six_readers,
     timed,
     two_counters,
-    wait_until,
 )
+from tests.support.serve_process import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -171,8 +171,9 @@ def check_taken_out(proxy: ProxyProcess, replicas: list[Counter], run: Run, answ
     broken, healthy = replicas[run.broken], replicas[1 - run.broken]
     on_broken, on_healthy = run.on(run.broken), run.on(1 - run.broken)
     assert 1 <= len(on_broken) <= 2, [(s.name, s.replica) for s in run.sessions]
-    assert on_broken == run.sessions[: len(on_broken)]  # the first ones, before it was known failing
-    assert len(on_healthy) == SESSIONS - len(on_broken)
+    # the first ones, before it was known failing
+    assert on_broken == run.sessions[: len(on_broken)], on_broken
+    assert len(on_healthy) == SESSIONS - len(on_broken), (on_healthy, on_broken)
     for session in on_broken:
         errors = session.finish.get("site_errors") or {}
         assert session.status == answered, (session.name, session.status)
@@ -195,9 +196,10 @@ def check_taken_out(proxy: ProxyProcess, replicas: list[Counter], run: Run, answ
     )
     assert view["health"]["failures"] >= 2 and view["reason"], view
     assert view["resets"] and all(r["why"].startswith("failing: ") for r in view["resets"]), view
-    assert broken.reset.calls >= 1 and broken.site.posts == 0  # reset, though nobody changed it
-    assert healthy.reset.calls == 0 and healthy.site.posts == 0
-    assert copy_view(proxy, 1 - run.broken)["state"] == "free"
+    # reset, though nobody changed it
+    assert broken.reset.calls >= 1 and broken.site.posts == 0, (broken.reset.calls, broken.site.posts)
+    assert healthy.reset.calls == 0 and healthy.site.posts == 0, (healthy.reset.calls, healthy.site.posts)
+    assert (healthy_view := copy_view(proxy, 1 - run.broken))["state"] == "free", healthy_view
     log = proxy.log_file.read_text(errors="replace") if proxy.log_file.exists() else ""
     assert "is failing" in log and "out of service" in log, log[-3000:]
     shown = dashboard_line(proxy, run.broken, "out_of_service")
@@ -223,7 +225,7 @@ def dashboard_line(proxy: ProxyProcess, index: int, state: str) -> dict[str, str
             browser.close()
 
 
-# --- the tests ------------------------------------------------------------------------------------------
+# --- resets timed, and a Ray cluster ---------------------------------------------------------------------
 
 
 def timed(on_reset: Callable[[], None], called: list[float]) -> Callable[[], None]:

@@ -24,6 +24,7 @@ NAVIGATION = {
 }
 """Request headers of a browser's navigation (what the evaluator counts as one), for HTTP clients."""
 NAVIGATED = {"task_type": "NAVIGATE", "status": "SUCCESS", "retrieved_data": None}
+"""A navigate task's final answer."""
 PATIENCE = 60.0
 """Seconds a reset, a probe, a lease's end or a gathering may take to show on a loaded machine."""
 
@@ -35,9 +36,6 @@ def wait_until(what: str, check: Callable[[], Any]) -> Any:
         assert time.monotonic() < deadline, f"{what}: not within {PATIENCE:g} s"
         time.sleep(0.2)
     return found
-
-
-"""A navigate task's final answer."""
 
 
 @pytest.fixture(scope="module")
