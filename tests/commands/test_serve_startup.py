@@ -12,14 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.site.harness import free_port
 from tests.support.addon_helpers import write_config, write_tasks
 from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
 
 CLI = Path(sys.executable).parent / "webarena-live"
-
-
-def free_port() -> int:
-    return free_ports(1)[0]
 
 
 def test_busy_control_port_fails_startup_with_a_message(tmp_path):
