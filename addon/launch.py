@@ -14,7 +14,9 @@ ports of 127.0.0.1 (or the ones given), its output in a log file, ready once
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
+import logging
 import os
 import random
 import signal
@@ -23,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +34,8 @@ import httpx
 
 from webarena_live.client import Client
 from webarena_live.evaluator import WebArenaLiveError
+
+logger = logging.getLogger(__name__)
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
@@ -48,6 +52,10 @@ class Keeper(Protocol):
 
     def channel(self) -> tuple[socket.socket, dict[str, str]]:
         """The child's end of a new channel to the keeper, and the environment that names it."""
+        ...
+
+    def drop(self, port: int) -> None:
+        """Close the kept listener of `port`, if any."""
         ...
 
 
@@ -109,6 +117,21 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
             sock.close()
 
 
+def taken_ports(ports: Iterable[int], host: str = "127.0.0.1") -> list[int]:
+    """Those of `ports` another socket is bound to on `host`: what a listener binding it would be
+    refused (with `SO_REUSEADDR`, as servers bind, so a connection closing on it does not count)."""
+    taken = []
+    for port in ports:
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((host, port))
+            except OSError as error:
+                if error.errno == errno.EADDRINUSE:
+                    taken.append(port)
+    return taken
+
+
 def _new_log() -> Path:
     """A fresh log file in the temp directory, kept after the process ends (it says why it stopped)."""
     handle, name = tempfile.mkstemp(prefix="webarena-live-serve-", suffix=".log")
@@ -134,6 +157,9 @@ class ServeProcess:
     `host` is where its control port is reached (a Ray worker binds the address of its node).
     `keeper` keeps its listening sockets across its restarts (`addresses/listeners.py`): each start
     gets a channel to it.
+    `redraw` draws new ports when another program took one before the child bound it: by default only
+    for ports drawn here; a caller that publishes the ports only once started (a fleet's worker on its
+    first start) asks for it too, and reads `ports` afterwards.
     """
 
     def __init__(
@@ -150,11 +176,13 @@ class ServeProcess:
         inherit_output: bool = False,
         host: str = "127.0.0.1",
         keeper: Keeper | None = None,
+        redraw: bool | None = None,
     ) -> None:
         self.host = host
         # Ports drawn here are drawn again if another program takes one before the child binds it;
-        # ports given, or named in a `command`'s own arguments, are the caller's to choose.
-        self._redraw = ports is None and command is None
+        # ports given are the caller's to choose unless it says otherwise, and ports named in a
+        # `command`'s own arguments cannot be changed from here.
+        self._redraw = (ports is None if redraw is None else redraw) and command is None
         self.ports = ports or Ports(*free_ports(3, host))
         # Printed where the caller's output goes: no log file (an empty one would stay behind).
         self.log = log or (Path(os.devnull) if inherit_output else _new_log())
@@ -201,13 +229,30 @@ class ServeProcess:
             try:
                 return self._start(timeout)
             except LaunchError as error:
-                if not (self._redraw and PORT_TAKEN in str(error).lower() and draw < PORT_DRAWS):
+                if not (self._redraw and draw < PORT_DRAWS and self._lost_a_port(error)):
                     raise
             self.client.close()
-            self.ports = Ports(*free_ports(3, self.host))
+            proxy, session, control = free_ports(3, self.host)
+            self.ports = Ports(proxy, session if self.ports.session else 0, control)  # off stays off
             self.command = self._serve_command()
             self.client = Client(self.control_url, timeout=60)
         raise AssertionError("unreachable: the last draw raises")
+
+    def _lost_a_port(self, error: LaunchError) -> bool:
+        """Whether the failed start lost one of its ports to another program: its log says so, or,
+        where its output is not ours to read, one of them is bound by someone else now."""
+        ours = [port for port in (self.ports.proxy, self.ports.session, self.ports.control) if port]
+        if self.keeper is not None:  # what the failed child bound and handed over is no one's now
+            for port in ours:
+                self.keeper.drop(port)
+        if not self._inherit_output:
+            return PORT_TAKEN in str(error).lower()
+        assert self.process is not None
+        lost = taken_ports(ours, self.host) if self.process.returncode is not None else []
+        if lost:  # its own error is above, in the output it shares
+            logger.warning("webarena-live: port %s was taken by another program since it was drawn; "
+                           "starting on new ports", ", ".join(map(str, lost)))  # fmt: skip
+        return bool(lost)
 
     def _start(self, timeout: float) -> ServeProcess:
         channel, named = self.keeper.channel() if self.keeper is not None else (None, {})

@@ -156,13 +156,15 @@ class LocalWorkers(Workers):
         self._watchers: list[asyncio.Task[None]] = []
         self._stopping = False
 
-    def _process(self, worker: Worker) -> ServeProcess:
+    def _process(self, worker: Worker, *, first: bool = False) -> ServeProcess:
         # A process session of its own: a terminal's Ctrl-C reaches the front only, which stops the
-        # workers in order (a worker killed by it first would be restarted).
+        # workers in order (a worker killed by it first would be restarted). Its first start may
+        # draw new ports if another program took one since `__init__`: no one has been told them yet.
+        # A restart keeps its ports: sessions and the shared ports lead there.
         return ServeProcess(
             *self._serve_args(worker.index, self._front_at), ports=worker.ports, env=self._env,
             inherit_output=True, own_session=True, preexec_fn=end_with_parent,
-            keeper=self.keepers[worker.index],
+            keeper=self.keepers[worker.index], redraw=first,
         )  # fmt: skip
 
     def forget_port(self, index: int, port: int) -> None:
@@ -173,7 +175,7 @@ class LocalWorkers(Workers):
         starts alone: a mistake on the command line is then told once, by it, not by every worker."""
         self._events, self._front_at = events, front_at
         for worker in self.workers:
-            worker.process = self._process(worker)
+            worker.process = self._process(worker, first=True)
         first, *rest = [w.process for w in self.workers if w.process is not None]
         try:
             await asyncio.to_thread(first.start)
@@ -182,6 +184,8 @@ class LocalWorkers(Workers):
             await self.stop()
             raise
         for worker in self.workers:
+            assert worker.process is not None
+            worker.ports = worker.process.ports  # drawn again if one was taken
             worker.up = True
             self._watchers.append(asyncio.create_task(self._watch(worker)))
 

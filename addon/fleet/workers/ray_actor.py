@@ -96,8 +96,11 @@ class ServeWorker:
             self.journal_dir = base / "journals" / (setup.journals or setup.fleet) / self.node
             self.argv = self._argv(index, setup)
             self.ports, self.env = ports, setup.env
-            self.process = self._process()
+            self.process = self._process(first=not self.resumed)
             self._start()
+            if self.process.ports != self.ports:  # one was taken since the draw: the new ones are kept
+                self.ports = self.process.ports
+                record.write_text(json.dumps({"ports": self.ports.__dict__}))
         except BaseException:
             self.keeper.close()
             if not self.resumed:  # a failed first start leaves nothing behind
@@ -126,10 +129,12 @@ class ServeWorker:
             argv += ["--set", f"confdir={confdir}"]
         return argv
 
-    def _process(self) -> ServeProcess:
+    def _process(self, *, first: bool = False) -> ServeProcess:
+        # Only a first start may draw new ports (another program took one since the draw): the front
+        # learns them from `where()` afterwards. A restart keeps the ports its sessions lead to.
         return ServeProcess(
             *self.argv, ports=self.ports, host=self.host, env=self.env, inherit_output=True,
-            own_session=True, preexec_fn=end_with_parent, keeper=self.keeper,
+            own_session=True, preexec_fn=end_with_parent, keeper=self.keeper, redraw=first,
         )  # fmt: skip
 
     def _start(self) -> None:
