@@ -15,6 +15,7 @@ from webarena_live.control.models import StartSession
 from webarena_live.control.views import find_task, task_view
 from webarena_live.evaluator import NetworkTrace, Task, WebArenaLiveError, run_name_problem
 from webarena_live.replicas import Lease
+from webarena_live.runs.fault_log import read_fault_log
 from webarena_live.runs.recovery import JournalNotFoundError, find_journal, journal_started, read_journal
 from webarena_live.runs.sessions import DEFAULT_SESSION, SessionState, session_name_problem
 
@@ -36,6 +37,8 @@ class StartPlan:
     """The journal a resumed session's events come from (its lease is kept beside it)."""
     started: datetime | None = None
     """When the resumed run began (its journal's time), for a session resumed from its journal."""
+    resumed_faults: tuple[dict[str, Any], ...] = ()
+    """The faults made on purpose in the resumed run (`runs/fault_log.py`)."""
 
 
 def plan_start(ctx: ControlContext, request: StartSession, *, caller: str | None) -> StartPlan:
@@ -49,10 +52,12 @@ def plan_start(ctx: ControlContext, request: StartSession, *, caller: str | None
         raise ControlError(400, "bad_run_name", problem)
     task = find_task(ctx, request.task_id)
     resumed = started = journal = None
+    faults: tuple[dict[str, Any], ...] = ()
     if request.resume_journal:
         try:  # read before the restart clears the session: a failure changes nothing
             journal = find_journal(ctx.settings.journal_dir, name, task.task_id)
             resumed, started = read_journal(journal), journal_started(journal)
+            faults = tuple(read_fault_log(journal))
         except JournalNotFoundError as error:
             raise ControlError(404, "no_journal", str(error)) from None
         except WebArenaLiveError as error:
@@ -66,7 +71,10 @@ def plan_start(ctx: ControlContext, request: StartSession, *, caller: str | None
             'start another session name, or send "restart": true to discard its events'
         )
         raise ControlError(409, "session_running", message)
-    return StartPlan(name=name, task=task, run=request.run, resumed=resumed, started=started, journal=journal)
+    return StartPlan(
+        name=name, task=task, run=request.run, resumed=resumed, started=started, journal=journal,
+        resumed_faults=faults,
+    )  # fmt: skip
 
 
 def begin_session(ctx: ControlContext, plan: StartPlan, lease: Lease | None = None) -> dict[str, Any]:
@@ -81,7 +89,7 @@ def begin_session(ctx: ControlContext, plan: StartPlan, lease: Lease | None = No
         logger.info("session %s resumed: task %d%s, %s%d events from its journal: %s", plan.name,
                     plan.task.task_id, run, since, len(plan.resumed), plan.task.intent)  # fmt: skip
     if plan.resumed is not None:  # journaled again at once, so the new run's journal is complete
-        session.resume(list(plan.resumed))
+        session.resume(list(plan.resumed), list(plan.resumed_faults))
     site_map = ctx.site_map.on_replicas(lease.indexes) if lease is not None else ctx.site_map
     view = task_view(plan.task, site_map)
     reply = {"session": session.name, "state": session.state.value, **{k: view[k] for k in _START_FIELDS}}

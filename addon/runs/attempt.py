@@ -49,10 +49,11 @@ from webarena_live.evaluator import (
 )
 from webarena_live.replicas import Lease
 from webarena_live.runs.answers import different_answer
-from webarena_live.runs.finish_outcome import FinishOutcome, FinishRefused, OutputsFailed, no_task_detail
+from webarena_live.runs.fault_log import FaultLog
+from webarena_live.runs.finish_outcome import FinishOutcome, FinishRefused, no_task_detail
 from webarena_live.runs.har_spool import SPOOL_SUBDIR, HarSpool
 from webarena_live.runs.journal import Journal, entry_json_bytes, journal_filename
-from webarena_live.runs.outputs import attempt_record, write_outputs
+from webarena_live.runs.outputs import write_attempt
 from webarena_live.runs.settings import RunSettings, SessionState
 
 BROWSER_REQUESTS_LISTED = 20
@@ -124,8 +125,10 @@ class Attempt:
         named = started + timedelta(microseconds=1) if started is not None else fresh
         label = journal_filename(session, task.task_id if task else None, named)
         self.journal: Journal | None = None
+        self.fault_log: FaultLog | None = None
         if start.journal_dir is not None:
             self.journal = Journal(start.journal_dir / label, entry_filter=self._entry_filter)
+            self.fault_log = FaultLog(self.journal.path)
         self.har_spool: HarSpool | None = None
         if task is not None and start.output_dir is not None:
             self.har_spool = HarSpool(
@@ -164,9 +167,21 @@ class Attempt:
             self._schedule_preparation()
         return True
 
-    def resume(self, events: list[NetworkEvent | EventRecord]) -> None:
-        """Begin with the events of the run this attempt goes on from (its journal's): recorded as
-        `append` records them, the journal written whole at once (`Journal.write_resumed`)."""
+    def add_fault(self, record: dict[str, Any]) -> None:
+        """A fault made on purpose in this attempt's traffic: listed, and journaled beside its journal."""
+        self.faults_injected.append(record)
+        if self.fault_log is not None:
+            self.fault_log.append(record)
+
+    def resume(
+        self, events: list[NetworkEvent | EventRecord], faults: list[dict[str, Any]] | None = None
+    ) -> None:
+        """Begin with the events and the faults of the run this attempt goes on from (its journal's):
+        recorded as `append` and `add_fault` record them, each file written whole at once."""
+        if faults:
+            self.faults_injected = list(faults)
+            if self.fault_log is not None:
+                self.fault_log.write_resumed(self.faults_injected)
         lines = [entry_json_bytes(event, self._entry_filter) for event in events]
         spool = self.har_spool if self.har_spool is not None and self.har_spool.usable else None
         for event, line in zip(events, lines, strict=True):
@@ -275,7 +290,9 @@ class Attempt:
         if self.lease is not None and self.lease.ended_early:
             result = result.model_copy(update={"lease_ended": self.lease.ended_early})
         finished = time.time()
-        outputs = self._write(settings, answer, result, finished) if settings.output_dir is not None else None
+        outputs = None
+        if settings.output_dir is not None:
+            outputs = write_attempt(self, settings, answer, result, finished)
         self.stop()
         self.result, self.answer = result, answer
         if outputs:
@@ -332,34 +349,6 @@ class Attempt:
         if self._earlier is not None:
             found[EARLIER_ATTEMPT] = self._earlier
         return found
-
-    def _write(
-        self, settings: RunSettings, answer: FinalAnswer, result: TaskResult, finished: float
-    ) -> dict[str, str]:
-        assert settings.output_dir is not None and self.task is not None
-        spool, self.har_spool = self.har_spool, None
-        if spool is not None and (
-            not spool.usable or spool.redacted != settings.redact or spool.entries != len(self.trace)
-        ):
-            spool.discard()  # it does not hold every event as the outputs need them: serialize instead
-            spool = None
-        try:
-            return write_outputs(
-                settings.output_dir,
-                task_id=self.task.task_id,
-                record=attempt_record(self, finished, result.interference, self.site_errors),
-                run=self.run,
-                raw_response=answer,
-                trace=self.trace,
-                result=result,
-                redact=settings.redact,
-                har_spool=spool,
-            )
-        except OSError as error:
-            raise OutputsFailed(f"cannot write outputs: {error}") from None
-        finally:
-            if spool is not None:
-                spool.discard()  # nothing left after a commit; a failed finish falls back to serializing
 
     # --- views -------------------------------------------------------------------------------------
 

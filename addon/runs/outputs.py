@@ -17,6 +17,7 @@ from webarena_live.evaluator import (
     RESPONSE_FILE,
     RESULT_FILE,
     TRACE_FILE,
+    FinalAnswer,
     NetworkTrace,
     TaskResult,
     agent_response_text,
@@ -26,11 +27,13 @@ from webarena_live.evaluator import (
     write_json_atomically,
     write_text_atomically,
 )
+from webarena_live.runs.finish_outcome import OutputsFailed
 from webarena_live.runs.har_spool import HarSpool
 from webarena_live.runs.redact import redact_har
 
 if TYPE_CHECKING:
     from webarena_live.runs.attempt import Attempt
+    from webarena_live.runs.settings import RunSettings
 
 
 def write_outputs(
@@ -63,6 +66,38 @@ def write_outputs(
             write_text_atomically(trace_path, json.dumps(redact_har(har) if redact else har, indent=1))
         write_json_atomically(target.path(RESULT_FILE), result.to_file_dict())
         return target.written()  # inside the hold (see `AttemptDir.written`)
+
+
+def write_attempt(
+    attempt: Attempt, settings: RunSettings, answer: FinalAnswer, result: TaskResult, finished: float
+) -> dict[str, str]:
+    """`write_outputs` for a finishing attempt: its HAR spool used when it holds every event as the
+    settings want them (then discarded either way: a failed finish serializes again); `OutputsFailed`
+    when the files cannot be written."""
+    assert settings.output_dir is not None and attempt.task is not None
+    spool, attempt.har_spool = attempt.har_spool, None
+    if spool is not None and (
+        not spool.usable or spool.redacted != settings.redact or spool.entries != len(attempt.trace)
+    ):
+        spool.discard()  # it does not hold every event as the outputs need them: serialize instead
+        spool = None
+    try:
+        return write_outputs(
+            settings.output_dir,
+            task_id=attempt.task.task_id,
+            record=attempt_record(attempt, finished, result.interference, attempt.site_errors),
+            run=attempt.run,
+            raw_response=answer,
+            trace=attempt.trace,
+            result=result,
+            redact=settings.redact,
+            har_spool=spool,
+        )
+    except OSError as error:
+        raise OutputsFailed(f"cannot write outputs: {error}") from None
+    finally:
+        if spool is not None:
+            spool.discard()  # nothing left after a commit; a failed finish falls back to serializing
 
 
 def attempt_record(

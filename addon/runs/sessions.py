@@ -225,11 +225,13 @@ class Session:
             self._store.notices.publish(self, EVENT)
         return True
 
-    def resume(self, events: Iterable[NetworkEvent | EventRecord]) -> None:
+    def resume(
+        self, events: Iterable[NetworkEvent | EventRecord], faults: list[dict[str, Any]] | None = None
+    ) -> None:
         """Begin the attempt just started with the events of the run it goes on from (its journal's),
-        each as the browser saw it, as `append` records them."""
+        each as the browser saw it, as `append` records them, and the faults made in them."""
         seen = [self.revalidations.browser_view(event) for event in events]
-        self.attempt.resume(seen)
+        self.attempt.resume(seen, faults)
         if seen and self._store.notices:  # an `EVENT` only wakes a stream, which reads the trace itself
             self._store.notices.publish(self, EVENT)
 
