@@ -24,7 +24,7 @@ from mitmproxy.proxy import server_hooks
 from webarena_live.control.app import create_app
 from webarena_live.control.context import RESERVED_HOST, ControlContext
 from webarena_live.control.server import ControlServer
-from webarena_live.evaluator import EventRecord, SiteMap, WebArenaLiveError, load_tasks, prepare_output_dir
+from webarena_live.evaluator import EventRecord, SiteMap
 from webarena_live.proxy.browser_traffic import BrowserServices, answer
 from webarena_live.proxy.capture import record_from_flow, tunnel_failure_event
 from webarena_live.proxy.connections import (
@@ -46,20 +46,12 @@ from webarena_live.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING, advert
 from webarena_live.proxy.own_listeners import OwnListeners
 from webarena_live.proxy.reserved_host import route_control, serve_on_flow
 from webarena_live.proxy.session_addresses import SessionAddresses
-from webarena_live.proxy.startup import (
-    checked,
-    default_journal_dir,
-    front_address,
-    listen_ports,
-    site_map_problems,
-    unfinished_lines,
-)
+from webarena_live.proxy.startup import front_address, listen_ports, read_options, unfinished_lines
 from webarena_live.replicas import MutationLog
 from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.fault_plan import FAULT_KEY
 from webarena_live.runs.journal import TurnWrites
 from webarena_live.runs.sessions import DEFAULT_SESSION, NoticeKind, Session, SessionStore
-from webarena_live.runs.settings import RunSettings
 
 logger = logging.getLogger(__name__)
 
@@ -124,29 +116,8 @@ class WebArenaLive:
         options = ctx.options
         if options.webarena_body_cap < 0:
             raise exceptions.OptionsError("webarena_body_cap must not be negative")
-        problems: list[str] = []
-        tasks = checked(problems, load_tasks, options.webarena_tasks or None)
-        config, out = options.webarena_config, options.webarena_output_dir
-        site_map = checked(problems, SiteMap.load, config) if config else None
-        output_dir = checked(problems, prepare_output_dir, out) if out else None
-        if tasks is not None and (site_map is not None or not config):  # an unreadable map: told once
-            problems += site_map_problems(tasks, site_map or SiteMap(), config=options.webarena_config)
-        site_map = site_map or SiteMap()
-        journal_dir = Path(options.webarena_journal_dir or default_journal_dir(options.webarena_output_dir))
-        pool = None
-        try:  # a worker's is None: its front leases
-            pool = self._pool(site_map, output_dir, journal_dir)
-        except WebArenaLiveError as error:
-            problems.extend(str(error).splitlines())
-        if problems or tasks is None:
-            raise exceptions.OptionsError("\n".join(problems))
-        settings = RunSettings(
-            site_map=site_map,
-            output_dir=output_dir,
-            journal_dir=journal_dir,
-            redact=options.webarena_redact,
-            data_checksum=tasks.checksum,
-        )
+        tasks, settings, pool = read_options(options, self._pool)
+        site_map = settings.site_map
         reserved = frozenset(
             [*listen_ports(options.mode, options.listen_port), options.webarena_control_port]
         )

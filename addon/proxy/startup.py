@@ -15,10 +15,11 @@ from typing import Any, TypeVar
 from mitmproxy import exceptions
 from mitmproxy.proxy import mode_specs
 
-from webarena_live.evaluator import SiteMap, TaskSet, WebArenaLiveError
+from webarena_live.evaluator import SiteMap, TaskSet, WebArenaLiveError, load_tasks, prepare_output_dir
 from webarena_live.replicas.memory import state_dir
+from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.sessions import SessionStore
-from webarena_live.runs.settings import SessionState
+from webarena_live.runs.settings import RunSettings, SessionState
 
 T = TypeVar("T")
 
@@ -40,6 +41,38 @@ def checked(problems: list[str], load: Callable[[Any], T], argument: Any) -> T |
     except WebArenaLiveError as error:
         problems.extend(str(error).splitlines())
         return None
+
+
+def read_options(
+    options: Any, make_pool: Callable[[SiteMap, Path | None, Path], ReplicaPool | None]
+) -> tuple[TaskSet, RunSettings, ReplicaPool | None]:
+    """The addon's options read together: the tasks, the settings every attempt reads, and the replica
+    pool `make_pool` builds on them (None: no replicas, or a worker's, whose front leases). Raises
+    `OptionsError` with every problem found, one a line, so all are told at once."""
+    problems: list[str] = []
+    tasks = checked(problems, load_tasks, options.webarena_tasks or None)
+    config, out = options.webarena_config, options.webarena_output_dir
+    site_map = checked(problems, SiteMap.load, config) if config else None
+    output_dir = checked(problems, prepare_output_dir, out) if out else None
+    if tasks is not None and (site_map is not None or not config):  # an unreadable map: told once
+        problems += site_map_problems(tasks, site_map or SiteMap(), config=config)
+    site_map = site_map or SiteMap()
+    journal_dir = Path(options.webarena_journal_dir or default_journal_dir(out))
+    pool = None
+    try:
+        pool = make_pool(site_map, output_dir, journal_dir)
+    except WebArenaLiveError as error:
+        problems.extend(str(error).splitlines())
+    if problems or tasks is None:
+        raise exceptions.OptionsError("\n".join(problems))
+    settings = RunSettings(
+        site_map=site_map,
+        output_dir=output_dir,
+        journal_dir=journal_dir,
+        redact=options.webarena_redact,
+        data_checksum=tasks.checksum,
+    )
+    return tasks, settings, pool
 
 
 def unfinished_lines(sessions: SessionStore) -> list[str]:
