@@ -54,6 +54,10 @@ class Keeper(Protocol):
         """The child's end of a new channel to the keeper, and the environment that names it."""
         ...
 
+    def settle(self) -> None:
+        """Wait until the messages of the process that just ended are all handled."""
+        ...
+
     def drop(self, port: int) -> None:
         """Close the kept listener of `port`, if any."""
         ...
@@ -243,12 +247,12 @@ class ServeProcess:
         where its output is not ours to read, one of them is bound by someone else now."""
         ours = [port for port in (self.ports.proxy, self.ports.session, self.ports.control) if port]
         if self.keeper is not None:  # what the failed child bound and handed over is no one's now
+            self.keeper.settle()
             for port in ours:
                 self.keeper.drop(port)
         if not self._inherit_output:
             return PORT_TAKEN in str(error).lower()
-        assert self.process is not None
-        lost = taken_ports(ours, self.host) if self.process.returncode is not None else []
+        lost = taken_ports(ours, self.host)  # the child is gone (exited, or stopped for its silence)
         if lost:  # its own error is above, in the output it shares
             logger.warning("webarena-live: port %s was taken by another program since it was drawn; "
                            "starting on new ports", ", ".join(map(str, lost)))  # fmt: skip

@@ -36,6 +36,7 @@ class ListenerKeeper:
         self.held: dict[int, socket.socket] = {}
         self._lock = threading.Lock()
         self._channel: socket.socket | None = None
+        self._reader: threading.Thread | None = None
 
     def channel(self) -> tuple[socket.socket, dict[str, str]]:
         """The child's end of a new channel, for the worker about to start, and the environment that
@@ -45,8 +46,16 @@ class ListenerKeeper:
             old, self._channel = self._channel, ours
         if old is not None:
             old.close()
-        threading.Thread(target=self._serve, args=(ours,), daemon=True, name="listener-keeper").start()
+        self._reader = threading.Thread(target=self._serve, args=(ours,), daemon=True, name="listener-keeper")
+        self._reader.start()
         return theirs, {KEEPER_ENV: str(theirs.fileno())}
+
+    def settle(self, timeout: float = TAKE_DEADLINE) -> None:
+        """Wait until the messages of the last worker, gone now, are all handled (its reader ends with
+        them): what it held is then in `held`, to keep or drop."""
+        reader = self._reader
+        if reader is not None:
+            reader.join(timeout)
 
     def _serve(self, channel: socket.socket) -> None:
         """Answer one worker's messages until it is gone: `hold PORT` (a descriptor comes with it),

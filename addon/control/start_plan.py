@@ -15,7 +15,7 @@ from webarena_live.control.models import StartSession
 from webarena_live.control.views import find_task, task_view
 from webarena_live.evaluator import NetworkTrace, Task, WebArenaLiveError, run_name_problem
 from webarena_live.replicas import Lease
-from webarena_live.runs.fault_log import read_fault_log
+from webarena_live.runs.fault_log import FaultLine, read_fault_log
 from webarena_live.runs.recovery import JournalNotFoundError, find_journal, journal_started, read_journal
 from webarena_live.runs.sessions import DEFAULT_SESSION, SessionState, session_name_problem
 
@@ -37,7 +37,7 @@ class StartPlan:
     """The journal a resumed session's events come from (its lease is kept beside it)."""
     started: datetime | None = None
     """When the resumed run began (its journal's time), for a session resumed from its journal."""
-    resumed_faults: tuple[dict[str, Any], ...] = ()
+    resumed_faults: tuple[FaultLine, ...] = ()
     """The faults made on purpose in the resumed run (`runs/fault_log.py`)."""
 
 
@@ -52,7 +52,7 @@ def plan_start(ctx: ControlContext, request: StartSession, *, caller: str | None
         raise ControlError(400, "bad_run_name", problem)
     task = find_task(ctx, request.task_id)
     resumed = started = journal = None
-    faults: tuple[dict[str, Any], ...] = ()
+    faults: tuple[FaultLine, ...] = ()
     if request.resume_journal:
         try:  # read before the restart clears the session: a failure changes nothing
             journal = find_journal(ctx.settings.journal_dir, name, task.task_id)

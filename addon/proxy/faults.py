@@ -13,16 +13,17 @@ trace as the agent saw them; a session that draws nothing is untouched.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import weakref
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from mitmproxy import ctx, exceptions, http
 
-from webarena_live.evaluator import NetworkEvent, SiteMap
 from webarena_live.proxy.connections import SESSION_KEY, SKIP_KEY
 from webarena_live.runs import fault_plan
+from webarena_live.runs.fault_log import FaultLine, requests_sent
 from webarena_live.runs.fault_plan import (
     FAULT_KEY,
     FaultPlan,
@@ -53,8 +54,8 @@ class FaultInjector:
         self._seen: weakref.WeakKeyDictionary[Attempt, dict[tuple[str, str], int]] = (
             weakref.WeakKeyDictionary()
         )
-        """Per attempt, how many requests of each method and URL it sent: one input of each draw (counted
-        from its trace when first seen: a resumed attempt's journaled requests count)."""
+        """Per attempt, how many requests of each method and URL it sent: one input of each draw (a
+        resumed attempt's count starts from its journal's requests)."""
 
     def configure(self, updated: set[str]) -> None:
         if "webarena_faults" not in updated:
@@ -86,8 +87,11 @@ class FaultInjector:
         if where is None:
             return None
         seen = self._seen.get(attempt)
-        if seen is None:
-            seen = self._seen[attempt] = requests_sent(attempt.trace, context.site_map)
+        if seen is None:  # a resumed attempt counts on from its journal's requests
+            resumed = itertools.islice(attempt.trace, attempt.resumed_events)
+            seen = self._seen[attempt] = (
+                requests_sent(resumed, context.site_map) if attempt.resumed_events else {}
+            )
         count = seen.get((method, derendered), 0)
         seen[(method, derendered)] = count + 1
         # drawn on the URL as the site map writes it: the same on any replica, port or deployment
@@ -104,7 +108,7 @@ class FaultInjector:
             return None
         index, rule = chosen
         record = fault_record(index, rule, method=method, url=url, site=where[0])
-        attempt.add_fault(record)
+        attempt.add_fault(FaultLine(record, method, derendered, count))
         flow.metadata[FAULT_KEY] = record
         logger.info(
             "webarena-live: session %s: fault %s injected into %s %s", session.name, rule.fault, method, url
@@ -125,19 +129,6 @@ class FaultInjector:
             return captured
         size = len(flow.response.raw_content or b"")
         return _after(captured, size / record["bytes_per_second"])
-
-
-def requests_sent(trace: Iterable[NetworkEvent], site_map: SiteMap) -> dict[tuple[str, str], int]:
-    """How many requests of each method and URL (as the site map writes it) to the sites `trace` holds:
-    none for a fresh attempt; for one resumed from its journal, those of the run it goes on from, so
-    its draws go on where that run's stopped instead of starting over."""
-    sent: dict[tuple[str, str], int] = {}
-    for event in trace:
-        derendered = site_map.derender(event.url, strict=False)
-        if site_and_path(derendered) is not None:
-            key = (event.method, derendered)
-            sent[key] = sent.get(key, 0) + 1
-    return sent
 
 
 async def _after(captured: Awaitable[Any] | None, seconds: float) -> None:

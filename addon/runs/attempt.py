@@ -16,6 +16,7 @@ Everything runs on the proxy's event loop thread: no locks.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 import uuid
@@ -49,7 +50,7 @@ from webarena_live.evaluator import (
 )
 from webarena_live.replicas import Lease
 from webarena_live.runs.answers import different_answer
-from webarena_live.runs.fault_log import FaultLog
+from webarena_live.runs.fault_log import FaultLine, FaultLog, journaled_faults, requests_sent
 from webarena_live.runs.finish_outcome import FinishOutcome, FinishRefused, no_task_detail
 from webarena_live.runs.har_spool import SPOOL_SUBDIR, HarSpool
 from webarena_live.runs.journal import Journal, entry_json_bytes, journal_filename
@@ -110,6 +111,8 @@ class Attempt:
         """Events of an idle attempt no longer held in memory (its journal has them)."""
         self.faults_injected: list[dict[str, Any]] = []
         """The faults the proxy made on purpose in this attempt's traffic (`proxy/faults.py`), in order."""
+        self.resumed_events = 0
+        """How many of its first events come from the journal of the run it goes on from."""
         self.fault_plan: Any = None
         """The session's own fault plan (`POST /sessions` `faults`; `runs/fault_plan.py`), else None."""
         self.site_errors: dict[str, Any] | None = None
@@ -167,27 +170,29 @@ class Attempt:
             self._schedule_preparation()
         return True
 
-    def add_fault(self, record: dict[str, Any]) -> None:
+    def add_fault(self, line: FaultLine) -> None:
         """A fault made on purpose in this attempt's traffic: listed, and journaled beside its journal."""
-        self.faults_injected.append(record)
+        self.faults_injected.append(line.record)
         if self.fault_log is not None:
-            self.fault_log.append(record)
+            self.fault_log.append(line)
 
-    def resume(
-        self, events: list[NetworkEvent | EventRecord], faults: list[dict[str, Any]] | None = None
-    ) -> None:
-        """Begin with the events and the faults of the run this attempt goes on from (its journal's):
-        recorded as `append` and `add_fault` record them, each file written whole at once."""
-        if faults:
-            self.faults_injected = list(faults)
-            if self.fault_log is not None:
-                self.fault_log.write_resumed(self.faults_injected)
+    def resume(self, events: list[NetworkEvent | EventRecord], faults: list[FaultLine] | None = None) -> None:
+        """Begin with the events of the run this attempt goes on from (its journal's), and the faults
+        made in them: recorded as `append` and `add_fault` record them, each file written whole at once
+        (the faults first: a crash between the two leaves the journal it goes on from the newest)."""
         lines = [entry_json_bytes(event, self._entry_filter) for event in events]
         spool = self.har_spool if self.har_spool is not None and self.har_spool.usable else None
         for event, line in zip(events, lines, strict=True):
             self.trace.append(event)
             if spool is not None:
                 spool.add(line)
+        self.resumed_events = len(events)
+        if faults:
+            sent = requests_sent(itertools.islice(self.trace, len(events)), self._settings().site_map)
+            kept = journaled_faults(faults, sent)
+            self.faults_injected = [fault.record for fault in kept]
+            if self.fault_log is not None:
+                self.fault_log.write_resumed(kept)
         if self.journal is not None:
             self.journal.write_resumed(lines)
         if events and self.task is not None and self._prepare_timer is None:

@@ -26,6 +26,7 @@ from typing import Any
 from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Revalidations, Task, TaskResult
 from webarena_live.replicas import Lease
 from webarena_live.runs.attempt import Attempt
+from webarena_live.runs.fault_log import FaultLine
 from webarena_live.runs.finish_outcome import FinishOutcome
 from webarena_live.runs.settings import RunSettings, SessionState
 
@@ -226,7 +227,7 @@ class Session:
         return True
 
     def resume(
-        self, events: Iterable[NetworkEvent | EventRecord], faults: list[dict[str, Any]] | None = None
+        self, events: Iterable[NetworkEvent | EventRecord], faults: list[FaultLine] | None = None
     ) -> None:
         """Begin the attempt just started with the events of the run it goes on from (its journal's),
         each as the browser saw it, as `append` records them, and the faults made in them."""

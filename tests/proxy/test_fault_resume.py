@@ -6,6 +6,7 @@ journal, against the same traffic run without a crash."""
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,9 @@ import requests
 
 from tests.proxy.test_faults import PAGES, PLAN
 from tests.support.counter_replicas import READ
-from tests.support.serve_process import finish
+from tests.support.serve_process import finish, wait_until
 from tests.support.site_sessions import browse, read, run_session, serve, site
-from webarena_live.runs.fault_log import FaultLog, FaultLogError, faults_path, read_fault_log
+from webarena_live.runs.fault_log import FaultLine, FaultLog, faults_path, journaled_faults, read_fault_log
 
 __all__ = ["site"]
 
@@ -28,26 +29,50 @@ CUT = 13
 ANSWER = {"task_type": "RETRIEVE", "status": "SUCCESS", "retrieved_data": ["nothing"]}
 
 
+def line(n: int, url: str = "__SHOPPING__/p/1", seen: int = 0) -> FaultLine:
+    record = {"rule": n, "fault": "status", "site": "__SHOPPING__", "method": "GET", "url": url}
+    return FaultLine(record, "GET", url, seen)
+
+
 def test_a_faults_file_reads_back_in_order_without_a_line_a_crash_cut_short(tmp_path: Path) -> None:
     journal = tmp_path / "agent-1-20261129T000000.000000.jsonl"
     assert read_fault_log(journal) == []  # a run that drew no fault has no file
     log = FaultLog(journal)
-    records = [
-        {"rule": 0, "fault": "status", "url": "http://a/p/1"},
-        {"rule": 1, "fault": "drop", "url": "é"},
-    ]
-    for record in records:
-        log.append(record)
+    lines = [line(0), line(1, "__SHOPPING__/é", seen=2)]
+    for fault in lines:
+        log.append(fault)
     assert faults_path(journal).name == journal.name + ".faults"
     with faults_path(journal).open("ab") as file:
-        file.write(b'{"rule": 2, "fau')  # the process died in the middle of a write
-    assert read_fault_log(journal) == records
+        file.write(b'{"fault": {"rule": 2, "fau')  # the process died in the middle of a write
+    assert read_fault_log(journal) == lines
     resumed = FaultLog(tmp_path / "agent-1-20261129T000000.000001.jsonl")
-    resumed.write_resumed(records)
-    assert read_fault_log(resumed.path.with_name(resumed.path.name.removesuffix(".faults"))) == records
-    faults_path(journal).write_bytes(b'{"rule": 0}\n[1, 2]\n{"rule": 1}\n')
-    with pytest.raises(FaultLogError, match=r"line 2: not a JSON object"):
-        read_fault_log(journal)
+    resumed.write_resumed(lines)
+    assert resumed.path.read_bytes() == faults_path(journal).read_bytes().rsplit(b"\n", 1)[0] + b"\n"
+
+
+def test_a_damaged_line_is_left_out_with_a_warning_and_the_rest_is_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    journal = tmp_path / "agent-1-20261129T000000.000000.jsonl"
+    good = line(0).json()
+    damaged = [
+        b"[1, 2]",  # not an object
+        b'{"fault": {"rule": 1}, "drawn": {"method": "GET", "url": "u", "seen": 0}}',  # no method, URL, kind
+        good.replace(b'"seen":0', b'"seen":"0"'),  # a count that is no number
+    ]
+    faults_path(journal).write_bytes(good + b"".join(line.rstrip() + b"\n" for line in damaged) + good)
+    assert read_fault_log(journal) == [line(0), line(0)]
+    told = [r.getMessage() for r in caplog.records]
+    assert len(told) == 3 and all(
+        f"line {n}: not a fault as journaled" in message for n, message in zip((2, 3, 4), told, strict=True)
+    ), told
+
+
+def test_a_fault_whose_request_the_journal_does_not_hold_is_drawn_again() -> None:
+    lines = [line(0, seen=0), line(1, seen=1), line(2, "__SHOPPING__/p/2", seen=0)]
+    assert journaled_faults(lines, {("GET", "__SHOPPING__/p/1"): 1}) == lines[:1]
+    assert journaled_faults(lines, {("GET", "__SHOPPING__/p/1"): 2, ("GET", "__SHOPPING__/p/2"): 1}) == lines
+    assert journaled_faults(lines, {}) == []
 
 
 def test_a_faults_file_that_cannot_be_written_is_told_once_and_nothing_stops(
@@ -56,11 +81,20 @@ def test_a_faults_file_that_cannot_be_written_is_told_once_and_nothing_stops(
     blocked = tmp_path / "file-not-folder"
     blocked.write_text("")
     log = FaultLog(blocked / "agent-1-20261129T000000.000000.jsonl")
-    log.append({"rule": 0})
-    log.append({"rule": 1})
-    log.write_resumed([{"rule": 2}])
+    log.append(line(0))
+    log.append(line(1))
+    log.write_resumed([line(2)])
     told = [r.getMessage() for r in caplog.records if "faults journal" in r.getMessage()]
     assert len(told) == 1 and told[0].startswith(f"faults journal {log.path} stopped: "), told
+
+
+def test_a_fresh_attempt_does_not_append_to_a_file_left_at_its_path(tmp_path: Path) -> None:
+    journal = tmp_path / "agent-1-20261129T000000.000000.jsonl"
+    faults_path(journal).write_bytes(line(7).json())  # a crashed run's, never resumed
+    log = FaultLog(journal)
+    log.append(line(0))
+    log.append(line(1))
+    assert read_fault_log(journal) == [line(0), line(1)]
 
 
 def start(control: str, **extra: Any) -> None:
@@ -93,7 +127,7 @@ def test_a_run_resumed_after_a_crash_keeps_its_faults_and_draws_on_where_it_stop
         first.process.wait(timeout=30)
         first.stop()
     (journal,) = journals.glob("agent-*.jsonl")
-    earlier = read_fault_log(journal)
+    earlier = [fault.record for fault in read_fault_log(journal)]
     assert 0 < len(earlier) < len(made) and earlier == made[: len(earlier)], (earlier, made)
     assert any(f["fault"] == "status" for f in earlier), earlier  # an error answer made before the crash
 
@@ -114,3 +148,38 @@ def test_a_run_resumed_after_a_crash_keeps_its_faults_and_draws_on_where_it_stop
     # the error answers made on purpose before the crash are still no failure of the site
     assert answer["site_errors"]["count"] == 0 and answer["sites_answered"], answer
     assert answer["status"] == calm["answer"]["status"]
+
+
+def test_a_fault_cut_off_by_the_crash_is_drawn_again_and_listed_once(tmp_path: Path, site: str) -> None:
+    """A latency fault still pausing its request when the proxy dies: its request is not in the journal,
+    so the resumed run does not list it; the agent's retry draws it again, listed once."""
+    faults = tmp_path / "faults.json"
+    slow = {"seed": 5, "rules": [{"path": "^/slow/", "probability": 1, "fault": "latency", "seconds": 2}]}
+    faults.write_text(json.dumps(slow))
+    journals = tmp_path / "journal"
+    flags = ("--faults", str(faults), "--set", f"webarena_journal_dir={journals}")
+    first = serve(tmp_path / "first", site, *flags)
+    try:
+        start(first.control)
+        assert browse(first, "agent", site, ["/p/0"]) == ["200"]
+        with ThreadPoolExecutor(1) as pool:
+            pausing = pool.submit(browse, first, "agent", site, ["/slow/1"])
+            wait_until("the fault journaled", lambda: list(journals.glob("agent-*.jsonl.faults")))
+            first.process.kill()
+            first.process.wait(timeout=30)
+            assert pausing.result() == ["dropped"]  # the agent saw no answer
+    finally:
+        first.stop()
+    (journal,) = journals.glob("agent-*.jsonl")
+    assert [fault.url for fault in read_fault_log(journal)] == ["__SHOPPING__/slow/1"]
+
+    second = serve(tmp_path / "second", site, *flags)
+    try:
+        start(second.control, resume_journal=True)
+        assert browse(second, "agent", site, ["/slow/1"]) == ["200"]  # sent again: paused again
+        finished = finish(second.control, "agent", ANSWER)
+    finally:
+        second.stop()
+    assert finished.status_code == 200, finished.text
+    listed = finished.json()["faults_injected"]
+    assert [(f["fault"], f["url"]) for f in listed] == [("latency", f"{site}/slow/1")], listed

@@ -31,7 +31,7 @@ from typing import Any
 import ray
 
 from webarena_live.addresses.listeners import ListenerKeeper
-from webarena_live.evaluator import holding_run_dir
+from webarena_live.evaluator import holding_run_dir, write_text_atomically
 from webarena_live.fleet.workers.local import RESTART_PAUSE, RESTART_PAUSE_MAX, end_with_parent
 from webarena_live.launch import LaunchError, Ports, ServeProcess, free_ports
 
@@ -100,8 +100,10 @@ class ServeWorker:
             self._start()
             if self.process.ports != self.ports:  # one was taken since the draw: the new ones are kept
                 self.ports = self.process.ports
-                record.write_text(json.dumps({"ports": self.ports.__dict__}))
+                write_text_atomically(record, json.dumps({"ports": self.ports.__dict__}))
         except BaseException:
+            if getattr(self, "process", None) is not None:
+                self.process.stop()  # started, then its ports could not be written down
             self.keeper.close()
             if not self.resumed:  # a failed first start leaves nothing behind
                 self._forget()
