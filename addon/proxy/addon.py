@@ -333,10 +333,10 @@ class WebArenaLive:
     def request(self, flow: http.HTTPFlow) -> Awaitable[Any] | None:
         # Not `async def`: every proxied flow passes here, and only the reserved host's and a paused
         # fault's need an awaitable (mitmproxy awaits what a hook returns).
-        if flow.response is not None or self.context is None:
+        if self.context is None:
             return None
-        if flow.request.host != RESERVED_HOST:
-            return self.faults.on_request(flow)
+        if flow.response is not None or flow.request.host != RESERVED_HOST:
+            return self.faults.on_request(flow)  # one answered already is only counted
         flow.metadata[SKIP_KEY] = True
         # Raw bytes, as on the control port: never decompressed (a small gzip bomb would expand in
         # memory); a compressed body simply fails the JSON check with a 400.

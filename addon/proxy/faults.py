@@ -67,11 +67,13 @@ class FaultInjector:
             raise exceptions.OptionsError(f"webarena_faults: {error}") from None
 
     def on_request(self, flow: http.HTTPFlow) -> Any:
-        """A request of a named session: its drawn fault made; an awaitable when it pauses."""
+        """A request of a named session: its drawn fault made; an awaitable when it pauses. One the
+        proxy answered already (`--confine`, an ended lease) is counted, as the journal holds it, and
+        never faulted."""
         if self.plan is None and not fault_plan.session_plans_given:
             return None  # every flow passes here: without a plan, this is all it costs
         context = self.live.context
-        if flow.response is not None or flow.metadata.get(SKIP_KEY) or context is None:
+        if flow.metadata.get(SKIP_KEY) or context is None:
             return None
         session = context.sessions.get(flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION)
         if session is None:
@@ -94,6 +96,8 @@ class FaultInjector:
             )
         count = seen.get((method, derendered), 0)
         seen[(method, derendered)] = count + 1
+        if flow.response is not None:
+            return None
         # drawn on the URL as the site map writes it: the same on any replica, port or deployment
         chosen = choose(
             plan,

@@ -12,12 +12,24 @@ from typing import Any
 
 import pytest
 import requests
+from mitmproxy.test import taddons
 
+from tests.proxy.test_addon import configure_with_files, run_flow
 from tests.proxy.test_faults import PAGES, PLAN
+from tests.support.addon_helpers import NAVIGATE_TASK, SHOP, make_flow
 from tests.support.counter_replicas import READ
 from tests.support.serve_process import finish, wait_until
 from tests.support.site_sessions import browse, read, run_session, serve, site
-from webarena_live.runs.fault_log import FaultLine, FaultLog, faults_path, journaled_faults, read_fault_log
+from webarena_live.proxy.addon import WebArenaLive
+from webarena_live.runs.fault_log import (
+    FaultLine,
+    FaultLog,
+    faults_path,
+    journaled_faults,
+    read_fault_log,
+    requests_sent,
+)
+from webarena_live.runs.sessions import DEFAULT_SESSION
 
 __all__ = ["site"]
 
@@ -183,3 +195,34 @@ def test_a_fault_cut_off_by_the_crash_is_drawn_again_and_listed_once(tmp_path: P
     assert finished.status_code == 200, finished.text
     listed = finished.json()["faults_injected"]
     assert [(f["fault"], f["url"]) for f in listed] == [("latency", f"{site}/slow/1")], listed
+
+
+def test_a_request_the_proxy_answered_itself_counts_for_the_draws_and_is_never_faulted(
+    tmp_path: Path,
+) -> None:
+    """As the journal holds it: a request `--confine` refused (answered before the `request` hook) is one
+    more of its URL for the next draw, so a resumed run counts what the live one counted."""
+    plan = tmp_path / "faults.json"
+    plan.write_text(json.dumps({"seed": 1, "rules": [{"path": "^/p/", "probability": 1, "fault": "status"}]}))
+    addon = WebArenaLive()
+    with taddons.context(addon) as tctx:
+        configure_with_files(tctx, addon, tmp_path, webarena_faults=str(plan))
+        assert addon.context is not None
+        addon.context.sessions.start(DEFAULT_SESSION, addon.context.tasks[NAVIGATE_TASK])
+        refused = make_flow(url=f"{SHOP}/p/1", status=403)
+        answer, refused.response = refused.response, None
+        addon.requestheaders(refused)
+        refused.response = answer  # the proxy's own answer, given before the `request` hook
+        assert addon.request(refused) is None
+        addon.response(refused)
+        assert refused.response.status_code == 403  # not faulted
+        faulted = run_flow(addon, make_flow(url=f"{SHOP}/p/1"))
+        assert faulted.response is not None and faulted.response.status_code == 503
+        session = addon.context.sessions.get(DEFAULT_SESSION)
+        assert session is not None
+        attempt = session.attempt
+        assert attempt.journal is not None
+        (drawn,) = read_fault_log(attempt.journal.path)
+        assert (drawn.url, drawn.seen) == ("__SHOPPING__/p/1", 1)
+        assert [event.status for event in attempt.trace] == [403, 503]
+        assert requests_sent(attempt.trace, addon.context.site_map) == {("GET", "__SHOPPING__/p/1"): 2}
