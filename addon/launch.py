@@ -181,8 +181,11 @@ class ServeProcess:
         host: str = "127.0.0.1",
         keeper: Keeper | None = None,
         redraw: bool | None = None,
+        listen_host: str | None = None,
     ) -> None:
         self.host = host
+        self.listen_host = listen_host or host
+        """Where its proxy ports listen (`--listen-host` in `args`), when not where its control port does."""
         # Ports drawn here are drawn again if another program takes one before the child binds it;
         # ports given are the caller's to choose unless it says otherwise, and ports named in a
         # `command`'s own arguments cannot be changed from here.
@@ -252,7 +255,9 @@ class ServeProcess:
                 self.keeper.drop(port)
         if not self._inherit_output:
             return PORT_TAKEN in str(error).lower()
-        lost = taken_ports(ours, self.host)  # the child is gone (exited, or stopped for its silence)
+        # the child is gone (exited, or stopped for its silence): what is bound now is someone else's
+        proxies = [port for port in (self.ports.proxy, self.ports.session) if port]
+        lost = taken_ports(proxies, self.listen_host) + taken_ports([self.ports.control], self.host)
         if lost:  # its own error is above, in the output it shares
             logger.warning("webarena-live: port %s was taken by another program since it was drawn; "
                            "starting on new ports", ", ".join(map(str, lost)))  # fmt: skip

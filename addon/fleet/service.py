@@ -145,7 +145,7 @@ async def run_fleet(plan: FleetPlan) -> int:
             return _told(str(error), 1)
         placement.is_free = lambda port: True  # a port is the worker's node's: its bind is the check
     else:
-        workers = LocalWorkers(plan.count, plan.worker_argv, env=env)
+        workers = LocalWorkers(plan.count, plan.worker_argv, env=env, listen_host=plan.listen_host)
     sessions = SessionRegistry(outputs, report)
     if leases is not None:  # the replica pool's notices in the merged event stream
         leases.pool.on_change = lambda session, notice: sessions.announce(

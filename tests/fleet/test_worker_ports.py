@@ -40,19 +40,23 @@ def serve_args(tmp_path: Path) -> list[str]:
             "--set", f"confdir={tmp_path}"]  # fmt: skip
 
 
-def taken(port: int) -> socket.socket:
-    """Another program listening on `port` of 127.0.0.1."""
+def taken(port: int, host: str = "127.0.0.1") -> socket.socket:
+    """Another program listening on `port` of `host`."""
     sock = socket.socket()
-    sock.bind(("127.0.0.1", port))
+    sock.bind((host, port))
     sock.listen()
     return sock
 
 
+@pytest.mark.parametrize("listen_host", ["127.0.0.1", "127.0.0.2"])
 def test_a_port_taken_before_the_first_start_is_drawn_again(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, listen_host: str
 ) -> None:
-    args = serve_args(tmp_path)
-    workers = LocalWorkers(2, lambda index, front_at: args, env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    """Taken where the worker binds it: the control port on 127.0.0.1, the proxy port on the workers'
+    listen host (another loopback address: the port is free on 127.0.0.1)."""
+    args = [*serve_args(tmp_path), "--listen-host", listen_host]
+    state = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    workers = LocalWorkers(2, lambda index, front_at: args, env=state, listen_host=listen_host)
     lost_control, lost_proxy = workers[0].ports.control, workers[1].ports.proxy
     told = Told()
 
@@ -73,7 +77,7 @@ def test_a_port_taken_before_the_first_start_is_drawn_again(
         finally:
             await workers.stop()
 
-    with taken(lost_control), taken(lost_proxy):  # between the front's draw and the workers' binds
+    with taken(lost_control), taken(lost_proxy, listen_host):  # between the front's draw and the binds
         asyncio.run(run())
     assert workers[0].ports.control != lost_control and workers[1].ports.proxy != lost_proxy
     assert told.said == []  # a first start that draws again is no worker going down

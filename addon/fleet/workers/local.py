@@ -145,8 +145,11 @@ class LocalWorkers(Workers):
         serve_args: Callable[[int, str], Sequence[str]],
         *,
         env: dict[str, str] | None = None,
+        listen_host: str = "127.0.0.1",
     ) -> None:
         ports = free_ports(3 * count)
+        self.listen_host = listen_host
+        """Where the workers' proxy ports listen (their control ports are on 127.0.0.1)."""
         self.workers = [Worker(i, Ports(*ports[3 * i : 3 * i + 3])) for i in range(count)]
         self.keepers = [ListenerKeeper() for _ in range(count)]
         self._serve_args = serve_args
@@ -164,7 +167,7 @@ class LocalWorkers(Workers):
         return ServeProcess(
             *self._serve_args(worker.index, self._front_at), ports=worker.ports, env=self._env,
             inherit_output=True, own_session=True, preexec_fn=end_with_parent,
-            keeper=self.keepers[worker.index], redraw=first,
+            keeper=self.keepers[worker.index], redraw=first, listen_host=self.listen_host,
         )  # fmt: skip
 
     def forget_port(self, index: int, port: int) -> None:
