@@ -236,23 +236,38 @@ class ServeProcess:
             try:
                 return self._start(timeout)
             except LaunchError as error:
-                if not (self._redraw and draw < PORT_DRAWS and self._lost_a_port(error)):
+                if not (self._redraw and draw < PORT_DRAWS):
+                    raise
+                self._release_kept()
+                if not self._lost_a_port(error):
                     raise
             self.client.close()
-            proxy, session, control = free_ports(3, self.host)
+            proxy, session, control = self._draw()
             self.ports = Ports(proxy, session if self.ports.session else 0, control)  # off stays off
             self.command = self._serve_command()
             self.client = Client(self.control_url, timeout=60)
         raise AssertionError("unreachable: the last draw raises")
 
+    def _release_kept(self) -> None:
+        """Close what the failed child bound and handed to the keeper: no one's now."""
+        if self.keeper is not None:
+            self.keeper.settle()
+            for port in (self.ports.proxy, self.ports.session, self.ports.control):
+                if port:
+                    self.keeper.drop(port)
+
+    def _draw(self) -> list[int]:
+        """Three ports free where each is bound: the proxy ports on the listen host, the control port here."""
+        ports = free_ports(3, self.host)
+        for _ in range(20):
+            if self.listen_host == self.host or not taken_ports(ports[:2], self.listen_host):
+                break
+            ports = free_ports(3, self.host)
+        return ports
+
     def _lost_a_port(self, error: LaunchError) -> bool:
         """Whether the failed start lost one of its ports to another program: its log says so, or,
         where its output is not ours to read, one of them is bound by someone else now."""
-        ours = [port for port in (self.ports.proxy, self.ports.session, self.ports.control) if port]
-        if self.keeper is not None:  # what the failed child bound and handed over is no one's now
-            self.keeper.settle()
-            for port in ours:
-                self.keeper.drop(port)
         if not self._inherit_output:
             return PORT_TAKEN in str(error).lower()
         # the child is gone (exited, or stopped for its silence): what is bound now is someone else's

@@ -46,16 +46,24 @@ class ListenerKeeper:
             old, self._channel = self._channel, ours
         if old is not None:
             old.close()
-        self._reader = threading.Thread(target=self._serve, args=(ours,), daemon=True, name="listener-keeper")
-        self._reader.start()
+        reader = threading.Thread(target=self._serve, args=(ours,), daemon=True, name="listener-keeper")
+        with self._lock:
+            self._reader = reader
+        reader.start()
         return theirs, {KEEPER_ENV: str(theirs.fileno())}
 
     def settle(self, timeout: float = TAKE_DEADLINE) -> None:
         """Wait until the messages of the last worker, gone now, are all handled (its reader ends with
         them): what it held is then in `held`, to keep or drop."""
-        reader = self._reader
-        if reader is not None:
-            reader.join(timeout)
+        with self._lock:
+            reader = self._reader
+        if reader is None:
+            return
+        reader.join(timeout)
+        if reader.is_alive():  # its end of the channel lives on elsewhere (a child of the worker's)
+            logger.warning(
+                "webarena-live: a stopped worker's listeners were still arriving after %gs", timeout
+            )
 
     def _serve(self, channel: socket.socket) -> None:
         """Answer one worker's messages until it is gone: `hold PORT` (a descriptor comes with it),

@@ -1,12 +1,11 @@
 """The mitmproxy addon: sessions from proxy credentials, one event per flow, the control API.
 
-Loaded by `webarena-live serve` and by `mitmdump -s "$(webarena-live addon-path)"`;
-it changes no process-wide setting (garbage-collector tuning is `serve`'s, see
-addon/commands/process_memory.py). Options carry a `webarena_` prefix. Traffic is
-assigned to a session by the username of its proxy credentials (docs/architecture.md, Capture).
-Like mitmproxy's own `proxyauth`, the name is remembered per client
-connection, so requests inside an HTTPS tunnel (HTTP/1 or HTTP/2), which never
-repeat the credentials, land in the session named on the CONNECT.
+Loaded by `webarena-live serve` and by `mitmdump -s "$(webarena-live addon-path)"`; it changes no
+process-wide setting (garbage-collector tuning is `serve`'s, see addon/commands/process_memory.py).
+Options carry a `webarena_` prefix. Traffic is assigned to a session by the username of its proxy
+credentials (docs/architecture.md, Capture). Like mitmproxy's own `proxyauth`, the name is remembered
+per client connection, so requests inside an HTTPS tunnel (HTTP/1 or HTTP/2), which never repeat the
+credentials, land in the session named on the CONNECT.
 """
 
 from __future__ import annotations
@@ -57,6 +56,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["BROWSER_KEY", "CAPTURED_KEY", "CHALLENGED_KEY", "SESSION_KEY", "SKIP_KEY", "WebArenaLive"]
 
+Captured = tuple[Session, EventRecord, http.HTTPFlow]  # a flow's record, for the end of its loop turn
+
 
 class WebArenaLive:
     """Evaluate agents live: capture every flow into its session's trace, serve the control API."""
@@ -84,11 +85,9 @@ class WebArenaLive:
         """Ends the leases idle past `--lease-timeout` (`proxy/leases.py`)."""
         self.started = False
         """The proxy runs (`running` was called): a reconfiguration from now on says what it loaded."""
-        self.captures: TurnWrites[tuple[Session, EventRecord, http.HTTPFlow]] = TurnWrites(
-            self._record, released=self._released
-        )
+        self.captures: TurnWrites[Captured] = TurnWrites(self._record, released=self._released)
         """Each loop turn's captured flows, recorded and journaled together right after it."""
-        self.faults = FaultInjector(self)  # its per-flow steps called from `request` and `response`
+        self.faults = FaultInjector(self)  # its per-flow steps called from `request`, `response`, `error`
         self.addons: list[object] = [self.faults]
         """mitmproxy's sub-addons: the faults' option, and what a host adds to ride on this one entry of
         mitmproxy's chain (`serve`'s; each entry costs every event of every flow)."""
@@ -355,6 +354,7 @@ class WebArenaLive:
 
     def error(self, flow: http.HTTPFlow) -> asyncio.Future[None] | None:
         skip = flow.metadata.get(SKIP_KEY) or flow.metadata.get(CAPTURED_KEY)
+        self.faults.on_error(flow)  # one that ended before its `request` hook counts for the draws
         captured = None if skip else self._capture(flow)
         # A captured flow's is told once released (`_released`); one with a response whose `response`
         # hook ran was told there (one whose body broke off before that hook is captured here).
@@ -387,13 +387,13 @@ class WebArenaLive:
             return None
         return self.captures.add((session, event, flow))
 
-    def _released(self, captured: tuple[Session, EventRecord, http.HTTPFlow]) -> None:
+    def _released(self, captured: Captured) -> None:
         """A captured flow whose answer `TurnWrites` has just released: told to `flow_done`, so what that
         starts (a collection) is queued behind the answers, never before them."""
         if self.flow_done is not None:
             self.flow_done(captured[2])
 
-    def _record(self, captured: tuple[Session, EventRecord, http.HTTPFlow]) -> None:
+    def _record(self, captured: Captured) -> None:
         """Into the session's trace and journal (`TurnWrites.flush`, right after the flow's loop turn)."""
         session, record, flow = captured
         if session.append(record) and self.flow_notes is not None:

@@ -17,7 +17,7 @@ import itertools
 import logging
 import weakref
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mitmproxy import ctx, exceptions, http
 
@@ -35,13 +35,30 @@ from webarena_live.runs.fault_plan import (
     read_faults,
     site_and_path,
 )
-from webarena_live.runs.sessions import DEFAULT_SESSION
+from webarena_live.runs.sessions import DEFAULT_SESSION, Session
 
 if TYPE_CHECKING:
     from webarena_live.proxy.addon import WebArenaLive
     from webarena_live.runs.attempt import Attempt
 
 logger = logging.getLogger(__name__)
+
+COUNTED_KEY = "webarena_fault_counted"
+"""On a flow whose request the draws counted (`flow.metadata`): its `error` hook counts it no more."""
+
+
+class Counted(NamedTuple):
+    """A request the draws counted: whose it is, and their inputs."""
+
+    session: Session
+    attempt: Attempt
+    plan: FaultPlan
+    url: str
+    """As the site map writes it (`__SHOPPING__/p/1`)."""
+    where: tuple[str, str]
+    """Its site and its path there."""
+    seen: int
+    """How many requests of its method and URL came before."""
 
 
 class FaultInjector:
@@ -67,37 +84,17 @@ class FaultInjector:
             raise exceptions.OptionsError(f"webarena_faults: {error}") from None
 
     def on_request(self, flow: http.HTTPFlow) -> Any:
-        """A request of a named session: its drawn fault made; an awaitable when it pauses. One the
-        proxy answered already (`--confine`, an ended lease) is counted, as the journal holds it, and
-        never faulted."""
+        """A request of a named session: counted, and its drawn fault made; an awaitable when it
+        pauses. One the proxy answered already (`--confine`'s refusal) is counted, as the journal
+        holds it, and never faulted."""
         if self.plan is None and not fault_plan.session_plans_given:
             return None  # every flow passes here: without a plan, this is all it costs
-        context = self.live.context
-        if flow.metadata.get(SKIP_KEY) or context is None:
+        counted = self._count(flow)
+        if counted is None or flow.response is not None:
             return None
-        session = context.sessions.get(flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION)
-        if session is None:
-            return None
-        attempt = session.attempt
-        plan = attempt.fault_plan or self.plan
-        if plan is None or attempt.finished is not None:
-            return None
+        session, attempt, plan, derendered, where, count = counted
         request = flow.request
         url, method = request.url, request.method
-        derendered = context.site_map.derender(url, strict=False)
-        where = site_and_path(derendered)
-        if where is None:
-            return None
-        seen = self._seen.get(attempt)
-        if seen is None:  # a resumed attempt counts on from its journal's requests
-            resumed = itertools.islice(attempt.trace, attempt.resumed_events)
-            seen = self._seen[attempt] = (
-                requests_sent(resumed, context.site_map) if attempt.resumed_events else {}
-            )
-        count = seen.get((method, derendered), 0)
-        seen[(method, derendered)] = count + 1
-        if flow.response is not None:
-            return None
         # drawn on the URL as the site map writes it: the same on any replica, port or deployment
         chosen = choose(
             plan,
@@ -125,6 +122,42 @@ class FaultInjector:
         elif rule.fault == "latency":
             return asyncio.sleep(rule.seconds or 0)
         return None
+
+    def on_error(self, flow: http.HTTPFlow) -> None:
+        """A flow that ended before its `request` hook (its client left mid-body, a body over the
+        limit): counted as its journaled event will be, never faulted."""
+        if (self.plan is not None or fault_plan.session_plans_given) and not flow.metadata.get(COUNTED_KEY):
+            self._count(flow)
+
+    def _count(
+        self, flow: http.HTTPFlow
+    ) -> tuple[Session, Attempt, FaultPlan, str, tuple[str, str], int] | None:
+        """Count a request to a site of a session with a plan (None for any other request)."""
+        context = self.live.context
+        if flow.metadata.get(SKIP_KEY) or flow.is_replay or context is None:
+            return None  # a replay is not journaled either
+        flow.metadata[COUNTED_KEY] = True
+        session = context.sessions.get(flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION)
+        if session is None:
+            return None
+        attempt = session.attempt
+        plan = attempt.fault_plan or self.plan
+        if plan is None or attempt.finished is not None:
+            return None
+        derendered = context.site_map.derender(flow.request.url, strict=False)
+        where = site_and_path(derendered)
+        if where is None:
+            return None
+        seen = self._seen.get(attempt)
+        if seen is None:  # a resumed attempt counts on from its journal's requests
+            resumed = itertools.islice(attempt.trace, attempt.resumed_events)
+            seen = self._seen[attempt] = (
+                requests_sent(resumed, context.site_map) if attempt.resumed_events else {}
+            )
+        key = (flow.request.method, derendered)
+        count = seen.get(key, 0)
+        seen[key] = count + 1
+        return Counted(session, attempt, plan, derendered, where, count)
 
     def on_response(self, flow: http.HTTPFlow, captured: Awaitable[Any] | None) -> Awaitable[Any] | None:
         """A captured answer (`captured`: its journal line's awaitable), then a drawn `slow_body`'s pause."""

@@ -45,7 +45,7 @@ class FaultLine:
     seen: int
     """Requests of the same method and URL the attempt sent before this one."""
 
-    def json(self) -> bytes:
+    def to_line(self) -> bytes:
         drawn = {"method": self.method, "url": self.url, "seen": self.seen}
         return json.dumps({"fault": self.record, "drawn": drawn}, separators=(",", ":")).encode() + b"\n"
 
@@ -123,15 +123,20 @@ class FaultLog:
 
     def append(self, line: FaultLine) -> None:
         """One fault, as it is made."""
-        if self._write(line.json(), "ab" if self._opened else "wb"):
+        if self._write(line.to_line(), "ab" if self._opened else "wb"):
             self._opened = True
 
     def write_resumed(self, lines: list[FaultLine]) -> None:
-        """The faults a resumed run begins with, in one step: a temporary file renamed onto the path."""
+        """The faults a resumed run begins with, in one step: a temporary file renamed onto the path (with
+        none, a file an earlier try of the same resume left there is removed)."""
         if not lines:
+            try:
+                self.path.unlink(missing_ok=True)
+            except OSError as error:
+                self._stop(error)
             return
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        if self._write(b"".join(line.json() for line in lines), "wb", to=temporary):
+        if self._write(b"".join(line.to_line() for line in lines), "wb", to=temporary):
             try:
                 os.replace(temporary, self.path)
                 self._opened = True

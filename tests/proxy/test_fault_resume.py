@@ -66,7 +66,7 @@ def test_a_damaged_line_is_left_out_with_a_warning_and_the_rest_is_read(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     journal = tmp_path / "agent-1-20261129T000000.000000.jsonl"
-    good = line(0).json()
+    good = line(0).to_line()
     damaged = [
         b"[1, 2]",  # not an object
         b'{"fault": {"rule": 1}, "drawn": {"method": "GET", "url": "u", "seen": 0}}',  # no method, URL, kind
@@ -102,7 +102,7 @@ def test_a_faults_file_that_cannot_be_written_is_told_once_and_nothing_stops(
 
 def test_a_fresh_attempt_does_not_append_to_a_file_left_at_its_path(tmp_path: Path) -> None:
     journal = tmp_path / "agent-1-20261129T000000.000000.jsonl"
-    faults_path(journal).write_bytes(line(7).json())  # a crashed run's, never resumed
+    faults_path(journal).write_bytes(line(7).to_line())  # a crashed run's, never resumed
     log = FaultLog(journal)
     log.append(line(0))
     log.append(line(1))
@@ -197,11 +197,11 @@ def test_a_fault_cut_off_by_the_crash_is_drawn_again_and_listed_once(tmp_path: P
     assert [(f["fault"], f["url"]) for f in listed] == [("latency", f"{site}/slow/1")], listed
 
 
-def test_a_request_the_proxy_answered_itself_counts_for_the_draws_and_is_never_faulted(
-    tmp_path: Path,
-) -> None:
-    """As the journal holds it: a request `--confine` refused (answered before the `request` hook) is one
-    more of its URL for the next draw, so a resumed run counts what the live one counted."""
+def test_every_journaled_request_is_counted_for_the_draws_and_only_those(tmp_path: Path) -> None:
+    """The draws count what the journal will hold, so a resumed run counts what the live one counted: a
+    request the proxy answered before the `request` hook (as `--confine` refuses) and one that ended
+    before it (its client left mid-body) are counted and never faulted; a replay, never journaled,
+    is not counted."""
     plan = tmp_path / "faults.json"
     plan.write_text(json.dumps({"seed": 1, "rules": [{"path": "^/p/", "probability": 1, "fault": "status"}]}))
     addon = WebArenaLive()
@@ -216,13 +216,33 @@ def test_a_request_the_proxy_answered_itself_counts_for_the_draws_and_is_never_f
         assert addon.request(refused) is None
         addon.response(refused)
         assert refused.response.status_code == 403  # not faulted
+        cut = make_flow("POST", f"{SHOP}/p/1", status=None, error="client disconnected")
+        addon.requestheaders(cut)
+        addon.error(cut)  # mitmproxy calls no `request` hook for it
+        replayed = make_flow(url=f"{SHOP}/p/1")
+        replayed.is_replay = "request"
+        run_flow(addon, replayed)  # counted by nothing: a replay is no event of the trace
         faulted = run_flow(addon, make_flow(url=f"{SHOP}/p/1"))
         assert faulted.response is not None and faulted.response.status_code == 503
+        posted = run_flow(addon, make_flow("POST", f"{SHOP}/p/1"))
+        assert posted.response is not None and posted.response.status_code == 503
         session = addon.context.sessions.get(DEFAULT_SESSION)
         assert session is not None
         attempt = session.attempt
         assert attempt.journal is not None
-        (drawn,) = read_fault_log(attempt.journal.path)
-        assert (drawn.url, drawn.seen) == ("__SHOPPING__/p/1", 1)
-        assert [event.status for event in attempt.trace] == [403, 503]
-        assert requests_sent(attempt.trace, addon.context.site_map) == {("GET", "__SHOPPING__/p/1"): 2}
+        drawn = read_fault_log(attempt.journal.path)
+        assert [(fault.method, fault.url, fault.seen) for fault in drawn] == [
+            ("GET", "__SHOPPING__/p/1", 1), ("POST", "__SHOPPING__/p/1", 1),
+        ]  # fmt: skip
+        assert [event.status for event in attempt.trace] == [403, 0, 503, 503]
+        assert requests_sent(attempt.trace, addon.context.site_map) == {
+            ("GET", "__SHOPPING__/p/1"): 2, ("POST", "__SHOPPING__/p/1"): 2,
+        }  # fmt: skip
+
+
+def test_a_resume_that_keeps_no_fault_removes_a_file_an_earlier_try_left(tmp_path: Path) -> None:
+    log = FaultLog(tmp_path / "agent-1-20261129T000000.000001.jsonl")
+    log.write_resumed([line(0)])  # a first try of the resume, then a crash before its journal
+    assert log.path.is_file()
+    FaultLog(log.path.with_name(log.path.name.removesuffix(".faults"))).write_resumed([])
+    assert not log.path.exists()
