@@ -129,9 +129,7 @@ class FaultInjector:
         if (self.plan is not None or fault_plan.session_plans_given) and not flow.metadata.get(COUNTED_KEY):
             self._count(flow)
 
-    def _count(
-        self, flow: http.HTTPFlow
-    ) -> tuple[Session, Attempt, FaultPlan, str, tuple[str, str], int] | None:
+    def _count(self, flow: http.HTTPFlow) -> Counted | None:
         """Count a request to a site of a session with a plan (None for any other request)."""
         context = self.live.context
         if flow.metadata.get(SKIP_KEY) or flow.is_replay or context is None:
