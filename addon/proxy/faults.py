@@ -13,7 +13,6 @@ trace as the agent saw them; a session that draws nothing is untouched.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import weakref
 from collections.abc import Awaitable
@@ -23,7 +22,7 @@ from mitmproxy import ctx, exceptions, http
 
 from webarena_live.proxy.connections import SESSION_KEY, SKIP_KEY
 from webarena_live.runs import fault_plan
-from webarena_live.runs.fault_log import FaultLine, requests_sent
+from webarena_live.runs.fault_log import FaultLine
 from webarena_live.runs.fault_plan import (
     FAULT_KEY,
     FaultPlan,
@@ -148,10 +147,7 @@ class FaultInjector:
             return None
         seen = self._seen.get(attempt)
         if seen is None:  # a resumed attempt counts on from its journal's requests
-            resumed = itertools.islice(attempt.trace, attempt.resumed_events)
-            seen = self._seen[attempt] = (
-                requests_sent(resumed, context.site_map) if attempt.resumed_events else {}
-            )
+            seen = self._seen[attempt] = attempt.resumed_requests()
         key = (flow.request.method, derendered)
         count = seen.get(key, 0)
         seen[key] = count + 1

@@ -188,8 +188,7 @@ class Attempt:
                 spool.add(line)
         self.resumed_events = len(events)
         if faults:
-            sent = requests_sent(itertools.islice(self.trace, len(events)), self._settings().site_map)
-            kept = journaled_faults(faults, sent)
+            kept = journaled_faults(faults, self.resumed_requests())
             self.faults_injected = [fault.record for fault in kept]
             if self.fault_log is not None:
                 self.fault_log.write_resumed(kept)
@@ -197,6 +196,12 @@ class Attempt:
             self.journal.write_resumed(lines)
         if events and self.task is not None and self._prepare_timer is None:
             self._schedule_preparation()
+
+    def resumed_requests(self) -> dict[tuple[str, str], int]:
+        """The requests to the sites its resumed events hold, by method and URL as the site map writes
+        them (`requests_sent`): where its fault draws go on counting from. Empty for a fresh attempt."""
+        resumed = itertools.islice(self.trace, self.resumed_events)
+        return requests_sent(resumed, self._settings().site_map) if self.resumed_events else {}
 
     def drop_idle_events(self) -> None:
         """Start an idle attempt's trace afresh: nobody will evaluate it (starting a task replaces the

@@ -12,36 +12,20 @@ from tests.support.addon_helpers import (
     NAVIGATE_TASK,
     RETRIEVE_TASK,
     SHOP,
-    browser_headers,
-    make_flow,
     oracle_verdict,
-    write_tasks,
 )
-from tests.support.control_in_process import Reply, call, handle_request
+from tests.support.control_in_process import Reply, call, handle_request, shop_context, visit
 from webarena_live.control.bodies import parse_final_response
 from webarena_live.control.context import ControlContext
 from webarena_live.evaluator import responses
 from webarena_live.evaluator.har import load_trace
-from webarena_live.evaluator.sites import SiteMap
-from webarena_live.evaluator.tasks import load_tasks
-from webarena_live.proxy.capture import event_from_flow
-from webarena_live.runs.sessions import SessionStore
-from webarena_live.runs.settings import RunSettings
 
 NAVIGATE_DONE = {"action": "navigate", "status": "SUCCESS", "results": None}
 
 
 @pytest.fixture
 def context(tmp_path) -> ControlContext:
-    tasks = load_tasks(write_tasks(tmp_path))
-    site_map = SiteMap.from_dict({"environments": {"__SHOPPING__": {"urls": [SHOP]}}})
-    settings = RunSettings(site_map, output_dir=tmp_path / "out", journal_dir=tmp_path / "journal")
-    return ControlContext(tasks=tasks, sessions=SessionStore(settings))
-
-
-def visit(ctx: ControlContext, session: str, path: str) -> None:
-    event = event_from_flow(make_flow(url=f"{SHOP}{path}", headers=browser_headers(navigate=True)))
-    ctx.sessions.get_or_create(session).append(event)
+    return shop_context(tmp_path)
 
 
 def test_health(context):
@@ -349,40 +333,6 @@ def test_starting_a_running_session_with_events_needs_restart(context):
     assert status == 200 and len(context.sessions.get_or_create("a").trace) == 0
     # Without events (or once finished) a new start needs no restart flag.
     assert call(context, "POST", "/sessions", {"task_id": NAVIGATE_TASK, "session": "a"})[0] == 200
-
-
-def test_progress_and_preview_say_what_a_finish_would_without_finishing(context, tmp_path):
-    call(context, "POST", "/sessions", {"task_id": NAVIGATE_TASK, "session": "p"})
-    status, body = call(context, "POST", "/sessions/p/preview", NAVIGATE_DONE)
-    assert (status, body["error"]) == (409, "no_events")  # exactly when a finish would refuse
-    visit(context, "p", "/")
-    status, progress = call(context, "GET", "/sessions/p/progress")
-    assert status == 200 and progress["events"] == 1
-    assert [item["satisfied"] for item in progress["network"]] == [False]
-    assert progress["last_navigation"]["event"] == 0 and progress["last_navigation"]["matches"] is False
-    early = call(context, "POST", "/sessions/p/preview", NAVIGATE_DONE)[1]
-    assert early["preview"] is True and early["status"] == "failure"
-    visit(context, "p", "/products/7")
-    progress = call(context, "GET", "/sessions/p/progress")[1]
-    assert progress["network"][0]["satisfied"] and progress["network"][0]["event"] == 1
-    preview = call(context, "POST", "/sessions/p/preview", NAVIGATE_DONE)[1]
-    assert not (tmp_path / "out" / str(NAVIGATE_TASK)).exists()  # a preview writes nothing
-    assert call(context, "GET", "/sessions/p")[1]["state"] == "running"
-    finished = call(context, "POST", "/sessions/p/finish", NAVIGATE_DONE)[1]
-    assert preview.pop("preview") is True and "preview" not in finished
-    assert preview == finished  # the same document, but for the flag
-    # Finished: a preview says what a finish says now (the same answer's result, another's refusal).
-    assert call(context, "POST", "/sessions/p/preview", NAVIGATE_DONE)[1] == {**finished, "preview": True}
-    other = {**NAVIGATE_DONE, "status": "FAILURE"}
-    assert call(context, "POST", "/sessions/p/preview", other)[1]["error"] == "different_answer"
-
-
-def test_progress_and_preview_need_a_task(context):
-    visit(context, "idle", "/")
-    for method, path in (("GET", "/sessions/idle/progress"), ("POST", "/sessions/idle/preview")):
-        status, body = call(context, method, path, NAVIGATE_DONE if method == "POST" else b"")
-        assert (status, body["error"]) == (409, "no_task")
-    assert call(context, "GET", "/sessions/nobody/progress")[0] == 404
 
 
 def test_a_reset_needs_a_reset_url_for_every_site_of_the_task(context):

@@ -353,19 +353,6 @@ def test_restarting_a_session_clears_its_trace_and_a_finished_one_stays_finished
     assert (live_proxy.output_dir / "9001" / "eval_result.json").read_text() == written
 
 
-def settled_trace(proxy: ProxyProcess, session: str, *, quiet: float = 0.5) -> list[dict[str, Any]]:
-    """The session's trace once two reads `quiet` seconds apart agree."""
-    last = proxy.control.trace(session)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        time.sleep(quiet)
-        now = proxy.control.trace(session)
-        if now == last:
-            return now
-        last = now
-    raise AssertionError(f"the trace of {session!r} kept changing for 10 s")
-
-
 def test_journal_keeps_every_event_when_the_proxy_is_killed(
     live_browser: Browser, live_site: RunningSite, tmp_path: Path
 ) -> None:
@@ -381,7 +368,7 @@ def test_journal_keeps_every_event_when_the_proxy_is_killed(
         # A request still open when the browser closed (the favicon, often)
         # is recorded as a failed exchange a moment later: compare the
         # journal with the trace once it has stopped changing.
-        trace = settled_trace(proxy, "doomed")
+        trace = proxy.control.settled_trace("doomed")
         captured = [(e["method"], e["url"], e["status"]) for e in trace]
         journal = proxy.control.get("/sessions/doomed").json()["journal"]
         proxy.process.kill()  # SIGKILL: no shutdown hook runs

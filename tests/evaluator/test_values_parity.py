@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.support.oracle_bridge import ask_oracle, report_differences
-from tests.support.value_parity_cases import first_choice, response_variants, spellings
+from tests.support.response_parity_cases import response_variants
+from tests.support.value_parity_cases import first_choice, spellings
 from webarena_live.evaluator.compare import compare
 from webarena_live.evaluator.errors import AgentResponseError
 from webarena_live.evaluator.response_evaluator import evaluate_response

@@ -93,6 +93,19 @@ class ControlClient:
         assert reply.status_code == 200, f"trace {session}: {reply.status_code} {reply.text}"
         return trace_events(reply.json())
 
+    def settled_trace(self, session: str, *, quiet: float = 0.5) -> list[dict[str, Any]]:
+        """The session's trace once two reads `quiet` seconds apart agree (an exchange still open when
+        its client left is recorded a moment later)."""
+        last = self.trace(session)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            time.sleep(quiet)
+            now = self.trace(session)
+            if now == last:
+                return now
+            last = now
+        raise AssertionError(f"the trace of {session!r} kept changing for 10 s")
+
 
 def finish_with_preview(
     http: Any, session_url: str, answer: Any, *, timeout: float = 30, **kwargs: Any

@@ -10,13 +10,20 @@ import threading
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
 
+from tests.support.addon_helpers import SHOP, browser_headers, make_flow, write_tasks
 from webarena_live.addresses.headers import CALLER_HEADER
 from webarena_live.control.app import create_app
 from webarena_live.control.context import ControlContext
+from webarena_live.evaluator.sites import SiteMap
+from webarena_live.evaluator.tasks import load_tasks
+from webarena_live.proxy.capture import event_from_flow
+from webarena_live.runs.sessions import SessionStore
+from webarena_live.runs.settings import RunSettings
 
 _APPS: weakref.WeakKeyDictionary[ControlContext, FastAPI] = weakref.WeakKeyDictionary()
 
@@ -119,3 +126,18 @@ async def _serve(app: FastAPI, method: str, target: str, body: bytes, headers: d
 
     await app(scope, receive, send)
     return Reply(answer["status"], answer["body"], answer["headers"])
+
+
+def shop_context(tmp_path: Path) -> ControlContext:
+    """The control API's context on the test task file, the shop mapped, outputs and journals under
+    `tmp_path`."""
+    tasks = load_tasks(write_tasks(tmp_path))
+    site_map = SiteMap.from_dict({"environments": {"__SHOPPING__": {"urls": [SHOP]}}})
+    settings = RunSettings(site_map, output_dir=tmp_path / "out", journal_dir=tmp_path / "journal")
+    return ControlContext(tasks=tasks, sessions=SessionStore(settings))
+
+
+def visit(ctx: ControlContext, session: str, path: str) -> None:
+    """A browser's navigation to `path` of the shop, captured in `session`."""
+    event = event_from_flow(make_flow(url=f"{SHOP}{path}", headers=browser_headers(navigate=True)))
+    ctx.sessions.get_or_create(session).append(event)
