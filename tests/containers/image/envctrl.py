@@ -176,7 +176,7 @@ def main() -> None:
     signal.signal(signal.SIGINT, terminate)
     SUPERVISOR.start(wait=False)
     print(f"env-ctrl: serving on port {server.server_address[1]}", file=sys.stderr, flush=True)
-    server.serve_forever()
+    server.serve_forever(poll_interval=0.1)  # a quick stop: shutdown() waits for the next poll
     server.server_close()
     SUPERVISOR.stop()
 

@@ -136,7 +136,7 @@ def main() -> None:
     server.daemon_threads = True
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     print(f"shop: serving {DATA} on port {server.server_address[1]}", file=sys.stderr, flush=True)
-    server.serve_forever()
+    server.serve_forever(poll_interval=0.1)  # a quick stop: shutdown() waits for the next poll
     server.server_close()
 
 
