@@ -130,6 +130,7 @@ def test_the_quick_selection_reads_what_starts_a_browser_an_application_ray_or_m
     assert "CHROMIUM" in heavy_names(tests / "site" / "harness.py")  # whoever uses the path launches it
     assert WHOLE in heavy_names(tests / "gitlab" / "app.py")  # a real-shaped application
     assert WHOLE in heavy_names(tests / "support" / "netns.py")  # machines of network namespaces
+    assert "engine" in heavy_names(tests / "containers" / "conftest.py")  # a podman service
     assert "test_sixteen_sessions_through_four_faults" in heavy_names(
         tests / "fleet" / "test_ray_machines.py"
     )
