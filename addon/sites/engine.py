@@ -22,6 +22,10 @@ from webarena_live.sites.plan import LABEL, CopyPlan
 
 ENGINE_TIMEOUT = 120
 """Seconds one call to an engine may take (a container's removal waits for it to stop)."""
+API_VERSION = "1.41"
+"""The Docker Engine API version asked for: Podman 4's compatible service answers it, and so does every
+Docker Engine since 20.10. Named, because a client left to find it asks the engine's `/version`, which
+Podman takes seconds to answer."""
 STOP_SECONDS = 5
 """Seconds a removed copy is given to stop before it is killed: its data is thrown away anyway."""
 
@@ -120,7 +124,10 @@ class DockerEngine(Engine):
                 raise EngineError(f"the docker package is missing ({error}): pip install docker") from None
             try:
                 self._client = docker.DockerClient(
-                    base_url=self.url, timeout=ENGINE_TIMEOUT, use_ssh_client=self.url.startswith("ssh://")
+                    base_url=self.url,
+                    version=API_VERSION,
+                    timeout=ENGINE_TIMEOUT,
+                    use_ssh_client=self.url.startswith("ssh://"),
                 )
                 self._client.ping()
             except Exception as error:
