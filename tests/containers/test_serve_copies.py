@@ -88,7 +88,7 @@ def test_a_restarted_serve_adopts_the_running_copies_and_makes_the_changed_one_n
     )
     assert placed.status_code == 200
     wait_until("the pool knows the copy changed", lambda: any(
-        r["url"] == changed and r["state"] in ("leased", "dirty") for r in pool_site(proxy.control_url)["replicas"]
+        r["url"] == changed and r["state"] == "leased" for r in pool_site(proxy.control_url)["replicas"]
     ))  # fmt: skip
     proxy.process.send_signal(signal.SIGKILL)  # type: ignore[union-attr]
     proxy.process.wait(30)  # type: ignore[union-attr]
