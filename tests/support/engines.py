@@ -19,9 +19,11 @@ rlimits ... operation not permitted") unless the limits asked for are within the
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -51,6 +53,7 @@ SITE_PORT, ENV_CTRL_PORT = 80, 8877
 BUILD = REPO / "scripts" / "build_site_images.sh"
 HOME = Path(os.environ.get("WEBARENA_LIVE_TEST_ENGINES") or "/var/tmp/webarena-live-test-engines")
 SLOTS = 16
+PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 def ulimits() -> list[docker.types.Ulimit]:
@@ -113,6 +116,12 @@ def ensure_images(root: Path | None = None, runroot: Path | None = None) -> None
         )
 
 
+def _end_with_parent() -> None:
+    """In the service's process before it runs podman: SIGTERM when the test process dies, even killed
+    (the service would otherwise outlive it, in a session of its own so Ctrl-C reaches the teardown)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def start_engine(root: Path, runroot: Path, socket_dir: Path, timeout: float = 60) -> Engine:
     """Start `podman system service` on `socket_dir`/api.sock over that storage, and wait until it answers."""
     socket = socket_dir / "api.sock"
@@ -122,6 +131,7 @@ def start_engine(root: Path, runroot: Path, socket_dir: Path, timeout: float = 6
             ["podman", "--root", str(root), "--runroot", str(runroot), "--runtime", "runc",
              "system", "service", "--time=0", engine.url],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=_end_with_parent,
         )  # fmt: skip
     deadline = time.monotonic() + timeout
     while True:
@@ -172,11 +182,16 @@ def stop_engine(engine: Engine) -> None:
                 process.wait()
 
 
+def storage(place: Path, number: int) -> tuple[Path, Path]:
+    """The root and runroot of engine `number` of a slot."""
+    return place / f"engine-{number}", _run_dir() / place.name / f"engine-{number}"
+
+
 @contextlib.contextmanager
-def slot() -> Iterator[Path]:
-    """The first slot no other session holds, held (a lock file) until the block ends."""
+def slot(only: int | None = None) -> Iterator[Path]:
+    """The first slot no other session holds (or slot `only`), held (a lock file) until the block ends."""
     HOME.mkdir(parents=True, exist_ok=True)
-    for number in range(SLOTS):
+    for number in range(SLOTS) if only is None else [only]:
         place = HOME / f"slot-{number}"
         place.mkdir(exist_ok=True)
         with (place / "lock").open("w") as lock:
@@ -186,14 +201,14 @@ def slot() -> Iterator[Path]:
                 continue
             yield place
             return
-    raise RuntimeError(f"all {SLOTS} engine slots under {HOME} are held by other test sessions")
+    raise RuntimeError(f"no engine slot under {HOME} is free (other test sessions hold them)")
 
 
 @contextlib.contextmanager
 def engine_in(place: Path, number: int) -> Iterator[Engine]:
     """Engine `number` of a slot this session holds: its storage with the test images, its service
     started, every container and volume in it removed before (what a killed session left) and after."""
-    root, runroot = place / f"engine-{number}", _run_dir() / place.name / f"engine-{number}"
+    root, runroot = storage(place, number)
     ensure_images(root, runroot)
     sockets = Path(tempfile.mkdtemp(prefix="wl-engine-"))  # short: a unix socket's path has 108 bytes
     try:
