@@ -169,7 +169,10 @@ class DockerEngine(Engine):
                 detach=True,
                 labels=copy.labels,
                 environment=dict(copy.env),
-                ports={f"{inner}/tcp": outer for inner, outer in copy.ports},
+                # published on loopback when the copy is reached there: nothing outside this machine sees it
+                ports={
+                    f"{inner}/tcp": (copy.bind, outer) if copy.bind else outer for inner, outer in copy.ports
+                },
                 volumes={
                     source: {"bind": target, "mode": "ro" if mode == "shared-ro" else "rw"}
                     for source, target, mode in copy.volumes

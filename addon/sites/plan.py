@@ -46,6 +46,9 @@ class CopyPlan:
     health_url: str
     ready_timeout: float
     prefix: str
+    bind: str = ""
+    """The host address its ports are published on: 127.0.0.1 when it is reached on loopback, else every
+    address of the engine's host ("")."""
 
     @property
     def spec_hash(self) -> str:
@@ -148,6 +151,7 @@ def plan_site(site: str, spec: ContainerSite) -> SiteCopies:
                 url=origin + spec.path, origin=origin, ports=tuple(ports), env=tuple(sorted(env.items())),
                 volumes=volumes, ulimits=tuple(sorted(spec.ulimits.items())), env_ctrl_url=env_ctrl_url,
                 health_url=origin + spec.health_path, ready_timeout=spec.ready_timeout, prefix=spec.name,
+                bind=host if host in ("127.0.0.1", "localhost", "::1") else "",
             )
         )  # fmt: skip
     return SiteCopies(site, spec, tuple(copies))
