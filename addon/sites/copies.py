@@ -149,8 +149,9 @@ class CopyKeeper:
     async def _inspect(self, copy: CopyPlan) -> ContainerState | None:
         return await asyncio.to_thread(self.engines[copy.engine].inspect, copy.name)
 
-    async def _remove(self, copy: CopyPlan) -> None:
-        await asyncio.to_thread(self.engines[copy.engine].remove, copy.name, copy.own_volumes)
+    async def _remove(self, copy: CopyPlan) -> bool:
+        removed: bool = await asyncio.to_thread(self.engines[copy.engine].remove, copy.name, copy.own_volumes)
+        return removed
 
     async def _dead(self, copy: CopyPlan) -> str | None:
         try:
@@ -194,10 +195,10 @@ class CopyKeeper:
         """Remove every copy of the plan and its own volumes (and the extras): the names removed."""
         removed = await self.remove_extras()
         for copy in self.plan.copies:
-            await self._remove(copy)
+            if await self._remove(copy):
+                removed.append(copy.name)
             self.records.forget(copy)
             self._up.pop((copy.site, copy.index), None)
-            removed.append(copy.name)
         return removed
 
     async def status(self) -> list[dict[str, Any]]:

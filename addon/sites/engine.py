@@ -77,9 +77,9 @@ class Engine(ABC):
         """The container named `name`, or None when there is none."""
 
     @abstractmethod
-    def remove(self, name: str, volumes: list[str]) -> None:
+    def remove(self, name: str, volumes: list[str]) -> bool:
         """Remove the container `name` (stopped first, killed when slow) and the named `volumes`; what is
-        already gone is no error."""
+        already gone is no error. Whether there was a container to remove."""
 
     @abstractmethod
     def listed(self, prefix: str) -> list[ContainerState]:
@@ -195,10 +195,10 @@ class DockerEngine(Engine):
 
         return self._call(f"inspect {name}", inspect)
 
-    def remove(self, name: str, volumes: list[str]) -> None:
+    def remove(self, name: str, volumes: list[str]) -> bool:
         import docker.errors
 
-        def remove(client: Any) -> None:
+        def remove(client: Any) -> bool:
             try:
                 container = client.containers.get(name)
             except docker.errors.NotFound:
@@ -211,8 +211,9 @@ class DockerEngine(Engine):
             for volume in volumes:
                 with contextlib.suppress(docker.errors.NotFound):
                     client.volumes.get(volume).remove(force=True)
+            return container is not None
 
-        self._call(f"remove {name}", remove)
+        return bool(self._call(f"remove {name}", remove))
 
     def listed(self, prefix: str) -> list[ContainerState]:
         def listed(client: Any) -> list[ContainerState]:
