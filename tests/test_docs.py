@@ -66,9 +66,12 @@ def test_the_site_map_page_names_every_key_the_checks_accept():
     from webarena_live.evaluator.site_checks import CONFIG_KEYS, ENVIRONMENT_KEYS, HEALTH_KEYS, REPLICA_KEYS
     from webarena_live.evaluator.site_rules import RULE_KEYS
 
+    from webarena_live.sites.spec import ContainerSite, VolumeSpec
+
     page = (DOCS / "reference" / "site-map.md").read_text()
     documented = set(re.findall(r"^\| `(\w+)` \|", page, re.M))
     keys = {*CONFIG_KEYS, *ENVIRONMENT_KEYS, *REPLICA_KEYS, *HEALTH_KEYS, *RULE_KEYS}
+    keys |= {*ContainerSite.model_fields, *VolumeSpec.model_fields}  # a container entry's (sites/spec.py)
     assert sorted(keys - documented) == []
     assert sorted(documented - keys) == []  # nothing the checks would refuse
 
