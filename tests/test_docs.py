@@ -65,7 +65,6 @@ def test_the_readme_example_is_the_one_the_guide_runs():
 def test_the_site_map_page_names_every_key_the_checks_accept():
     from webarena_live.evaluator.site_checks import CONFIG_KEYS, ENVIRONMENT_KEYS, HEALTH_KEYS, REPLICA_KEYS
     from webarena_live.evaluator.site_rules import RULE_KEYS
-
     from webarena_live.sites.spec import ContainerSite, VolumeSpec
 
     page = (DOCS / "reference" / "site-map.md").read_text()
