@@ -44,6 +44,7 @@ def build_pool(
     else:
         ways = keeper.ways if keeper is not None else {}
         problems = isolation_problems(site_map, wanted, resettable=set(ways)) + keeps_data_problems(site_map)
+        problems += keeper.problems() if keeper is not None else []
         if problems:
             raise PoolSetupError("\n".join(problems))
         pool = ReplicaPool(

@@ -49,6 +49,10 @@ class CopyKeeper(Protocol):
         """What the banner says of the copies: `3 container copies on 1 engine, 1 spare`."""
         ...
 
+    def problems(self) -> list[str]:
+        """What stops the copies before anything starts (an engine that does not answer), a line each."""
+        ...
+
     async def watch(self, lost: Callable[[str, int, str], None]) -> None:
         """Tell `lost(site, index, why)` of each copy whose container stopped, died or vanished."""
         ...

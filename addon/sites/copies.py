@@ -252,6 +252,11 @@ class CopyKeeper:
                         logger.warning("%s: %s", copy.label(), why)
                         lost(copy.site, copy.index, why)
 
+    def problems(self) -> list[str]:
+        """What stops the copies before anything starts: each engine that does not answer, one line each."""
+        found = [engine.check() for engine in self.engines.values()]
+        return [problem for problem in found if problem is not None]
+
     def describe(self) -> str:
         copies = self.plan.copies
         spares = sum(found.spec.spares for found in self.plan.sites.values())

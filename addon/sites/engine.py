@@ -86,6 +86,10 @@ class Engine(ABC):
         """Every container, running or not, whose `webarena-live.name` label is `prefix`."""
 
     @abstractmethod
+    def check(self) -> str | None:
+        """Why the engine cannot be asked (unreachable, refusing), in one line; None when it answers."""
+
+    @abstractmethod
     def close(self) -> None: ...
 
 
@@ -221,6 +225,14 @@ class DockerEngine(Engine):
             return [_state(container) for container in found]
 
         return self._call(f"list the copies named {prefix}", listed)
+
+    def check(self) -> str | None:
+        try:
+            with self._lock:
+                self._docker()
+        except EngineError as error:
+            return str(error)
+        return None
 
     def close(self) -> None:
         with self._lock:

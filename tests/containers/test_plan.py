@@ -151,3 +151,24 @@ def test_the_default_limits_never_pass_this_machines_own() -> None:
     for name in ("nofile", "nproc"):
         hard = resource.getrlimit(getattr(resource, f"RLIMIT_{name.upper()}"))[1]
         assert hard == resource.RLIM_INFINITY or limits[name] <= hard
+
+
+def test_serve_refuses_a_map_whose_engine_does_not_answer_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.containers.sessions import TASKS
+    from tests.site.harness import free_port
+
+    config = tmp_path / "map.json"
+    missing = f"unix://{tmp_path}/no-engine.sock"
+    config.write_text(json.dumps({"environments": {"__SHOPPING__": {"replicas": 2, "engines": [missing]}}}))
+    ports = [
+        arg for flag in ("--port", "--session-port", "--control-port") for arg in (flag, str(free_port()))
+    ]
+    cli = Path(sys.executable).parent / "webarena-live"
+    done = subprocess.run([str(cli), "serve", "--tasks", str(TASKS), "--config", str(config), *ports],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if "container engine" in line]
+    assert f"cannot reach the container engine at {missing}" in line and "podman system service" in line
