@@ -162,36 +162,39 @@ class PoolResets:
         self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
         attempt = 0
         try:
-            async with httpx.AsyncClient(trust_env=False) as client:
-                while True:
-                    problem, seconds = None, None
-                    if replica.way is not None:
-                        outcome = await self._reset_once(replica, self.reset_timeout, start=start)
-                        if outcome is None:  # nothing to bring up: in service as it is
-                            self._back(replica, after, why, None)
-                            return
-                        start = start and not outcome.ok  # a failed bring-up is retried as a reset
-                        replica.resets.append(
-                            {"at": time.time(), "after": after or None, "why": why,
-                             "seconds": outcome.seconds, "ok": outcome.ok, "detail": outcome.detail}
-                        )  # fmt: skip
-                        if outcome.ok and replica.dirty and not replica.holders:
-                            continue  # changed while the reset ran (told late): no one else resets it
-                        problem, seconds = (None if outcome.ok else outcome.detail), outcome.seconds
-                    if problem is None and (replica.failing or replica.checked) and replica.probe_url:
-                        problem = await probe_endpoint(client, replica.probe_url, strict=replica.checked)
-                    if problem is None:
-                        self._back(replica, after, why, seconds)
+            while True:
+                problem, seconds = None, None
+                if replica.way is not None:
+                    outcome = await self._reset_once(replica, self.reset_timeout, start=start)
+                    if outcome is None:  # nothing to bring up: in service as it is
+                        self._back(replica, after, why, None)
                         return
-                    replica.out_of_service = problem
-                    logger.warning(
-                        "replica %d of %s (%s) is out of service: %s",
-                        replica.index, placeholder(replica.site), replica.url, problem,
+                    # a failed bring-up is tried again as one (a reset would refuse a copy that keeps
+                    # changes); a copy brought up and changed meanwhile is reset next
+                    start = start and not outcome.ok
+                    replica.resets.append(
+                        {"at": time.time(), "after": after or None, "why": why,
+                         "seconds": outcome.seconds, "ok": outcome.ok, "detail": outcome.detail}
                     )  # fmt: skip
-                    self._keep()
-                    self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
-                    await asyncio.sleep(probe_pause(attempt))  # a failed reset or probe: 2 s, doubling
-                    attempt += 1
+                    if outcome.ok and replica.dirty and not replica.holders:
+                        continue  # changed while the reset ran (told late): no one else resets it
+                    problem, seconds = (None if outcome.ok else outcome.detail), outcome.seconds
+                if problem is None and (replica.failing or replica.checked) and replica.probe_url:
+                    # a client only to probe: it loads a TLS context, which most resets need not pay for
+                    async with httpx.AsyncClient(trust_env=False) as client:
+                        problem = await probe_endpoint(client, replica.probe_url, strict=replica.checked)
+                if problem is None:
+                    self._back(replica, after, why, seconds)
+                    return
+                replica.out_of_service = problem
+                logger.warning(
+                    "replica %d of %s (%s) is out of service: %s",
+                    replica.index, placeholder(replica.site), replica.url, problem,
+                )  # fmt: skip
+                self._keep()
+                self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
+                await asyncio.sleep(probe_pause(attempt))  # a failed reset or probe: 2 s, doubling
+                attempt += 1
         finally:
             replica.resetting = False
             replica.reset_started = None

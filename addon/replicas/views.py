@@ -71,9 +71,12 @@ def busy_detail(
             words = f"{held} of {ceiling} copies in use, the others spares; " + words
         busy.append(f"{placeholder(site)}: {words}")
     detail = f"no replica is free for {kind} under --isolation {isolation} ({'; '.join(busy)})"
-    resetting = [r for site in sites for r in replicas[site] if r.reset_started is not None]
+    # every reset begun counts, its task running or not yet (a start that gave up its own changed
+    # replica began one a moment ago: it is what the wait is for)
+    resetting = [r for site in sites for r in replicas[site] if r.resetting]
     if resetting:
-        oldest = time.time() - min(r.reset_started or 0.0 for r in resetting)
+        now = time.time()
+        oldest = now - min(r.reset_started if r.reset_started is not None else now for r in resetting)
         took = [r.resets[-1]["seconds"] for r in resetting if r.resets and r.resets[-1].get("ok")]
         last = f", and the last finished one took {took[-1]:.0f} s" if took else ""
         detail += (
