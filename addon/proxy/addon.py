@@ -230,7 +230,7 @@ class WebArenaLive:
     def http_connect(self, flow: http.HTTPFlow) -> None:
         flow.metadata[SKIP_KEY] = True  # the tunnel itself is no event; the requests inside it are
         conns = self.connections
-        pinned = conns.pinned.get(flow.client_conn.id) if conns.pinned else None
+        pinned = conns.session_of(flow.client_conn) if conns.pinned else None
         if pinned is not None:  # a session's own address: its credentials, if any, name nothing
             if conns.strangers and conns.stranger(flow, pinned):
                 return
@@ -293,7 +293,7 @@ class WebArenaLive:
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         is_control = flow.request.host == RESERVED_HOST
         conns = self.connections
-        pinned = conns.pinned.get(flow.client_conn.id) if conns.pinned else None
+        pinned = conns.session_of(flow.client_conn) if conns.pinned else None
         username: str | None
         problem: str | None
         if pinned is not None:
