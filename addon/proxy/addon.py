@@ -285,9 +285,11 @@ class WebArenaLive:
         if flow.metadata.get(CHALLENGED_KEY) or flow.metadata.get(BROWSER_KEY) or self.context is None:
             return
         event = tunnel_failure_event(flow)
-        if self._not_a_site(event.url):
-            return  # not a site of any task
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
+        if self._not_a_site(event.url):  # not a site of any task: named if its session captures nothing
+            if (session := self.context.sessions.get(name)) is not None:
+                session.attempt.unmapped.note(f"{flow.request.host}:{flow.request.port}")
+            return
         self.context.sessions.get_or_create(name).append(event)
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
