@@ -223,6 +223,16 @@ if [ ${#failed[@]} -gt 0 ]; then
 fi
 job_pids=()
 
+if $full; then
+    # The guide's MCP browser servers (tests/e2e/test_mcp_browsers.py): @playwright/mcp and
+    # chrome-devtools-mcp at the versions .npm-tools/package.json pins (its lockfile committed), with the
+    # Node that scripts/install_test_apps.sh installed; they drive Debian's Chromium, nothing downloaded.
+    step "the MCP browser servers from npm (npm ci in .npm-tools)"
+    node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' ||
+        { echo "chrome-devtools-mcp needs Node 20.19 or newer, not $(node --version)" >&2; exit 1; }
+    npm ci --prefix .npm-tools --no-audit --no-fund --loglevel=error
+fi
+
 # The parts that run beside the Python 3.11 suite, one after the other.
 wheel_checks() {
     # Both at once: each is pip installs and one process at a time, so two fit the two cores (each
