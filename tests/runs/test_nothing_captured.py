@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.addon_helpers import NAVIGATE_TASK, write_tasks
+from tests.support.addon_helpers import NAVIGATE_TASK, browser_headers, make_flow, write_tasks
 from webarena_live.evaluator import SiteMap, load_tasks
+from webarena_live.proxy.capture import event_from_flow
 from webarena_live.runs.finish_outcome import FinishRefused
 from webarena_live.runs.sessions import SessionStore
 from webarena_live.runs.settings import RunSettings
@@ -82,6 +83,11 @@ def test_a_site_on_a_host_name_gets_no_loopback_advice(tmp_path, tasks):
 def test_a_session_with_events_or_finished_shows_no_such_words(store, tasks):
     session = store.start("a", tasks[NAVIGATE_TASK])
     assert "nothing_captured" in session.describe()
+    page = make_flow(url=f"{LOOPBACK_SHOP}/products/7", headers=browser_headers(navigate=True))
+    session.append(event_from_flow(page))
+    assert "nothing_captured" not in session.describe()
+    session.finish(NAVIGATE_DONE)
+    assert "nothing_captured" not in session.describe()
     assert "nothing_captured" not in store.get_or_create("idle").describe()  # no task: nothing to finish
 
 
