@@ -165,6 +165,9 @@ if $full; then
     wheel="$(ls "$logs"/dist/webarena_live-*.whl)"
 
     job .oracle-venv uv_install "$python" .oracle-venv 'webarena-verified==1.2.3'
+    # The guide's MCP client (tests/e2e/test_mcp_browsers.py) on the real MCP SDK, in a venv of its own:
+    # mcp 2.3.0 needs h11>=0.16 (through httpx2), mitmproxy 11 pins h11<=0.14, so it cannot sit in .venv.
+    job .venv-mcp uv_install "$python" .venv-mcp 'mcp==2.3.0' 'requests>=2.31'
     if [ -n "$python313" ]; then
         job .venv-3.13 uv_install "$python313" .venv-3.13 "$wheel[test,ray]"
         reward_frameworks=(openenv verifiers verifiers03 harbor)

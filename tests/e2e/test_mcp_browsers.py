@@ -1,10 +1,10 @@
 """The guide's MCP browser server recipes run as written: `@playwright/mcp` and `chrome-devtools-mcp`
 from npm (the versions `.npm-tools/package.json` pins, installed by scripts/bootstrap.sh), each driven by
-the guide's client on the real `mcp` SDK through one session address for two tasks in a row on one
-browser: the browser server started once, its proxy fixed at its start, the address passing from the
-first session to the second (`--session-ports P-P`). Both tasks are judged live and by the reference on
-the files the finishes wrote. Before the address took its kept connections along
-(`ClientConnections.session_of`), the second task's first page was answered `410 Gone` by the first.
+the guide's client on the real `mcp` SDK (in its own venv, `.venv-mcp`) through one session address for
+two tasks in a row on one browser: the browser server started once, its proxy fixed at its start, the
+address passing from the first session to the second (`--session-ports P-P`). Both tasks are judged
+live and by the reference on the files the finishes wrote. Before the address took its kept connections
+along (`ClientConnections.session_of`), the second task's first page was answered `410 Gone` by the first.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from webarena_live.launch import free_ports
 pytestmark = pytest.mark.timeout(400)
 
 NPM_TOOLS = REPO / ".npm-tools"
+MCP_PYTHON = REPO / ".venv-mcp" / "bin" / "python"
+"""The client's venv (mcp 2.3.0 does not sit with mitmproxy 11's h11 pin): scripts/bootstrap.sh fills it."""
 SERVERS = {"playwright": "mcp-config-playwright", "devtools": "mcp-config-devtools"}
 SESSIONS = {"playwright": "playwright-mcp", "devtools": "chrome-devtools-mcp"}
 
@@ -56,6 +58,7 @@ def guide(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guide]:
     assert (NPM_TOOLS / "node_modules" / "@playwright" / "mcp").is_dir(), (
         "the MCP browser servers are missing: scripts/bootstrap.sh installs them (npm ci in .npm-tools)"
     )
+    assert MCP_PYTHON.exists(), "the MCP client's venv is missing: scripts/bootstrap.sh makes .venv-mcp"
     guide = Guide(tmp_path_factory.mktemp("mcp"))
     for name in ("node_modules", "package.json"):  # as a user's project holding the servers: npx finds them
         (guide.workdir / name).symlink_to(NPM_TOOLS / name)
@@ -97,7 +100,7 @@ def test_an_mcp_browser_server_does_two_tasks_in_a_row_on_one_browser(
     agent = guide.workdir / "mcp_agent.py"
     agent.write_text(guide.swap(example("mcp-client")))
     done = subprocess.run(
-        [sys.executable, str(agent), str(config)], cwd=guide.workdir, env=guide.env,
+        [str(MCP_PYTHON), str(agent), str(config)], cwd=guide.workdir, env=guide.env,
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr[-5000:]}"
