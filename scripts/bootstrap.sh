@@ -165,6 +165,9 @@ if $full; then
     wheel="$(ls "$logs"/dist/webarena_live-*.whl)"
 
     job .oracle-venv uv_install "$python" .oracle-venv 'webarena-verified==1.2.3'
+    # The guide's MCP client (tests/e2e/test_mcp_browsers.py) on the real MCP SDK, in a venv of its own:
+    # mcp 2.3.0 needs h11>=0.16 (through httpx2), mitmproxy 11 pins h11<=0.14, so it cannot sit in .venv.
+    job .venv-mcp uv_install "$python" .venv-mcp 'mcp==2.3.0' 'requests>=2.31'
     if [ -n "$python313" ]; then
         job .venv-3.13 uv_install "$python313" .venv-3.13 "$wheel[test,ray]"
         reward_frameworks=(openenv verifiers verifiers03 harbor)
@@ -222,6 +225,16 @@ if [ ${#failed[@]} -gt 0 ]; then
     exit 1
 fi
 job_pids=()
+
+if $full; then
+    # The guide's MCP browser servers (tests/e2e/test_mcp_browsers.py): @playwright/mcp and
+    # chrome-devtools-mcp at the versions .npm-tools/package.json pins (its lockfile committed), with the
+    # Node that scripts/install_test_apps.sh installed; they drive Debian's Chromium, nothing downloaded.
+    step "the MCP browser servers from npm (npm ci in .npm-tools)"
+    node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' ||
+        { echo "chrome-devtools-mcp needs Node 20.19 or newer, not $(node --version)" >&2; exit 1; }
+    npm ci --prefix .npm-tools --no-audit --no-fund --loglevel=error
+fi
 
 # The parts that run beside the Python 3.11 suite, one after the other.
 wheel_checks() {

@@ -136,6 +136,11 @@ class SessionView(_Open):
     counts: dict[str, int] | None = None
     faults_injected: list[dict[str, Any]] | None = None
     """The faults `serve --faults` (or the start's `faults`) made in this attempt's traffic, in order."""
+    nothing_captured: str | None = Field(
+        None,
+        description="a running session without an event: what the proxy saw of it and what to do, the "
+        "words its finish would answer with 409 no_events",
+    )
 
 
 class SessionList(_Open):

@@ -230,7 +230,7 @@ class WebArenaLive:
     def http_connect(self, flow: http.HTTPFlow) -> None:
         flow.metadata[SKIP_KEY] = True  # the tunnel itself is no event; the requests inside it are
         conns = self.connections
-        pinned = conns.pinned.get(flow.client_conn.id) if conns.pinned else None
+        pinned = conns.session_of(flow.client_conn) if conns.pinned else None
         if pinned is not None:  # a session's own address: its credentials, if any, name nothing
             if conns.strangers and conns.stranger(flow, pinned):
                 return
@@ -285,15 +285,17 @@ class WebArenaLive:
         if flow.metadata.get(CHALLENGED_KEY) or flow.metadata.get(BROWSER_KEY) or self.context is None:
             return
         event = tunnel_failure_event(flow)
-        if self._not_a_site(event.url):
-            return  # not a site of any task
         name = flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION
+        if self._not_a_site(event.url):  # not a site of any task: named if its session captures nothing
+            if (session := self.context.sessions.get(name)) is not None:
+                session.attempt.unmapped.note(f"{flow.request.host}:{flow.request.port}")
+            return
         self.context.sessions.get_or_create(name).append(event)
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         is_control = flow.request.host == RESERVED_HOST
         conns = self.connections
-        pinned = conns.pinned.get(flow.client_conn.id) if conns.pinned else None
+        pinned = conns.session_of(flow.client_conn) if conns.pinned else None
         username: str | None
         problem: str | None
         if pinned is not None:

@@ -5,7 +5,16 @@ pinned to that session in `client_connected` (a dictionary lookup by the port it
 names its session with the username of its proxy credentials, remembered per connection, so requests
 inside an HTTPS tunnel land in the session named on the CONNECT. Beyond loopback, a pinned connection
 from a client the session does not let in is a stranger until it sends the session's secret
-(`proxy/strangers.py`). Every lookup here is by connection id: nothing walks the sessions.
+(`proxy/strangers.py`). Every lookup here is by connection id or port: nothing walks the sessions.
+
+A pinned connection belongs to whoever holds its address *now* (`session_of`): when the address passes
+to another session (the first finished, the next start got its port), each request on a connection
+kept open from before is the new holder's. A browser (or an MCP browser server) started once with
+`--proxy-server` keeps its keep-alive connections and HTTPS tunnels to the proxy from task to task;
+handing them on, rather than closing them, loses nothing in flight and asks no client to retry a
+request on a closed connection. A request is assigned when its head arrives, so one in flight when
+the address changed hands stays the session it was sent in (a finished session's: a late event). While
+nobody holds the address, its connections stay the last holder's (counted as late events, as before).
 """
 
 from __future__ import annotations
@@ -43,7 +52,8 @@ class ClientConnections:
         """Session name by client connection id, for connections that sent credentials (CONNECT or
         first request)."""
         self.pinned: dict[str, str] = {}
-        """Session name by client connection id, for connections accepted on a session's own address."""
+        """Session name by client connection id, for connections accepted on a session's own address:
+        the address's holder when the connection last sent a request (`session_of`)."""
         self.strangers: set[str] = set()
         """Pinned connections from clients the session does not let in (proxy/strangers.py)."""
 
@@ -66,6 +76,22 @@ class ClientConnections:
                 self.pinned[client.id] = name
                 if self.addresses.guarded and not self.addresses.guests.lets_in(name, client.peername[0]):
                     self.strangers.add(client.id)  # in once it sends the session's secret
+
+    def session_of(self, client: connection.Client) -> str | None:
+        """The session a request on `client` belongs to when the connection is pinned (None: it is not):
+        its address's holder now. A connection kept open from an earlier holder passes to the new one
+        (and is checked as the new one's client beyond loopback)."""
+        name = self.pinned.get(client.id)
+        if name is None:
+            return None
+        holder = self.addresses.by_port.get(client.sockname[1])
+        if holder is None or holder == name:
+            return name  # still its session's, or nobody's now: the last holder's (its late events)
+        self.pinned[client.id] = holder
+        self.strangers.discard(client.id)
+        if self.addresses.guarded and not self.addresses.guests.lets_in(holder, client.peername[0]):
+            self.strangers.add(client.id)
+        return holder
 
     def disconnected(self, client: connection.Client) -> None:
         self.named.pop(client.id, None)

@@ -5,7 +5,8 @@ own, `proxy/session_listeners.py`) before the session starts; every connection
 accepted on that port belongs to the session, whatever credentials it carries, so a browser
 launched with a bare `--proxy-server` needs nothing else. The port is released when the session
 finishes; the connections still open then stay the session's (their late events are counted, not
-kept, as for any finished session).
+kept, as for any finished session) until the address passes to another session: then they are the new
+holder's (`ClientConnections.session_of`), so a browser started once for task after task loses nothing.
 """
 
 from __future__ import annotations

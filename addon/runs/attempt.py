@@ -56,6 +56,7 @@ from webarena_live.runs.har_spool import SPOOL_SUBDIR, HarSpool
 from webarena_live.runs.journal import Journal, entry_json_bytes, journal_filename
 from webarena_live.runs.outputs import write_attempt
 from webarena_live.runs.settings import RunSettings, SessionState
+from webarena_live.runs.uncaptured import Unmapped, said_of
 
 BROWSER_REQUESTS_LISTED = 20
 """The browser's own requests an attempt lists (the newest); all are counted."""
@@ -107,6 +108,8 @@ class Attempt:
         traffic and kept out of its trace (`proxy/browser_traffic.py`)."""
         self.recent_browser_requests: deque[str] = deque(maxlen=BROWSER_REQUESTS_LISTED)
         """The newest `BROWSER_REQUESTS_LISTED` of them, as `METHOD URL`."""
+        self.unmapped = Unmapped()
+        """Requests to hosts outside the site map that became no event (a tunnel that failed)."""
         self.dropped_idle_events = 0
         """Events of an idle attempt no longer held in memory (its journal has them)."""
         self.faults_injected: list[dict[str, Any]] = []
@@ -338,8 +341,12 @@ class Attempt:
             # The reference refuses a run without network events (an error verdict nobody can use);
             # saying so lets the harness check its proxy settings and finish again. Not once the lease
             # ended: the agent's traffic was refused then, and the finish says `lease_ended`.
-            raise FinishRefused("no_events", f"no events captured in session {self.session!r}; is the "
-                                "agent's traffic using the proxy?")  # fmt: skip
+            raise FinishRefused("no_events", self.nothing_captured())
+
+    def nothing_captured(self) -> str:
+        """What the proxy saw of this attempt without capturing an event, and what to do: the words of
+        `no_events` and of the dashboard's session view (`runs/uncaptured.py`)."""
+        return said_of(self, self._settings().site_map)
 
     @property
     def outputs(self) -> dict[str, str] | None:
@@ -377,6 +384,8 @@ class Attempt:
         }
         if self.late_events:
             view["late_events"] = self.late_events
+        if not len(self.trace) and self.state is SessionState.RUNNING and self.task is not None:
+            view["nothing_captured"] = self.nothing_captured()  # a finish's `no_events`, said before it
         if self.browser_requests:
             view["browser_requests"] = {
                 "count": self.browser_requests,

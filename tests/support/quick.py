@@ -34,7 +34,8 @@ HEAVY = re.compile(
     r"|^\s*(?:import ray|from ray\b)|ray\.init\(|\bray_machines\b"
     r'|"demo", "--(?:output-dir|chromium)"|CLI\), "demo"'  # `webarena-live demo` drives Chromium
     r'|"netns"'  # `ip netns ...`: machines made of network namespaces
-    r'|"podman"',  # a container engine (tests/support/engines.py) and the containers made through it
+    r'|"podman"'  # a container engine (tests/support/engines.py) and the containers made through it
+    r"|@playwright/mcp|chrome-devtools-mcp|\.npm-tools",  # MCP browser servers: they launch Chromium
     re.M,
 )
 

@@ -150,6 +150,7 @@ async function refreshSessions() {
     if (view.session === state.selected) {
       row.classList.add("selected");
       showBrowserRequests(view.browser_requests);
+      showNothingCaptured(view.nothing_captured);
       showLease(view); // pool.js
     }
     cell(row, view.session).title = view.session;
@@ -237,6 +238,8 @@ function select(name) {
   $("#session-name").textContent = name;
   $("#session-task").textContent = "";
   $("#browser-requests").hidden = true;
+  $("#nothing-captured").hidden = true;
+  sessionsChanged(); // its row's view: what the proxy saw of it so far
   showTimes(null, null);
   state.satisfying = new Set();
   $("#progress tbody").replaceChildren();
@@ -257,6 +260,14 @@ function showBrowserRequests(info) {
   if (!info) return;
   line.textContent = `${plural(info.count, "request")} of the browser itself (update and connectivity checks) kept out of the trace`;
   line.title = info.recent.join("\n");
+}
+
+// A running session without an event: what the proxy saw of it, the words its finish would answer
+// with `409 no_events` (the session's view, `nothing_captured`).
+function showNothingCaptured(text) {
+  const line = $("#nothing-captured");
+  line.hidden = !text;
+  line.textContent = text || "";
 }
 
 function setDownload(link, path, filename) {
