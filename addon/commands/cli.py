@@ -1,4 +1,4 @@
-"""`webarena-live` command line: serve, evaluate, report, verify, export, demo, addon-path.
+"""`webarena-live` command line: serve, evaluate, report, verify, export, mcp, demo, addon-path.
 
 Argument parsing only; each subcommand's work lives in its own module and is
 imported when the subcommand runs, so `--help` stays fast.
@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from webarena_live.commands.mcp import add_parser as add_mcp_parser
 from webarena_live.commands.ports import port_number
 from webarena_live.evaluator import __version__
 from webarena_live.proxy.options import OPTIONS, AddonOption, flag_default, with_flags
@@ -217,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="Chromium binary (default: /usr/bin/chromium)",
     )
     _add_reward_commands(commands)
+    add_mcp_parser(commands)
     commands.add_parser(
         "addon-path",
         help="print the path of the script that loads the addon into plain mitmproxy",
@@ -337,6 +339,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from webarena_live.commands.rewards import run_export, run_verify
 
         return run_verify(args) if args.command == "verify" else run_export(args)
+    if args.command == "mcp":
+        from webarena_live.commands.mcp import run as run_mcp
+
+        return run_mcp(args)
     if args.command == "addon-path":
         print(addon_path())
         return 0
