@@ -43,6 +43,9 @@ SERVICE_HOSTS = (
     # a site of its own needs `--forward-browser-traffic`.
     "accounts.google.com",
     "android.clients.google.com",
+    # Chromium's warm-up of a DuckDuckGo default search engine: a CONNECT to its start host at launch
+    # that no page asked for (browser-use's Chromium, whose flags leave background networking on).
+    "start.duckduckgo.com",
     # Firefox: captive-portal checks, remote settings, push, updates, telemetry, tracking lists, the
     # new tab's sponsored tiles and stories, the address bar's suggestions (Merino, through OHTTP).
     "detectportal.firefox.com",
