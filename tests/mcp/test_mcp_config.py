@@ -25,6 +25,8 @@ from webarena_live.client import TOKEN_ENV
 pytestmark = pytest.mark.timeout(600)
 
 NAVIGATED = {"action": "navigate", "status": "SUCCESS", "results": None}
+BROWSER_SERVER = "@playwright/mcp@"
+"""The guide's browser server, from npm (it launches Debian's Chromium)."""
 
 
 def configured(served: Served, cwd: Path) -> dict[str, StdioServerParameters]:
@@ -63,6 +65,7 @@ async def episode(browser: Client, judge: StdioServerParameters, link: str) -> d
 def test_the_guides_mcp_configuration_runs_as_written(served: tuple[Served, Path], tmp_path: Path) -> None:
     server, _ = served
     servers = configured(server, tmp_path)
+    assert any(arg.startswith(BROWSER_SERVER) for arg in servers["browser"].args), servers["browser"]
 
     async def agent() -> tuple[dict[str, Any], dict[str, Any]]:
         async with Client(servers["browser"], read_timeout_seconds=120) as browser:

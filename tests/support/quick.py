@@ -32,7 +32,8 @@ HEAVY = re.compile(
     r"sync_playwright|async_playwright|/usr/bin/chromium|\.launch\(|webdriver\.Chrome|puppeteer"
     r"|^\s*(?:import ray|from ray\b)|ray\.init\(|\bray_machines\b"
     r'|"demo", "--(?:output-dir|chromium)"|CLI\), "demo"'  # `webarena-live demo` drives Chromium
-    r'|"netns"',  # `ip netns ...`: machines made of network namespaces
+    r'|"netns"'  # `ip netns ...`: machines made of network namespaces
+    r"|@playwright/mcp|chrome-devtools-mcp",  # MCP browser servers launch Chromium
     re.M,
 )
 
