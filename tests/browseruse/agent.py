@@ -5,6 +5,7 @@ extensions, no sandbox, Debian's Chromium."""
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,10 @@ from browser_use.llm.views import ChatInvokeCompletion
 from webarena_live.client import AsyncClient, Started
 
 CHROMIUM = "/usr/bin/chromium"
+LAUNCHES = 3
+"""Starts of browser-use's browser an episode may take before its first step (see `run_agent`)."""
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -68,9 +73,19 @@ async def run_agent(
     through the session's own address, from its first start URL."""
     started = await control.start(script.task_id, session=session, run=run)
     steps = [{"navigate": {"url": started.start_urls[0]}}, *script.steps]
-    model = ScriptedModel(steps)
-    agent = Agent(task=started.intent, llm=model, browser_profile=profile(started, bypass=bypass),
-                  use_vision=False, use_judge=False)  # fmt: skip
-    history = await agent.run(max_steps=len(steps) + 2)
+    for attempt in range(LAUNCHES):
+        model = ScriptedModel(steps)
+        agent = Agent(task=started.intent, llm=model, browser_profile=profile(started, bypass=bypass),
+                      use_vision=False, use_judge=False)  # fmt: skip
+        try:
+            history = await agent.run(max_steps=len(steps) + 2)
+            break
+        except Exception as error:
+            # browser-use lost the Chromium it launched before the agent's first step (its CDP
+            # endpoint gone on a loaded machine): nothing was browsed, the same session is tried again
+            if model.pages or attempt == LAUNCHES - 1:
+                raise
+            logger.warning("browser-use's Chromium did not start (%r): launched again", error)
+            await agent.close()
     assert history.is_done(), history.errors()
     return started
