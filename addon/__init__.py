@@ -12,6 +12,8 @@ One sub-package per concern; each one's docstring names what it owns and what it
 - `addresses`: who a connection belongs to and where a session listens (proxy credentials, ports,
   placement on workers). Imports the evaluator only.
 - `runs`: an attempt's state, journal, HAR spool, outputs and recovery. Imports the evaluator.
+- `sites`: the sites' copies as containers, made and made new through a container engine. Imports
+  `replicas` and the evaluator.
 - `control`: the control API (app, models, middleware, event streams, dashboard). Imports `runs`.
 - `proxy`: the mitmproxy addon and what runs per flow. Imports `control`, `runs`, `addresses`.
 - `fleet`: many proxy workers behind one control port, local processes or Ray actors. Imports

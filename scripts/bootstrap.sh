@@ -23,7 +23,8 @@
 #   .venv-browseruse browser-use (the newest: it pins an mcp 2.1 whose HTTP stack mitmproxy 11 does not
 #                    take) beside the package's wheel, on Python 3.13 (tests/browseruse)
 # They fill side by side, with Debian's packages (chromium; for test and setup also the end-to-end
-# tests' applications: scripts/install_test_apps.sh) installing meanwhile when we are root.
+# tests' applications: scripts/install_test_apps.sh, and the container tests' images:
+# scripts/build_site_images.sh) installing meanwhile when we are root.
 #
 # `test` then runs ruff, mypy and the import contracts while those fill; then, one after another, the
 # wheel checks on both interpreters, the whole suite on Python 3.11 (mitmproxy 11), the proxy, control,
@@ -133,6 +134,10 @@ debian_packages() {
     if $full; then
         echo "the end-to-end tests' applications: DokuWiki, kiwix-serve, Redmine, ... (scripts/install_test_apps.sh)"
         bash scripts/install_test_apps.sh
+        # The container tests' images (tests/containers/), built with the podman just installed: a
+        # failure fails the set-up, so the tests never meet an engine without them.
+        echo "the container tests' site images (scripts/build_site_images.sh)"
+        bash scripts/build_site_images.sh
     fi
 }
 $quick || job "Debian's packages" debian_packages  # the quick tests start no browser

@@ -25,13 +25,20 @@ command -v puma >/dev/null 2>&1 || packages+=(puma)
 # `ip netns` and veth pairs: the machines the fleet's tests make of network namespaces
 # (tests/fleet/test_namespaces.py, tests/fleet/test_ray_machines.py).
 command -v ip >/dev/null 2>&1 || packages+=(iproute2)
+# A container engine for the tests of site copies made through one (tests/containers/,
+# tests/support/engines.py): Debian's podman with runc (crun refuses these machines' cgroup layout), the
+# network stack and helpers podman only recommends, and mmdebstrap for the test images' Debian base
+# (scripts/build_site_images.sh, which bootstrap.sh runs after this).
+for package in podman runc netavark aardvark-dns iptables catatonit uidmap slirp4netns fuse-overlayfs mmdebstrap; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || packages+=("$package")
+done
 [ ${#packages[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     echo "The end-to-end tests need ${packages[*]}: install them first (sudo apt-get install ${packages[*]}), then run this again." >&2
     exit 1
 fi
-echo "==> installing ${packages[*]} with apt-get (for the DokuWiki, Kiwix and Redmine end-to-end tests and the guide's recipes)"
+echo "==> installing ${packages[*]} with apt-get (for the DokuWiki, Kiwix and Redmine end-to-end tests, the guide's recipes and the container tests)"
 # --no-install-recommends: the recommends add ImageMagick, database drivers and more the tests never use.
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null

@@ -65,10 +65,12 @@ def test_the_readme_example_is_the_one_the_guide_runs():
 def test_the_site_map_page_names_every_key_the_checks_accept():
     from webarena_live.evaluator.site_checks import CONFIG_KEYS, ENVIRONMENT_KEYS, HEALTH_KEYS, REPLICA_KEYS
     from webarena_live.evaluator.site_rules import RULE_KEYS
+    from webarena_live.sites.spec import ContainerSite, VolumeSpec
 
     page = (DOCS / "reference" / "site-map.md").read_text()
     documented = set(re.findall(r"^\| `(\w+)` \|", page, re.M))
     keys = {*CONFIG_KEYS, *ENVIRONMENT_KEYS, *REPLICA_KEYS, *HEALTH_KEYS, *RULE_KEYS}
+    keys |= {*ContainerSite.model_fields, *VolumeSpec.model_fields}  # a container entry's (sites/spec.py)
     assert sorted(keys - documented) == []
     assert sorted(documented - keys) == []  # nothing the checks would refuse
 
@@ -130,6 +132,7 @@ def test_the_quick_selection_reads_what_starts_a_browser_an_application_ray_or_m
     assert "CHROMIUM" in heavy_names(tests / "site" / "harness.py")  # whoever uses the path launches it
     assert WHOLE in heavy_names(tests / "gitlab" / "app.py")  # a real-shaped application
     assert WHOLE in heavy_names(tests / "support" / "netns.py")  # machines of network namespaces
+    assert "engine" in heavy_names(tests / "containers" / "conftest.py")  # a podman service
     assert "test_sixteen_sessions_through_four_faults" in heavy_names(
         tests / "fleet" / "test_ray_machines.py"
     )

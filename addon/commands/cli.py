@@ -218,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="Chromium binary (default: /usr/bin/chromium)",
     )
     _add_reward_commands(commands)
+    _add_sites_command(commands)
     add_mcp_parser(commands)
     commands.add_parser(
         "addon-path",
@@ -299,6 +300,21 @@ def _add_reward_commands(commands: Any) -> None:
     )
 
 
+def _add_sites_command(commands: Any) -> None:
+    """`sites up|status|down`: the site map's container copies without `serve` (sites/copies.py)."""
+    sites = commands.add_parser(
+        "sites",
+        help="make, show or remove the site map's container copies (entries with an image)",
+        description="The copies of each site map entry that names an image and a number of replicas "
+        "(docs/guides/official-dataset.md): `up` makes what is missing and adopts what runs under the "
+        "copies' names, waiting until each is ready; `status` shows each copy as its engine sees it; `down` "
+        "removes the copies and their own volumes. `serve` with the same map adopts what `up` made.",
+    )
+    sites.add_argument("action", choices=("up", "status", "down"), help="what to do with the copies")
+    sites.add_argument("--config", metavar="PATH", required=True, help="the site map (reference's format)")
+    sites.add_argument("--json", action="store_true", help="print the copies as JSON instead of lines")
+
+
 def addon_path() -> str:
     """The file plain mitmproxy loads with `-s` (`addon/entry.py` inside the installed package)."""
     from importlib.util import find_spec
@@ -339,6 +355,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from webarena_live.commands.rewards import run_export, run_verify
 
         return run_verify(args) if args.command == "verify" else run_export(args)
+    if args.command == "sites":
+        from webarena_live.commands.sites import run as run_sites
+
+        return run_sites(args)
     if args.command == "mcp":
         from webarena_live.commands.mcp import run as run_mcp
 

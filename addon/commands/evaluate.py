@@ -41,6 +41,7 @@ from webarena_live.evaluator import (
     official_dataset_installed,
     read_config_file,
 )
+from webarena_live.sites import split_config
 
 PROGRESS_THRESHOLD = 20
 """Batches with at least this many runs show a progress bar."""
@@ -197,7 +198,9 @@ def run(args: argparse.Namespace) -> int:
         if not output_dir.is_dir():
             raise WebArenaLiveError(f"{output_dir}: output directory does not exist")
         config = read_config_file(args.config) if args.config else None  # read once, for both uses
-        site_map = SiteMap.from_config(config, source=args.config) if args.config else SiteMap()
+        # a map of container copies judges by their URLs, as `serve` plans them (no engine asked)
+        plain = split_config(config, source=args.config)[0] if args.config else None
+        site_map = SiteMap.from_config(plain, source=args.config) if args.config else SiteMap()
         batches = plan_batches(output_dir, task_ids)
         found = frozenset(i for batch in batches for i in batch.selected)
         tasks = load_tasks(dataset_source(args.tasks, args.config, config, run_task_ids=found))

@@ -25,7 +25,6 @@ from webarena_live.addresses.placement import Placement, PortRange
 from webarena_live.control.context import RESERVED_HOST
 from webarena_live.control.server import ControlServer
 from webarena_live.evaluator import (
-    SiteMap,
     WebArenaLiveError,
     __version__,
     load_tasks,
@@ -44,6 +43,7 @@ from webarena_live.launch import LaunchError
 from webarena_live.replicas import Isolation
 from webarena_live.replicas.build import banner_line, build_pool, pool_file
 from webarena_live.runs.sessions import NoticeKind
+from webarena_live.sites import CopyKeeper, load_site_map
 
 logger = logging.getLogger("webarena_live.fleet")
 
@@ -226,11 +226,12 @@ def front_leases(plan: FleetPlan) -> FrontLeases | None:
     map. `WebArenaLiveError` (one line per problem) when they cannot be read or cannot be leased."""
     if not plan.config:
         return None
-    site_map = SiteMap.load(plan.config)
+    site_map, copies = load_site_map(plan.config)
     output_dir = prepare_output_dir(plan.output_dir) if plan.output_dir else None
     pool = build_pool(
         site_map, plan.isolation, plan.lease_timeout,
         state_file=pool_file(output_dir), reset_at_start=plan.reset_at_start,
+        keeper=CopyKeeper(copies) if copies is not None else None,  # the front owns the copies
     )  # fmt: skip
     tasks = load_tasks(plan.tasks) if plan.tasks else load_tasks()
     return FrontLeases(pool, tasks)

@@ -51,6 +51,7 @@ from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.fault_plan import FAULT_KEY
 from webarena_live.runs.journal import TurnWrites
 from webarena_live.runs.sessions import DEFAULT_SESSION, NoticeKind, Session, SessionStore
+from webarena_live.sites import SitesPlan
 
 logger = logging.getLogger(__name__)
 
@@ -157,10 +158,12 @@ class WebArenaLive:
         before the worker learnt its front: it would go on taking the worker's mutations)."""
         return self.context.mutations if self.context is not None and self.context.pool is None else None
 
-    def _pool(self, site_map: SiteMap, output_dir: Path | None, journal_dir: Path) -> ReplicaPool | None:
+    def _pool(
+        self, site_map: SiteMap, output_dir: Path | None, journal_dir: Path, copies: SitesPlan | None = None
+    ) -> ReplicaPool | None:
         current = self.context.pool if self.context is not None else None
         return pool_for(
-            site_map, ctx.options, current,
+            site_map, ctx.options, current, copies=copies,
             output_dir=output_dir, journal_dir=journal_dir, on_change=self._pool_notice,
         )  # fmt: skip
 
@@ -213,6 +216,8 @@ class WebArenaLive:
             for line in unfinished_lines(self.context.sessions):
                 logger.warning(line)
             self.context.sessions.close()
+            if self.context.pool is not None and self.context.pool.keeper is not None:
+                await self.context.pool.close()  # its container copies removed, unless kept
 
     # --- session assignment --------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.fault_plan import FAULT_KEY
 from webarena_live.runs.sessions import Session
 from webarena_live.runs.settings import SessionState
+from webarena_live.sites import CopyKeeper, SitesPlan
 
 logger = logging.getLogger(__name__)
 
@@ -150,6 +151,7 @@ def pool_for(
     output_dir: Path | None,
     journal_dir: Path | None,
     on_change: Callable[[str, dict[str, Any]], None],
+    copies: SitesPlan | None = None,
 ) -> ReplicaPool | None:
     """The replicas of `site_map` under `--isolation`, with `--lease-timeout` (`options`: mitmproxy's),
     built as a fleet's front builds its own (`build_pool`); None on a fleet's worker, whose front leases
@@ -158,9 +160,11 @@ def pool_for(
     timeout = parse_lease_timeout(options.webarena_lease_timeout)
     if options.webarena_front:
         return None
+    kept = current is not None and current.site_map == site_map and current.keeper is not None
+    keeper = current.keeper if kept and current is not None else CopyKeeper(copies) if copies else None
     return build_pool(
         site_map, isolation, timeout, state_file=pool_file(output_dir, journal_dir),
-        reset_at_start=options.webarena_reset_at_start, current=current, on_change=on_change,
+        reset_at_start=options.webarena_reset_at_start, current=current, on_change=on_change, keeper=keeper,
     )  # fmt: skip
 
 

@@ -20,6 +20,7 @@ from webarena_live.replicas.memory import state_dir
 from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.sessions import SessionStore
 from webarena_live.runs.settings import RunSettings, SessionState
+from webarena_live.sites import load_site_map
 
 T = TypeVar("T")
 
@@ -44,15 +45,18 @@ def checked(problems: list[str], load: Callable[[Any], T], argument: Any) -> T |
 
 
 def read_options(
-    options: Any, make_pool: Callable[[SiteMap, Path | None, Path], ReplicaPool | None]
+    options: Any, make_pool: Callable[..., ReplicaPool | None]
 ) -> tuple[TaskSet, RunSettings, ReplicaPool | None]:
     """The addon's options read together: the tasks, the settings every attempt reads, and the replica
-    pool `make_pool` builds on them (None: no replicas, or a worker's, whose front leases). Raises
-    `OptionsError` with every problem found, one a line, so all are told at once."""
+    pool `make_pool(site_map, output_dir, journal_dir)` builds on them (None: no replicas, or a worker's,
+    whose front leases), given `copies=` the plan of the map's container copies when it has some
+    (`webarena_live.sites`). Raises `OptionsError` with every problem found, one a line, so all are told
+    at once."""
     problems: list[str] = []
     tasks = checked(problems, load_tasks, options.webarena_tasks or None)
     config, out = options.webarena_config, options.webarena_output_dir
-    site_map = checked(problems, SiteMap.load, config) if config else None
+    loaded = checked(problems, load_site_map, config) if config else None
+    site_map, copies = loaded if loaded is not None else (None, None)
     output_dir = checked(problems, prepare_output_dir, out) if out else None
     if tasks is not None and (site_map is not None or not config):  # an unreadable map: told once
         problems += site_map_problems(tasks, site_map or SiteMap(), config=config)
@@ -60,7 +64,7 @@ def read_options(
     journal_dir = Path(options.webarena_journal_dir or default_journal_dir(out))
     pool = None
     try:
-        pool = make_pool(site_map, output_dir, journal_dir)
+        pool = make_pool(site_map, output_dir, journal_dir, **({"copies": copies} if copies else {}))
     except WebArenaLiveError as error:
         problems.extend(str(error).splitlines())
     if problems or tasks is None:

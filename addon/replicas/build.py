@@ -13,6 +13,8 @@ from webarena_live.replicas.lease_book import BOOK_DIR, LeaseBook
 from webarena_live.replicas.memory import state_dir
 from webarena_live.replicas.policy import Isolation, default_isolation, isolation_problems
 from webarena_live.replicas.pool import ReplicaPool
+from webarena_live.replicas.reset import keeps_data_problems
+from webarena_live.replicas.resetting import CopyKeeper
 
 
 def build_pool(
@@ -24,6 +26,7 @@ def build_pool(
     reset_at_start: bool = False,
     current: ReplicaPool | None = None,
     on_change: Callable[[str, dict[str, Any]], None] | None = None,
+    keeper: CopyKeeper | None = None,
 ) -> ReplicaPool:
     """The replicas of `site_map` under the sharing policy (None: the map decides), leases ending after
     `lease_timeout` idle seconds (None: with their session). `state_file` (`OUT/.pool.json`): where it
@@ -31,15 +34,23 @@ def build_pool(
     replica it names changed (all of them with `reset_at_start`) before leasing it, once the loop runs
     (`ReplicaPool.start`). `current`, the pool in use, is kept when the map and the policy did not
     change (a reconfiguration keeps its leases). `PoolSetupError`, one problem a line, when the policy
-    cannot hold on this map."""
-    wanted = isolation or default_isolation(site_map)
+    cannot hold on this map, or when a `reset_url` is an endpoint that keeps the data
+    (`keeps_data_problems`). `keeper`: the container copies' (`webarena_live.sites`), whose ways make
+    them new; a map of copies is shared by readers unless told otherwise (each copy can be made new)."""
+    wanted = isolation or (Isolation.READERS if keeper is not None else default_isolation(site_map))
     if current is not None and current.site_map == site_map and current.isolation is wanted:
         current.lease_timeout = lease_timeout
         pool = current
     else:
-        if problems := isolation_problems(site_map, wanted):
+        ways = keeper.ways if keeper is not None else {}
+        problems = isolation_problems(site_map, wanted, resettable=set(ways)) + keeps_data_problems(site_map)
+        problems += keeper.problems() if keeper is not None else []
+        if problems:
             raise PoolSetupError("\n".join(problems))
-        pool = ReplicaPool(site_map, wanted, lease_timeout=lease_timeout, on_change=on_change)
+        pool = ReplicaPool(
+            site_map, wanted, lease_timeout=lease_timeout, on_change=on_change, ways=ways,
+            ceilings=keeper.ceilings if keeper is not None else None, keeper=keeper,
+        )  # fmt: skip
         pool.state_file = state_file
         if state_file is not None:  # the lease book beside it: `OUT/.leases/`
             pool.book = LeaseBook(state_file.parent / BOOK_DIR)
@@ -50,6 +61,13 @@ def build_pool(
 def banner_line(pool: ReplicaPool, *, confine: bool) -> str:
     """What `serve`'s banner says of the pool: its policy, `--confine`, the lease timeout, its memory."""
     copies = sum(len(replicas) for replicas in pool.replicas.values())
+    if pool.keeper is not None:
+        return (
+            f"  replicas      {copies} of {len(pool.replicas)} sites ({pool.keeper.describe()}), "
+            f"--isolation {pool.isolation}, --confine {'on' if confine else 'off'}, --lease-timeout "
+            f"{f'{pool.lease_timeout:g} s idle' if pool.lease_timeout is not None else 'never'}"
+            + (f"; remembered in {pool.state_file}" if pool.state_file is not None else "")
+        )
     timeout = f"{pool.lease_timeout:g} s idle" if pool.lease_timeout is not None else "never"
     kept = f"; remembered in {pool.state_file}" if pool.state_file is not None else ""
     return (

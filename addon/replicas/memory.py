@@ -108,9 +108,9 @@ def restore(
     why = "--reset-at-start" if reset_all else "changed before a restart"
     for replica in chosen:
         replica.dirty = True
-        if replica.reset_url is None:
+        if replica.way is None:
             logger.warning(
-                "replica %d of %s (%s): %s, and it has no reset_url: leased as it is",
+                "replica %d of %s (%s): %s, and it cannot be reset (no reset_url): leased as it is",
                 replica.index, placeholder(replica.site), replica.url, why,
             )  # fmt: skip
         else:

@@ -4,6 +4,7 @@ the policy the replica pool (`replicas/pool.py`) applies, read and checked befor
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from enum import StrEnum
 
 from webarena_live.evaluator import SiteMap, Task, WebArenaLiveError, placeholder
@@ -43,9 +44,12 @@ def parse_lease_timeout(text: str) -> float | None:
     return seconds
 
 
-def isolation_problems(site_map: SiteMap, isolation: Isolation) -> list[str]:
+def isolation_problems(
+    site_map: SiteMap, isolation: Isolation, resettable: Collection[tuple[str, int]] = ()
+) -> list[str]:
     """What makes `isolation` impossible on `site_map`: under `readers` and `exclusive` a changed replica
-    must be reset before its next lease, so every replica needs a reset endpoint."""
+    must be reset before its next lease, so every replica needs a reset endpoint, or another way to be
+    made new (`resettable`: (site, index) of the container copies)."""
     if isolation is Isolation.NONE:
         return []
     return [
@@ -53,7 +57,7 @@ def isolation_problems(site_map: SiteMap, isolation: Isolation) -> list[str]:
         "(a changed replica is reset before its next lease); add one, or use --isolation none"
         for name, env in sorted(site_map.environments.items())
         for index, replica in enumerate(env.replicas)
-        if not replica.reset_url
+        if not replica.reset_url and (name, index) not in resettable
     ]
 
 

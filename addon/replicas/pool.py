@@ -30,7 +30,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,10 +43,11 @@ from webarena_live.replicas.lease import FORGOTTEN, Lease
 from webarena_live.replicas.lease_book import LeaseBook
 from webarena_live.replicas.mutations import MutationLog, add_reads
 from webarena_live.replicas.policy import Isolation, default_isolation, is_mutating
-from webarena_live.replicas.reset import RESET_TIMEOUT
-from webarena_live.replicas.resetting import PoolResets
+from webarena_live.replicas.reset import RESET_TIMEOUT, EndpointReset
+from webarena_live.replicas.resetting import CopyKeeper, PoolResets
 from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters, no_interference
 from webarena_live.replicas.views import busy_detail, counters_view, pool_status
+from webarena_live.replicas.ways import ResetWay
 
 logger = logging.getLogger("webarena_live.replicas")
 
@@ -65,6 +66,9 @@ class ReplicaPool(PoolResets):
         lease_timeout: float | None = None,
         reset_timeout: float = RESET_TIMEOUT,
         on_change: Callable[[str, dict[str, Any]], None] | None = None,
+        ways: Mapping[tuple[str, int], ResetWay] | None = None,
+        ceilings: Mapping[str, int] | None = None,
+        keeper: CopyKeeper | None = None,
     ) -> None:
         self.site_map = site_map
         self.isolation = isolation if isolation is not None else default_isolation(site_map)
@@ -76,6 +80,7 @@ class ReplicaPool(PoolResets):
         self.state_file: Path | None = None
         """Where the replicas' state and the reset counters are kept (`OUT/.pool.json`: `memory.py`),
         for a restart and the run report, when set."""
+        ways = ways or {}
         self.replicas: dict[str, list[ReplicaState]] = {
             name: [
                 ReplicaState(
@@ -85,12 +90,19 @@ class ReplicaPool(PoolResets):
                     r.reset_url,
                     probe_url=r.probe_url,
                     checked=r.health_url is not None,
+                    way=ways.get((name, i)) or (EndpointReset(name, r.reset_url) if r.reset_url else None),
                     health=ReplicaHealth(env.health),
                 )
                 for i, r in enumerate(env.replicas)
             ]
             for name, env in site_map.environments.items()
         }
+        self.ceilings = dict(ceilings or {})
+        """Per site, how many of its replicas may be held at once (the others are spares kept fresh);
+        a site not named: all of them."""
+        self.keeper = keeper
+        """The container copies' keeper (`webarena_live.sites`), when the map names images: watched for
+        copies that die (`start`), told to remove them at `close`."""
         self.counters = {name: SiteCounters() for name in self.replicas}
         self.leases: dict[str, Lease] = {}
         """The leases held now, by session."""
@@ -115,6 +127,7 @@ class ReplicaPool(PoolResets):
         """The mutations of the traffic this process sees, handed to the pool as they are recorded; a
         fleet's front hands it its workers' instead (`take`)."""
         self.log.listen(self.take, self.answered)
+        self._started = False
         self._pending: list[tuple[ReplicaState, str]] = []
         """Resets to run once the event loop does (`start`): replicas a restart found changed."""
 
@@ -136,12 +149,24 @@ class ReplicaPool(PoolResets):
         return chosen
 
     def start(self) -> None:
-        """Run the resets `restore` found needed; called once the event loop runs (again: nothing)."""
+        """Run the resets `restore` found needed, bring up the replicas that must be made or adopted
+        first (container copies: out of service until ready), and watch the copies' containers; called
+        once the event loop runs (again: nothing)."""
         pending, self._pending = self._pending, []
+        chosen = {id(replica) for replica, _ in pending}
         for replica, why in pending:
             replica.resetting = True
             self._spawn(self._reset(replica, "", why=f"failing before a restart ({replica.failing})"
                                     if replica.failing else why))  # fmt: skip
+        if self._started:
+            return
+        self._started = True
+        for replica in (r for rs in self.replicas.values() for r in rs):
+            if replica.way is not None and replica.way.kind == "recreate" and id(replica) not in chosen:
+                replica.resetting = True
+                self._spawn(self._reset(replica, "", why="starting", start=True))
+        if self.keeper is not None:
+            self._spawn(self.keeper.watch(self.copy_lost))
 
     # --- leases ------------------------------------------------------------------------------------
 
@@ -167,7 +192,7 @@ class ReplicaPool(PoolResets):
                 return self._grant(session, task, mutating, chosen)
             left = deadline - time.monotonic()
             if left <= 0:
-                detail = busy_detail(self.replicas, self.isolation, sites, mutating)
+                detail = busy_detail(self.replicas, self.isolation, sites, mutating, self.ceilings)
                 self.refused.append({"at": time.time(), "session": session, "task_id": task.task_id,
                                      "detail": detail})  # fmt: skip
                 raise NoReplica(detail)
@@ -187,6 +212,9 @@ class ReplicaPool(PoolResets):
         chosen = {}
         for site in sites:
             fitting = [r for r in self.replicas[site] if self._fits(r, mutating)]
+            ceiling = self.ceilings.get(site)
+            if ceiling is not None and sum(1 for r in self.replicas[site] if r.holders) >= ceiling:
+                fitting = [r for r in fitting if r.holders]  # the rest are spares: only shared ones
             if not fitting:
                 return None
             mine = [r for r in fitting if kept is not None and kept.get(site) == r.index]
@@ -307,6 +335,8 @@ class ReplicaPool(PoolResets):
         if not replica.dirty:
             replica.dirty = True
             self._keep()  # on disk before anything else: a killed serve must not lease it unreset
+            if replica.way is not None:
+                replica.way.changed()
             self._tell(mutation.session, "replica", {"site": placeholder(site), **replica.view()})
         if not replica.holders and self.isolation is not Isolation.NONE and not replica.resetting:
             # changed after its lease ended (a late request, a worker's told late): no release resets it
@@ -379,6 +409,9 @@ class ReplicaPool(PoolResets):
         task.add_done_callback(self._tasks.discard)
 
     async def close(self) -> None:
+        """Stop the resets and the watch; then the keeper removes its copies (unless told to keep them)."""
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.keeper is not None:
+            await self.keeper.close()

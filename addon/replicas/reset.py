@@ -1,45 +1,31 @@
-"""Environment reset before a session: POST each of the task's sites' `reset_url` and wait for the answer.
+"""How a replica is made equal to its seed again (`ResetWay`), and the way of a site with a reset
+endpoint of its own (`EndpointReset`: POST its `reset_url`).
 
-Official WebArena deployments run an environment-control server beside each
-site, whose restart endpoint brings the site back to its initial state; a
-harness calls it before a task so that no earlier attempt's changes leak in.
-A site map entry may name such an endpoint (`"reset_url"`), and
-`POST /sessions {"task_id": N, "reset": true}` calls it for the task's sites,
-all at once, before the session starts. A reset succeeds when the endpoint
-answers 2xx in time and, if it answers JSON with a `success` field (as the
-environment-control server does), that field is true. Any failure is reported
-per site and the session does not start.
+A reset means the copy equals its seed again, nothing less (docs/reliability.md, Resets). A site map
+entry may name an endpoint that does that (`"reset_url"`); `POST /sessions {"task_id": N, "reset": true}`
+calls it for the task's sites before the session starts, and the pool calls it before a changed
+replica's next lease. A reset succeeds when the endpoint answers 2xx in time and, if it answers JSON with
+a `success` field, that field is true. An official WebArena-Verified image's environment-control
+`/restart` is no such endpoint: it restarts the services and keeps the data, so it is refused at start
+(`keeps_data_problems`); a copy of an official image is reset by a new container from the image, the
+way `webarena_live.sites` adds beside this one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from webarena_live.evaluator import SiteMap, answer_failed, placeholder, site_key
+from webarena_live.replicas.ways import ResetOutcome
 
 RESET_TIMEOUT = 300.0
 """Seconds one reset may take (a container restart is slow); `POST /sessions` may ask for less."""
-
-
-@dataclass(frozen=True)
-class ResetOutcome:
-    """What one site's reset endpoint answered."""
-
-    site: str
-    url: str | None
-    ok: bool
-    seconds: float
-    detail: str
-    status: int | None = None
-
-    def view(self) -> dict[str, Any]:
-        """As a reply lists it: every field, `status` included (None when nothing answered)."""
-        return asdict(self)
 
 
 def sites_without_reset(site_map: SiteMap, sites: tuple[str, ...]) -> list[str]:
@@ -83,6 +69,25 @@ async def reset_endpoint(client: httpx.AsyncClient, site: str, url: str, timeout
     )
 
 
+@dataclass(frozen=True)
+class EndpointReset:
+    """A replica reset by POSTing its `reset_url`."""
+
+    site: str
+    url: str
+    kind: str = "endpoint"
+
+    async def reset(self, timeout: float) -> ResetOutcome:
+        async with httpx.AsyncClient(trust_env=False) as client:  # never through a proxy from the environment
+            return await reset_endpoint(client, self.site, self.url, timeout)
+
+    async def bring_up(self) -> ResetOutcome | None:
+        return None
+
+    def changed(self) -> None:
+        return None
+
+
 PROBE_TIMEOUT = 30.0
 """Seconds a probe of a replica may take before it counts as no answer."""
 
@@ -116,3 +121,51 @@ async def reset_sites(
         return list(
             await asyncio.gather(*(reset_endpoint(client, site, url, timeout) for site, url in targets))
         )
+
+
+ENV_CTRL_ROUTES = ("/restart", "/start", "/init", "/stop")
+"""The environment-control server's POST routes (WebArena-Verified's `packages/environment_control`,
+`server/app.py`): none of them resets the site's data."""
+
+
+def _looks_like_env_ctrl(status: Any) -> bool:
+    """Whether a `GET /status` answer has env-ctrl's shape: `{"success": …, "details": {"value":
+    {"services": {…}}}}` (its `ops/types.py`, `Result.to_dict` over a `Health`)."""
+    details = status.get("details") if isinstance(status, dict) else None
+    value = details.get("value") if isinstance(details, dict) else None
+    return "success" in status and isinstance(value, dict) and isinstance(value.get("services"), dict)
+
+
+def keeps_data_problems(site_map: SiteMap, *, probe_timeout: float = 2.0) -> list[str]:
+    """Each replica whose `reset_url` is an environment-control server's route (by its path, or because
+    its server answers `GET /status` as env-ctrl does): such a "reset" restarts the services and keeps
+    the data, so a changed copy would be leased with the change in it. One line each, saying what to
+    use instead."""
+    problems = []
+    with httpx.Client(trust_env=False, timeout=probe_timeout) as client:
+        for name, env in sorted(site_map.environments.items()):
+            for index, replica in enumerate(env.replicas):
+                url = replica.reset_url
+                if not url:
+                    continue
+                parts = urlsplit(url)
+                route = "/" + parts.path.rstrip("/").rsplit("/", 1)[-1]
+                answered_like = False
+                if route not in ENV_CTRL_ROUTES:
+                    try:
+                        answer = client.get(f"{parts.scheme}://{parts.netloc}/status")
+                        answered_like = _looks_like_env_ctrl(answer.json())
+                    except (httpx.HTTPError, ValueError):
+                        answered_like = False
+                if route in ENV_CTRL_ROUTES or answered_like:
+                    problems.append(
+                        f"{placeholder(name)} replica {index}: reset_url {url} is a WebArena-Verified "
+                        "environment-control server"
+                        + ("" if route in ENV_CTRL_ROUTES else " (its /status answers as env-ctrl's)")
+                        + ", whose routes restart the site's services and keep its data: a changed copy "
+                        "would be leased with the change still in it. Give the site as container copies "
+                        '("image" and "replicas" instead of "urls": a reset is then a new container '
+                        "from the image; docs/guides/official-dataset.md), or a reset_url that really "
+                        "brings the site back to its seed"
+                    )
+    return problems

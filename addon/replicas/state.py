@@ -3,11 +3,15 @@ through the proxy, and a site's reset counters (the lease is `replicas/lease.py`
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webarena_live.replicas.health import ReplicaHealth
+
+if TYPE_CHECKING:
+    from webarena_live.replicas.ways import ResetWay
 
 MUTATIONS_KEPT = 10_000
 """Mutations remembered per replica (the oldest go first); a session's interference reads them."""
@@ -39,6 +43,11 @@ class ReplicaState:
     """Where a probe asks whether it is up: its `health_url`, else its start URL."""
     checked: bool = False
     """Whether it has a `health_url` of its own: then every reset of it is probed too."""
+    way: ResetWay | None = None
+    """How it is made new (`replicas/reset.py`): its reset endpoint, a new container, ...; None: it
+    cannot be reset."""
+    reset_started: float | None = None
+    """When the reset running now started (None when none runs): a refusal says how long it has run."""
     holders: dict[str, bool] = field(default_factory=dict)
     """The sessions leasing it now, and whether each one's task mutates."""
     dirty: bool = False
@@ -82,7 +91,7 @@ class ReplicaState:
         if self.out_of_service:
             return f"{name} out of service (its reset failed: {self.out_of_service})"
         if self.resetting:
-            return f"{name} resetting"
+            return f"{name} {self._reset_in_words()}"
         if self.failing:
             return f"{name} failing ({self.failing})"
         writers = sorted(s for s, mutating in self.holders.items() if mutating)
@@ -95,6 +104,22 @@ class ReplicaState:
         if self.dirty:
             return f"{name} changed, waiting for its reset"
         return f"{name} free"
+
+    def _reset_in_words(self) -> str:
+        """`resetting (a new container, for 12 s; the last took 41 s)`: how long until it is back."""
+        what = "a new container" if self.way is not None and self.way.kind == "recreate" else None
+        parts = [what] if what else []
+        if self.reset_started is not None:
+            parts.append(f"for {time.time() - self.reset_started:.0f} s")
+        last = _last_seconds(self.resets)
+        if last is not None:
+            parts.append(f"the last took {last:.0f} s")
+        return "resetting" + (f" ({'; '.join(parts)})" if parts else "")
+
+
+def _last_seconds(resets: deque[dict[str, Any]]) -> float | None:
+    done = [r["seconds"] for r in resets if r.get("ok") and isinstance(r.get("seconds"), int | float)]
+    return done[-1] if done else None
 
 
 @dataclass

@@ -3,6 +3,7 @@ the reset counters (`ReplicaPool.status`, `ReplicaPool.counters_view`)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from webarena_live.evaluator import placeholder
@@ -52,9 +53,31 @@ def counters_view(counters: dict[str, SiteCounters]) -> dict[str, Any]:
 
 
 def busy_detail(
-    replicas: dict[str, list[ReplicaState]], isolation: Isolation, sites: tuple[str, ...], mutating: bool
+    replicas: dict[str, list[ReplicaState]],
+    isolation: Isolation,
+    sites: tuple[str, ...],
+    mutating: bool,
+    ceilings: dict[str, int] | None = None,
 ) -> str:
-    """Why no replica fits a start: each site's replicas in words (`ReplicaState.in_words`)."""
+    """Why no replica fits a start: each site's replicas in words (`ReplicaState.in_words`), the copies
+    in use against the site's `replicas` when the rest are spares, and the shortest reset in flight."""
     kind = "a mutating task" if mutating else "a read-only task"
-    busy = [f"{placeholder(site)}: " + ", ".join(r.in_words() for r in replicas[site]) for site in sites]
-    return f"no replica is free for {kind} under --isolation {isolation} ({'; '.join(busy)})"
+    busy = []
+    for site in sites:
+        words = ", ".join(r.in_words() for r in replicas[site])
+        ceiling = (ceilings or {}).get(site)
+        if ceiling is not None:
+            held = sum(1 for r in replicas[site] if r.holders)
+            words = f"{held} of {ceiling} copies in use, the others spares; " + words
+        busy.append(f"{placeholder(site)}: {words}")
+    detail = f"no replica is free for {kind} under --isolation {isolation} ({'; '.join(busy)})"
+    resetting = [r for site in sites for r in replicas[site] if r.reset_started is not None]
+    if resetting:
+        oldest = time.time() - min(r.reset_started or 0.0 for r in resetting)
+        took = [r.resets[-1]["seconds"] for r in resetting if r.resets and r.resets[-1].get("ok")]
+        last = f", and the last finished one took {took[-1]:.0f} s" if took else ""
+        detail += (
+            f"; {len(resetting)} reset{'s' if len(resetting) > 1 else ''} in flight: the wait is the first "
+            f"to finish (the oldest has run {oldest:.0f} s{last})"
+        )
+    return detail

@@ -7,10 +7,11 @@ keep. A *heavy* piece of code is a top-level function or class of a test module 
 (by name, or as a fixture) another heavy piece; everything in the real and real-shaped applications
 (`tests/wiki`, `tests/kiwix`, `tests/redmine`, `tests/gitlab`) and in the machines made of network
 namespaces (`tests/support/netns.py`) is heavy, and a module whose top level is heavy is heavy as a
-whole. A test is left out when its function (its class, for a method) or a fixture it uses is heavy,
-and so is every test in `tests/e2e` (real browsers on real sites) and `tests/browsergym` (its own venv).
-What stays is every package's unit tests, the tests that start `webarena-live serve` itself, and the
-parity corpora judged by the reference.
+whole. Starting a container engine (`podman`: tests/support/engines.py) is heavy too, so every test
+using the engine fixtures of tests/containers/conftest.py is. A test is left out when its function (its
+class, for a method) or a fixture it uses is heavy, and so is every test in `tests/e2e` (real browsers
+on real sites) and `tests/browsergym` (its own venv). What stays is every package's unit tests, the
+tests that start `webarena-live serve` itself, and the parity corpora judged by the reference.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ HEAVY = re.compile(
     r"|^\s*(?:import ray|from ray\b)|ray\.init\(|\bray_machines\b"
     r'|"demo", "--(?:output-dir|chromium)"|CLI\), "demo"'  # `webarena-live demo` drives Chromium
     r'|"netns"'  # `ip netns ...`: machines made of network namespaces
+    r'|"podman"'  # a container engine (tests/support/engines.py) and the containers made through it
     r"|@playwright/mcp|chrome-devtools-mcp",  # MCP browser servers launch Chromium
     re.M,
 )
