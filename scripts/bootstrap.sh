@@ -20,6 +20,8 @@
 #                    training framework the rewards are tested with, on Python 3.13 (with
 #                    WEBARENA_LIVE_NEMO_GYM=1 also .venv-nemogym, nemo-gym being 1.4 GB)
 #   .venv-browsergym BrowserGym 0.14.3 beside the package, on Python 3.12 (tests/browsergym)
+#   .venv-browseruse browser-use (the newest: it pins an mcp 2.1 whose HTTP stack mitmproxy 11 does not
+#                    take) beside the package's wheel, on Python 3.13 (tests/browseruse)
 # They fill side by side, with Debian's packages (chromium; for test and setup also the end-to-end
 # tests' applications: scripts/install_test_apps.sh, and the container tests' images:
 # scripts/build_site_images.sh) installing meanwhile when we are root.
@@ -178,6 +180,9 @@ if $full; then
         job .venv-verifiers03 uv_install "$python313" .venv-verifiers03 "$wheel[verifiers]" 'verifiers==0.3.1' "${common[@]}"  # both APIs
         job .venv-harbor uv_install "$python313" .venv-harbor "$wheel" 'harbor==0.26.0' "${common[@]}"
         [ "${WEBARENA_LIVE_NEMO_GYM:-}" != 1 ] || job .venv-nemogym uv_install "$python313" .venv-nemogym "$wheel" 'nemo-gym==0.4.0' "${common[@]}"
+        # browser-use, as its users install it, its own pins beside the package's wheel (the newest when
+        # the recipe was written; the guide says which)
+        job .venv-browseruse uv_install "$python313" .venv-browseruse "$wheel" 'browser-use==0.13.14' "${common[@]}"
     fi
     if [ -n "$python312" ]; then
         # browsergym-webarena-verified 0.14.3 must resolve to browsergym-core 0.14.3 (a wider pin of
@@ -272,6 +277,9 @@ reward_tests() {
     done
     return "$status"
 }
+browseruse_tests() {
+    WEBARENA_ORACLE="$PWD/.oracle-venv/bin/python" .venv-browseruse/bin/pytest -p no:cacheprovider tests/browseruse
+}
 browsergym_tests() {
     WEBARENA_ORACLE="$PWD/.oracle-venv/bin/python" .venv-browsergym/bin/pytest -p no:cacheprovider tests/browsergym
 }
@@ -301,12 +309,17 @@ case "$what" in
         .venv/bin/pytest -n auto --dist loadfile --junitxml "$logs/suite-3.11.xml" ||
             failed+=("pytest on $("$python" --version)")
         if [ -n "$python313" ]; then
-            step "pytest on $("$python313" --version) with mitmproxy 12: the proxy, control, fleet and end-to-end tests"
+            step "pytest on $("$python313" --version) with mitmproxy 12: the proxy, control, fleet and end-to-end tests, and webarena-live mcp's (tests/mcp: the mcp SDK needs Python 3.12 on)"
             .venv-3.13/bin/pytest -n auto --dist loadfile --junitxml "$logs/suite-3.13.xml" \
-                tests/proxy tests/control tests/fleet tests/e2e ||
+                tests/proxy tests/control tests/fleet tests/e2e tests/mcp ||
                 failed+=("pytest on $("$python313" --version)")
-            step "the rewards with each training framework, in its own venv"
+            step "the rewards with each training framework, in its own venv; browser-use beside them, in .venv-browseruse (tests/browseruse)"
+            browseruse_tests >"$logs/browseruse.log" 2>&1 &
+            browseruse=$!
             reward_tests || failed+=("the training frameworks' tests")
+            wait "$browseruse" || failed+=("browser-use's tests")
+            echo "--- browser-use $(.venv-browseruse/bin/python -c 'from importlib.metadata import version; print(version("browser-use"))') (.venv-browseruse):"
+            tail -n 25 "$logs/browseruse.log"
         fi
         if [ -n "$python312" ]; then
             step "BrowserGym and its experiment loop on $("$python312" --version), in .venv-browsergym (tests/browsergym)"

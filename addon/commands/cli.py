@@ -1,4 +1,4 @@
-"""`webarena-live` command line: serve, evaluate, report, verify, export, demo, addon-path.
+"""`webarena-live` command line: serve, evaluate, report, verify, export, mcp, demo, addon-path.
 
 Argument parsing only; each subcommand's work lives in its own module and is
 imported when the subcommand runs, so `--help` stays fast.
@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from webarena_live.commands.mcp import add_parser as add_mcp_parser
 from webarena_live.commands.ports import port_number
 from webarena_live.evaluator import __version__
 from webarena_live.proxy.options import OPTIONS, AddonOption, flag_default, with_flags
@@ -218,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_reward_commands(commands)
     _add_sites_command(commands)
+    add_mcp_parser(commands)
     commands.add_parser(
         "addon-path",
         help="print the path of the script that loads the addon into plain mitmproxy",
@@ -357,6 +359,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from webarena_live.commands.sites import run as run_sites
 
         return run_sites(args)
+    if args.command == "mcp":
+        from webarena_live.commands.mcp import run as run_mcp
+
+        return run_mcp(args)
     if args.command == "addon-path":
         print(addon_path())
         return 0

@@ -43,6 +43,12 @@ SERVICE_HOSTS = (
     # a site of its own needs `--forward-browser-traffic`.
     "accounts.google.com",
     "android.clients.google.com",
+    # Chromium's warm-up of a DuckDuckGo default search engine: a CONNECT to its start host at launch
+    # that no page asked for (browser-use's Chromium, whose flags leave background networking on).
+    "start.duckduckgo.com",
+    # browser-use's own: the logo of the screensaver it draws on its about:blank tab while the agent
+    # starts (an image no page of a task asks for; the reference's HAR trimming drops images anyway).
+    "cf.browser-use.com",
     # Firefox: captive-portal checks, remote settings, push, updates, telemetry, tracking lists, the
     # new tab's sponsored tiles and stories, the address bar's suggestions (Merino, through OHTTP).
     "detectportal.firefox.com",
@@ -54,7 +60,8 @@ SERVICE_HOSTS = (
     "spocs.getpocket.com",
     "prod.webservices.mozgcp.net",
 )
-"""Hosts (and their sub-domains) that only browsers' own services use: no page, no agent, asks them."""
+"""Hosts (and their sub-domains) that only browsers' own services (and an agent framework's own
+pages) use: no page of a task, no agent, asks them."""
 
 
 def _service_host(host: str) -> bool:
