@@ -1,19 +1,19 @@
 """A model of the replica pool over container copies with spares (`replicas/pool.py`, `resetting.py`),
-checked: Hypothesis draws a site of R copies held at once plus K spares, under `readers` or
-`exclusive`, and drives the pool through random sequences (starts of readers and mutating sessions,
-their mutations, late ones included, finish, abandon, a copy lost, one held bring-up or reset let end,
-ok or failed); after every step it checks the pool against what the model expects. The copies' ways
-are held (`tests/support/held_copies.py`: kind `recreate`, each call waits for the sequence), so when
-a copy is back is a step of the sequence and a sequence replays the same.
+checked: Hypothesis draws a site of R copies held at once plus K spares, under `readers` or `exclusive`,
+and drives the pool through random sequences (starts of readers and mutating sessions, their mutations,
+late ones included, finish, abandon, a copy lost, one held bring-up or reset let end, ok or failed);
+after every step it checks the pool against what the model expects. The copies' ways are held
+(`tests/support/held_copies.py`: kind `recreate`, each call waits for the sequence), so when a copy is
+back is a step of the sequence and a sequence replays the same.
 
 What is checked: never more than R copies with holders; no copy granted while it is resetting, out of
-service, failing, changed, or lost and not made new since; a start refused only when no copy fitted
-under the policy and the ceiling (the model's own count), its detail naming the copies in use when the
-ceiling refused it and the resets in flight; a reader joins readers when it can; the pool's state of each copy (resetting, changed, out of
-service, failing) and which calls it made (one per expected bring-up, reset or retry, never two at
-once, a bring-up first) equal the model's; a changed or lost copy nobody holds has its reset held; the
-counters (resets, failed, skipped, seconds) equal what the sequence released, bring-ups not counted.
-`--hypothesis-show-statistics` tells how often the telling cases came up (`event`)."""
+service, failing, changed, or lost and not made new since; a start refused only when no copy fitted under
+the policy and the ceiling (the model's own count), its detail naming the copies in use when the ceiling
+refused it and the resets in flight; a reader joins readers when it can; the pool's state of each copy
+(resetting, changed, out of service, failing) and which calls it made (one per expected bring-up, reset
+or retry, never two at once, a bring-up first) equal the model's; a changed or lost copy nobody holds has
+its reset held; the counters (resets, failed, skipped, seconds) equal what the sequence released, bring-
+ups not counted. `--hypothesis-show-statistics` tells how often the telling cases came up (`event`)."""
 
 from __future__ import annotations
 
