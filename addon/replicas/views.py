@@ -68,7 +68,10 @@ def busy_detail(
         ceiling = (ceilings or {}).get(site)
         if ceiling is not None:
             held = sum(1 for r in replicas[site] if r.holders)
-            words = f"{held} of {ceiling} copies in use, the others spares; " + words
+            spares = len(replicas[site]) - ceiling
+            words = (
+                f"{held} of {ceiling} copies in use{', the others spares' if spares > 0 else ''}; " + words
+            )
         busy.append(f"{placeholder(site)}: {words}")
     detail = f"no replica is free for {kind} under --isolation {isolation} ({'; '.join(busy)})"
     # every reset begun counts, its task running or not yet (a start that gave up its own changed
