@@ -1,0 +1,149 @@
+"""Faults made on purpose as an experimenter meets them, through real `webarena-live serve` processes in
+front of a real site on 127.0.0.1 and plain HTTP clients on each session's own address: a latency the
+client gave up on is the fault's doing wherever it is counted, and a loaded plan shows in the banner and
+`/health`."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+
+from tests.support.counter_replicas import READ
+from tests.support.serve_process import NAVIGATION, finish, wait_until
+from tests.support.site_sessions import read, serve, site
+from webarena_live.evaluator import report_run
+from webarena_live.runs.fault_log import FaultLine, FaultLog, faults_path, read_fault_log
+
+__all__ = ["site"]
+
+ANSWER = {"task_type": "RETRIEVE", "status": "SUCCESS", "retrieved_data": ["nothing"]}
+GAVE_UP_PLAN = {
+    "seed": 1,
+    "rules": [
+        {"path": "^/lat$", "probability": 1, "fault": "latency", "seconds": 2.5},
+        {"path": "^/(waited|broken/)", "probability": 1, "fault": "latency", "seconds": 0.2},
+    ],
+}
+
+
+def give_up(proxy: str, url: str, *, after: float) -> bytes:
+    """Send a navigation to `url` through `proxy` and wait `after` seconds for its answer, then close the
+    connection as `curl -m` does: what came back by then (nothing, when the client gave up)."""
+    where = urlsplit(proxy)
+    host = urlsplit(url).netloc
+    head = "".join(f"{name}: {value}\r\n" for name, value in NAVIGATION.items())
+    with socket.create_connection((where.hostname or "127.0.0.1", where.port or 80), timeout=after) as sock:
+        sock.sendall(f"GET {url} HTTP/1.1\r\nHost: {host}\r\n{head}\r\n".encode())
+        try:
+            return sock.recv(65536)
+        except TimeoutError:
+            return b""
+
+
+def start(control: str, session: str, **extra: Any) -> dict[str, Any]:
+    body = {"task_id": READ, "session": session, "run": session, **extra}
+    reply = requests.post(f"{control}/sessions", json=body, timeout=30)
+    assert reply.status_code == 200, reply.text
+    started: dict[str, Any] = reply.json()
+    return started
+
+
+def trace(control: str, session: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = requests.get(f"{control}/sessions/{session}/trace", timeout=10).json()[
+        "events"
+    ]
+    return events
+
+
+def test_a_latency_the_client_gave_up_on_is_the_faults_doing_wherever_it_is_counted(
+    tmp_path: Path, site: str
+) -> None:
+    faults = tmp_path / "faults.json"
+    faults.write_text(json.dumps(GAVE_UP_PLAN))
+    served = serve(tmp_path / "run", site, "--faults", str(faults))
+    try:
+        started = start(served.control, "patient")
+        proxy = {"http": started["proxy"]}
+        assert give_up(started["proxy"], f"{site}/lat", after=1.0) == b""  # gone before the pause ends
+        # mitmproxy tells the flow's end once the pause is over: the client's leaving is in the trace
+        wait_until("the abandoned request in the trace", lambda: len(trace(served.control, "patient")) == 1)
+        waited = requests.get(f"{site}/waited", proxies=proxy, headers=NAVIGATION, timeout=10)
+        broken = requests.get(f"{site}/broken/1", proxies=proxy, headers=NAVIGATION, timeout=10)
+        assert (waited.status_code, broken.status_code) == (200, 500)
+        events = trace(served.control, "patient")
+        assert [(e["url"], e["status"]) for e in events] == [
+            (f"{site}/lat", 0), (f"{site}/waited", 200), (f"{site}/broken/1", 500)
+        ]  # fmt: skip
+        finished = finish(served.control, "patient", ANSWER)
+        assert finished.status_code == 200, finished.text
+        answer = finished.json()
+        view = requests.get(f"{served.control}/sessions/patient", timeout=10).json()
+        journal = Path(view["journal"])
+    finally:
+        served.stop()
+    # the abandoned request is the fault's: every judged request answered, the site's own 500 still counts
+    assert answer["sites_answered"] is True and "unanswered" not in answer
+    assert answer["site_errors"]["count"] == 1
+    assert answer["site_errors"]["first"] == [{"method": "GET", "url": f"{site}/broken/1", "status": 500}]
+    made = answer["faults_injected"]
+    assert [(f["url"], f["fault"], f["failing"], f.get("client_gave_up", False)) for f in made] == [
+        (f"{site}/lat", "latency", True, True),
+        (f"{site}/waited", "latency", False, False),
+        (f"{site}/broken/1", "latency", False, False),
+    ]
+    assert view["faults_injected"] == made and view["sites_answered"] is True
+    folder = Path(view["outputs"]["attempt.json"]).parent
+    record = read(folder, "attempt.json")
+    assert record["faults_injected"] == made and record["site_errors"] == answer["site_errors"]
+    # a run resumed from its journal goes on with the fault as it ended
+    assert [line.record for line in read_fault_log(journal)] == made
+    figures = report_run(folder.parent).to_dict()
+    assert figures["site_errors"]["verdicts"] == 1  # the 500's, not the abandoned request's
+    assert figures["faults"]["by_task"][str(READ)]["faults"] == 3
+
+
+def test_a_client_that_gives_up_on_a_site_that_never_answers_is_still_the_sites_failure(
+    tmp_path: Path, site: str
+) -> None:
+    """No fault drawn: a request the client abandoned because the site kept it waiting is the site's."""
+    hanging = socket.create_server(("127.0.0.1", 0))
+    hanging.listen()
+    try:
+        slow = f"http://127.0.0.1:{hanging.getsockname()[1]}"
+        served = serve(tmp_path / "run", slow)
+        try:
+            started = start(served.control, "abandoned")
+            assert give_up(started["proxy"], f"{slow}/p/1", after=1.0) == b""
+            wait_until("the abandoned request in the trace", lambda: trace(served.control, "abandoned"))
+            finished = finish(served.control, "abandoned", ANSWER)
+            assert finished.status_code == 200, finished.text
+        finally:
+            served.stop()
+    finally:
+        hanging.close()
+    answer = finished.json()
+    assert "faults_injected" not in answer
+    assert answer["sites_answered"] is False and answer["unanswered"]["count"] == 1
+    assert answer["site_errors"]["count"] == 1
+
+
+def test_a_fault_journaled_again_as_it_ended_is_read_back_where_it_was_listed(tmp_path: Path) -> None:
+    journal = tmp_path / "agent-1-20261129T000000.000000.jsonl"
+    held = {"rule": 0, "fault": "latency", "site": "__SHOPPING__", "method": "GET", "url": "http://h/lat",
+            "seconds": 2.5, "failing": False}  # fmt: skip
+    other = {**held, "rule": 1, "url": "http://h/p/1"}
+    log = FaultLog(journal)
+    log.append(FaultLine(held, "GET", "__SHOPPING__/lat", 0))
+    log.append(FaultLine(other, "GET", "__SHOPPING__/p/1", 0))
+    ended = {**held, "failing": True, "client_gave_up": True}
+    log.append(FaultLine(ended, "GET", "__SHOPPING__/lat", 0), ended=True)
+    assert b'"ended":true' in faults_path(journal).read_bytes().splitlines()[2]
+    assert [fault.record for fault in read_fault_log(journal)] == [ended, other]
+    # an ended line whose draw's own line was lost is still the fault, listed where it comes
+    faults_path(journal).write_bytes(b"".join(faults_path(journal).read_bytes().splitlines(True)[1:]))
+    assert [fault.record for fault in read_fault_log(journal)] == [other, ended]
