@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
 import requests
 
 from tests.support.counter_replicas import READ
@@ -18,6 +21,7 @@ from tests.support.serve_process import NAVIGATION, finish, wait_until
 from tests.support.site_sessions import read, serve, site
 from webarena_live.evaluator import report_run
 from webarena_live.runs.fault_log import FaultLine, FaultLog, faults_path, read_fault_log
+from webarena_live.runs.fault_plan import FaultsError, parse_faults
 
 __all__ = ["site"]
 
@@ -147,3 +151,56 @@ def test_a_fault_journaled_again_as_it_ended_is_read_back_where_it_was_listed(tm
     # an ended line whose draw's own line was lost is still the fault, listed where it comes
     faults_path(journal).write_bytes(b"".join(faults_path(journal).read_bytes().splitlines(True)[1:]))
     assert [fault.record for fault in read_fault_log(journal)] == [other, ended]
+
+
+EVERY_RULE_WRONG = {"rules": [{"probability": 1.5, "fault": "drop"}]}
+
+
+@pytest.mark.parametrize(
+    ("data", "lines"),
+    [
+        (EVERY_RULE_WRONG, ["faults: rules[0].probability: Input should be less than or equal to 1"]),
+        (
+            {"rules": [{"probability": 1.5, "fault": "drop"}, {"probability": 1, "fault": "fire"}]},
+            [
+                "faults: rules[0].probability: Input should be less than or equal to 1",
+                "faults: rules[1].fault: Input should be 'latency', 'status', 'drop' or 'slow_body'",
+            ],
+        ),
+        ({"rules": [{"probability": 1.5, "fault": "drop"}, {"probability": 1, "fault": "drop"}]},
+         ["faults: rules[0].probability: Input should be less than or equal to 1"]),
+        ({"rules": []}, ["faults: rules: must list at least one rule"]),
+    ],
+)  # fmt: skip
+def test_a_plan_whose_every_rule_is_wrong_is_refused_one_line_per_mistake(
+    data: dict[str, Any], lines: list[str]
+) -> None:
+    with pytest.raises(FaultsError) as caught:
+        parse_faults(data)
+    assert str(caught.value).splitlines() == lines
+
+
+def test_serve_and_a_start_refuse_a_plan_whose_every_rule_is_wrong_in_one_line(
+    tmp_path: Path, site: str
+) -> None:
+    faults = tmp_path / "faults.json"
+    faults.write_text(json.dumps(EVERY_RULE_WRONG))
+    cli = str(Path(sys.executable).with_name("webarena-live"))
+    refused = subprocess.run(
+        [cli, "serve", "--faults", str(faults), "--port", "0", "--control-port", "0", "--session-port", "0",
+         "--set", f"confdir={tmp_path / 'conf'}"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        f"webarena-live serve: webarena_faults: {faults}: rules[0].probability: "
+        "Input should be less than or equal to 1"
+    ]
+    served = serve(tmp_path / "run", site)
+    try:
+        body = {"task_id": READ, "session": "wrong", "faults": EVERY_RULE_WRONG}
+        reply = requests.post(f"{served.control}/sessions", json=body, timeout=30)
+    finally:
+        served.stop()
+    assert reply.status_code == 400 and reply.json()["error"] == "bad_faults"
+    assert reply.json()["detail"] == "faults: rules[0].probability: Input should be less than or equal to 1"
