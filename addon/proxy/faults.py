@@ -20,6 +20,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mitmproxy import ctx, exceptions, http
@@ -36,6 +37,7 @@ from webarena_live.runs.fault_plan import (
     fault_page,
     fault_record,
     fault_status,
+    plan_summary,
     read_faults,
     site_and_path,
 )
@@ -75,6 +77,7 @@ class FaultInjector:
         self.live = live
         self.plan: FaultPlan | None = None
         """The proxy's plan (`webarena_faults`); None: no fault but a session's own."""
+        live.extra_health["faults"] = None
         self._seen: weakref.WeakKeyDictionary[Attempt, dict[tuple[str, str], int]] = (
             weakref.WeakKeyDictionary()
         )
@@ -89,6 +92,9 @@ class FaultInjector:
             self.plan = read_faults(path) if path else None
         except FaultsError as error:
             raise exceptions.OptionsError(f"webarena_faults: {error}") from None
+        # `/health`'s `faults` (None: no plan of the proxy's) and the banner's line
+        source = str(Path(path).expanduser().resolve()) if path else ""
+        self.live.extra_health["faults"] = plan_summary(self.plan, source) if self.plan else None
 
     def on_request(self, flow: http.HTTPFlow) -> Any:
         """A request of a named session: counted, and its drawn fault made; an awaitable when it

@@ -132,6 +132,22 @@ class FaultPlan(BaseModel):
     rules: tuple[FaultRule, ...] = Field(min_length=1)
 
 
+def plan_summary(plan: FaultPlan, source: str) -> dict[str, Any]:
+    """What `/health` says of the proxy's plan (`faults`): its seed, how many rules of each kind, and
+    where it came from (the `--faults` file)."""
+    kinds: dict[str, int] = {}
+    for rule in plan.rules:
+        kinds[rule.fault] = kinds.get(rule.fault, 0) + 1
+    return {"seed": plan.seed, "rules": len(plan.rules), "kinds": kinds, "source": source}
+
+
+def plan_line(summary: dict[str, Any]) -> str:
+    """The banner's line of a loaded plan (`plan_summary`)."""
+    kinds = ", ".join(f"{count} {kind}" for kind, count in summary["kinds"].items())
+    rules = "1 rule" if summary["rules"] == 1 else f"{summary['rules']} rules"
+    return f"  faults        seed {summary['seed']}, {rules} ({kinds}) from {summary['source']}"
+
+
 def _line(error: Any) -> str:
     where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
     message = str(error["msg"]).removeprefix("Value error, ")

@@ -204,3 +204,31 @@ def test_serve_and_a_start_refuse_a_plan_whose_every_rule_is_wrong_in_one_line(
         served.stop()
     assert reply.status_code == 400 and reply.json()["error"] == "bad_faults"
     assert reply.json()["detail"] == "faults: rules[0].probability: Input should be less than or equal to 1"
+
+
+def banner_of(served: Any) -> list[str]:
+    """The banner's lines, once printed (a fleet's after `/health` first answers)."""
+    wait_until("the banner", lambda: "\n  journal " in served.log_tail(1_000_000))  # printed at once
+    return [line for line in served.log_tail(1_000_000).splitlines() if line.startswith("  ")]
+
+
+def test_a_loaded_plan_shows_in_the_banner_and_health_and_no_plan_shows_none(
+    tmp_path: Path, site: str
+) -> None:
+    faults = tmp_path / "faults.json"
+    faults.write_text(json.dumps({**GAVE_UP_PLAN, "seed": 7}))
+    summary = {"seed": 7, "rules": 2, "kinds": {"latency": 2}, "source": str(faults)}
+    line = f"  faults        seed 7, 2 rules (2 latency) from {faults}"
+    for label, extra in (("one", ()), ("fleet", ("--workers", "2"))):
+        served = serve(tmp_path / label, site, "--faults", str(faults), *extra)
+        try:
+            assert requests.get(f"{served.control}/health", timeout=10).json()["faults"] == summary
+            assert line in banner_of(served), label
+        finally:
+            served.stop()
+    plain = serve(tmp_path / "plain", site)
+    try:
+        assert requests.get(f"{plain.control}/health", timeout=10).json()["faults"] is None
+        assert not any(said.startswith("  faults") for said in banner_of(plain))
+    finally:
+        plain.stop()
