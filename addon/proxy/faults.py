@@ -163,7 +163,8 @@ class FaultInjector:
             attempt.add_fault(FaultLine(record, *drawn))
 
     def _count(self, flow: http.HTTPFlow) -> Counted | None:
-        """Count a request to a site of a session with a plan (None for any other request)."""
+        """Count a request to a site of a session with a task and a plan (None for any other request:
+        a session's idle traffic, before any start, is never faulted, its first request or its tenth)."""
         context = self.live.context
         if flow.metadata.get(SKIP_KEY) or flow.is_replay or context is None:
             return None  # a replay is not journaled either
@@ -173,8 +174,8 @@ class FaultInjector:
             return None
         attempt = session.attempt
         plan = attempt.fault_plan or self.plan
-        if plan is None or attempt.finished is not None:
-            return None
+        if plan is None or attempt.finished is not None or attempt.task is None:
+            return None  # idle traffic (no task: `default` before a start) is judged by nothing
         derendered = context.site_map.derender(flow.request.url, strict=False)
         where = site_and_path(derendered)
         if where is None:

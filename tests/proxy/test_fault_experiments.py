@@ -232,3 +232,28 @@ def test_a_loaded_plan_shows_in_the_banner_and_health_and_no_plan_shows_none(
         assert not any(said.startswith("  faults") for said in banner_of(plain))
     finally:
         plain.stop()
+
+
+def test_idle_traffic_is_never_faulted_and_default_is_once_started(tmp_path: Path, site: str) -> None:
+    """Without credentials traffic is session `default`'s: idle until a start names it (then faulted as
+    any session), its first request and its later ones alike."""
+    faults = tmp_path / "faults.json"
+    faults.write_text(
+        json.dumps({"seed": 3, "rules": [{"path": "^/p/", "probability": 1, "fault": "status"}]})
+    )
+    served = serve(tmp_path / "run", site, "--faults", str(faults))
+    proxy = {"http": served.proxy_url}
+    try:
+        idle = [
+            requests.get(f"{site}/p/{n}", proxies=proxy, headers=NAVIGATION, timeout=10) for n in range(3)
+        ]
+        assert [reply.status_code for reply in idle] == [200, 200, 200]
+        before = requests.get(f"{served.control}/sessions/default", timeout=10).json()
+        assert "faults_injected" not in before
+        start(served.control, "default")
+        started = requests.get(f"{site}/p/0", proxies=proxy, headers=NAVIGATION, timeout=10)
+        assert started.status_code == 503
+        view = requests.get(f"{served.control}/sessions/default", timeout=10).json()
+    finally:
+        served.stop()
+    assert [(f["url"], f["status"]) for f in view["faults_injected"]] == [(f"{site}/p/0", 503)]
