@@ -223,7 +223,8 @@ def choose(
 
 def fault_record(index: int, rule: FaultRule, *, method: str, url: str, site: str) -> dict[str, Any]:
     """A fault as the session, its finish, `attempt.json` and the report list it. `failing`: it makes
-    the answer a failing one (an error status, no answer), which `site_errors` then does not count."""
+    the answer a failing one (an error status, no answer), which `site_errors` then does not count; a
+    `latency` becomes one as it ends when its client gave up on it (`proxy/faults.py`: `client_gave_up`)."""
     record: dict[str, Any] = {
         "rule": index,
         "fault": rule.fault,
