@@ -240,7 +240,7 @@ def test_nothing_cites_a_design_document_outside_the_repository():
     cited = re.compile("DESIGN" + r"\.md")  # spelled apart, or this file would cite it
     offenders = [
         f"{path.relative_to(REPO)}:{number}"
-        for path in _source_files(".py", ".sh", ".md", ".js", ".html")
+        for path in _source_files(".py", ".sh", ".md", ".js", ".html", ".json")
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1)
         if cited.search(line)
     ]

@@ -185,11 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser(
         "report",
-        # argparse formats help texts with %: a percent sign is written %%.
+        # argparse formats a `help` with %, so its percent sign is written %%; a `description` is printed
+        # as it is written.
         help="a whole run in figures: success by site, action and template, with 95%% intervals",
         description="Report a run directory in the reference's layout (DIR/<task_id>/eval_result.json, "
         "earlier attempts in DIR/.attempts/<task_id>/<n>/): every attempt counts, success per attempt with "
-        "its 95%% interval (Wilson) and per task (any, all, mean of its attempts), overall, by site, action "
+        "its 95% interval (Wilson) and per task (any, all, mean of its attempts), overall, by site, action "
         "and intent template (and the official hard subset), errors and environment problems apart, the "
         "failing checks and why; with --vs, the paired comparison with another run (flips, difference, "
         "exact McNemar test).",

@@ -37,6 +37,7 @@ from webarena_live.proxy.kept_listeners import adopt_kept_listeners
 from webarena_live.proxy.options import advertise_host_problem, options_from_flags
 from webarena_live.proxy.strangers import exposure_problem
 from webarena_live.replicas.build import banner_line
+from webarena_live.runs.fault_plan import plan_line
 
 
 def proxy_modes(*, port: int, session_port: int) -> list[str]:
@@ -116,6 +117,8 @@ class Banner:
         server = self.live.server
         control = f"http://{server.host}:{server.port}/ and " if server is not None else ""
         lines.append(f"  control API   {control}http://{RESERVED_HOST}/ through the proxy")
+        if (faults := self.live.extra_health.get("faults")) is not None:
+            lines.append(plan_line(faults))
         if getattr(args, "web", False):
             lines.append(
                 f"  mitmweb       {mitmweb_url(args.web_port, self.web_token)}  "

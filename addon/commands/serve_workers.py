@@ -110,6 +110,7 @@ def plan_of(args: argparse.Namespace, count: int) -> FleetPlan | str:
         tasks=args.tasks, config=args.config, isolation=isolation, lease_timeout=lease_timeout,
         reset_at_start=bool(getattr(args, "reset_at_start", False)), output_dir=args.output_dir,
         confine=bool(getattr(args, "confine", False)),
+        faults=str(Path(args.faults).expanduser().resolve()) if getattr(args, "faults", None) else None,
     )  # fmt: skip
 
 

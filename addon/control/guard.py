@@ -19,6 +19,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
+from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV
 from webarena_live.evaluator import MUTATION_METHODS
 
 PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/"})
@@ -72,15 +73,22 @@ def page_request_problem(method: str, headers: Mapping[str, str]) -> str | None:
     return None
 
 
+TOKEN_HINT = (
+    "send Authorization: Bearer <control token>, the token serve was given (--control-token, or "
+    f"${CONTROL_TOKEN_ENV}, which the shipped clients also read)"
+)
+"""What a 401 asks for, naming where the token comes from: the variable a harness most likely lacks."""
+
+
 def token_problem(expected: str | None, authorization: str | None) -> str | None:
     """Why the request fails the control token check, or None (also when no token is configured)."""
     if not expected:
         return None
     if authorization is None:
-        return "send Authorization: Bearer <control token>"
+        return f"this control API needs its token: {TOKEN_HINT}"
     scheme, _, value = authorization.strip().partition(" ")
     if scheme.lower() != "bearer" or not _same(value.strip(), expected):
-        return "wrong control token; send Authorization: Bearer <control token>"
+        return f"wrong control token; {TOKEN_HINT}"
     return None
 
 

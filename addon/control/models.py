@@ -106,6 +106,11 @@ class Health(_Open):
     status: str
     version: str
     tasks: int
+    faults: dict[str, Any] | None = Field(
+        None,
+        description="the proxy's fault plan (serve --faults): its seed, how many rules (and of each kind) "
+        "and its source, the file's absolute path; null without one (a session's own plan is not shown here)",
+    )
 
 
 class TaskView(_Open):

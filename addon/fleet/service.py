@@ -42,6 +42,7 @@ from webarena_live.fleet.workers.local import LocalWorkers, Workers
 from webarena_live.launch import LaunchError
 from webarena_live.replicas import Isolation
 from webarena_live.replicas.build import banner_line, build_pool, pool_file
+from webarena_live.runs.fault_plan import plan_line
 from webarena_live.runs.sessions import NoticeKind
 from webarena_live.sites import CopyKeeper, load_site_map
 
@@ -96,6 +97,8 @@ class FleetPlan:
     """`--reset-at-start`: the front resets every replica before the first lease."""
     output_dir: str | None = None
     """`--output-dir`: where the front keeps the pool's state (a restart reads it) and counters."""
+    faults: str | None = None
+    """`--faults FILE`, its absolute path: the workers' plan's `source` (a Ray worker reads a copy)."""
 
 
 def ray_problem() -> str | None:
@@ -154,6 +157,7 @@ async def run_fleet(plan: FleetPlan) -> int:
         leases.pool.start()  # the resets a restart (or --reset-at-start) calls for, first
     link = WorkerLink(workers, placement, sessions.starts, token=plan.token, worker_token=worker_token)
     front = Front(workers, placement, link, sessions, leases)
+    front.faults_file = plan.faults
     app = create_front_app(front)
     server = ControlServer(app, host=plan.control_host, port=plan.control_port)
     servers = [server]
@@ -264,6 +268,8 @@ def banner(
         # A Ray worker by the pid Ray prints beside its lines (its actor's); its `serve` child's after.
         pid = f"{worker.actor_pid} (serve {worker.pid})" if worker.actor_pid is not None else str(worker.pid)
         lines.append(f"  worker {worker.index}      pid {pid}, control {worker.control_url}/{web}{node}")
+    if isinstance(faults := health.get("faults"), dict):
+        lines.append(plan_line({**faults, "source": plan.faults or faults.get("source")}))
     if front.leases is not None:
         lines.append(banner_line(front.leases.pool, confine=plan.confine))
     if plan.ray is not None:

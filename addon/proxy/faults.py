@@ -8,6 +8,10 @@ In `on_request` it draws each request to a site of the map against the session's
 killed (the capture records it as no answer), or a pause before the request goes on. A `slow_body`
 fault pauses in `on_response`, after `WebArenaLive` captured the answer. The events stay in the
 trace as the agent saw them; a session that draws nothing is untouched.
+
+A `latency` fault whose client gave up before any answer came (its timeout shorter than the pause, or
+than the pause and the site's answer together) is the fault's doing, not the site's: `on_error` lists it
+as it ended (`failing`, `client_gave_up`), so that the finish does not count it as the site's failure.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mitmproxy import ctx, exceptions, http
+from mitmproxy.connection import ConnectionState
 
 from webarena_live.proxy.connections import SESSION_KEY, SKIP_KEY
 from webarena_live.runs import fault_plan
@@ -31,6 +37,7 @@ from webarena_live.runs.fault_plan import (
     fault_page,
     fault_record,
     fault_status,
+    plan_summary,
     read_faults,
     site_and_path,
 )
@@ -44,6 +51,9 @@ logger = logging.getLogger(__name__)
 
 COUNTED_KEY = "webarena_fault_counted"
 """On a flow whose request the draws counted (`flow.metadata`): its `error` hook counts it no more."""
+DRAWN_KEY = "webarena_fault_drawn"
+"""On a faulted flow (`flow.metadata`): what its draw counted, `[method, URL as the site map writes it,
+seen]` (plain values: mitmproxy may save a flow's metadata), to journal its fault again as it ended."""
 
 
 class Counted(NamedTuple):
@@ -67,6 +77,7 @@ class FaultInjector:
         self.live = live
         self.plan: FaultPlan | None = None
         """The proxy's plan (`webarena_faults`); None: no fault but a session's own."""
+        live.extra_health["faults"] = None
         self._seen: weakref.WeakKeyDictionary[Attempt, dict[tuple[str, str], int]] = (
             weakref.WeakKeyDictionary()
         )
@@ -81,6 +92,9 @@ class FaultInjector:
             self.plan = read_faults(path) if path else None
         except FaultsError as error:
             raise exceptions.OptionsError(f"webarena_faults: {error}") from None
+        # `/health`'s `faults` (None: no plan of the proxy's) and the banner's line
+        source = str(Path(path).expanduser().resolve()) if path else ""
+        self.live.extra_health["faults"] = plan_summary(self.plan, source) if self.plan else None
 
     def on_request(self, flow: http.HTTPFlow) -> Any:
         """A request of a named session: counted, and its drawn fault made; an awaitable when it
@@ -110,6 +124,7 @@ class FaultInjector:
         record = fault_record(index, rule, method=method, url=url, site=where[0])
         attempt.add_fault(FaultLine(record, method, derendered, count))
         flow.metadata[FAULT_KEY] = record
+        flow.metadata[DRAWN_KEY] = [method, derendered, count]
         logger.info(
             "webarena-live: session %s: fault %s injected into %s %s", session.name, rule.fault, method, url
         )
@@ -124,12 +139,32 @@ class FaultInjector:
 
     def on_error(self, flow: http.HTTPFlow) -> None:
         """A flow that ended before its `request` hook (its client left mid-body, a body over the
-        limit): counted as its journaled event will be, never faulted."""
-        if (self.plan is not None or fault_plan.session_plans_given) and not flow.metadata.get(COUNTED_KEY):
+        limit): counted as its journaled event will be, never faulted. A `latency` fault's whose client
+        gave up: listed and journaled as it ended, before its event is captured (`WebArenaLive.error`)."""
+        if self.plan is None and not fault_plan.session_plans_given:
+            return
+        if not flow.metadata.get(COUNTED_KEY):
             self._count(flow)
+        elif (drawn := flow.metadata.get(DRAWN_KEY)) is not None and client_gave_up(flow):
+            self._gave_up(flow, drawn)
+
+    def _gave_up(self, flow: http.HTTPFlow, drawn: list[Any]) -> None:
+        """The client left a request a `latency` fault held (or the site then answered too late for it):
+        no answer, and the fault's doing, in the attempt it was made in while that attempt runs."""
+        record, context = flow.metadata.get(FAULT_KEY), self.live.context
+        if record is None or record["fault"] != "latency" or context is None:
+            return
+        session = context.sessions.get(flow.metadata.get(SESSION_KEY) or DEFAULT_SESSION)
+        if session is None or session.attempt.finished is not None:
+            return  # finished: its outputs say what the finish saw
+        attempt = session.attempt
+        if any(listed is record for listed in attempt.faults_injected):  # a new start lists it not
+            record.update(failing=True, client_gave_up=True)
+            attempt.add_fault(FaultLine(record, *drawn))
 
     def _count(self, flow: http.HTTPFlow) -> Counted | None:
-        """Count a request to a site of a session with a plan (None for any other request)."""
+        """Count a request to a site of a session with a task and a plan (None for any other request:
+        a session's idle traffic, before any start, is never faulted, its first request or its tenth)."""
         context = self.live.context
         if flow.metadata.get(SKIP_KEY) or flow.is_replay or context is None:
             return None  # a replay is not journaled either
@@ -139,8 +174,8 @@ class FaultInjector:
             return None
         attempt = session.attempt
         plan = attempt.fault_plan or self.plan
-        if plan is None or attempt.finished is not None:
-            return None
+        if plan is None or attempt.finished is not None or attempt.task is None:
+            return None  # idle traffic (no task: `default` before a start) is judged by nothing
         derendered = context.site_map.derender(flow.request.url, strict=False)
         where = site_and_path(derendered)
         if where is None:
@@ -160,6 +195,16 @@ class FaultInjector:
             return captured
         size = len(flow.response.raw_content or b"")
         return _after(captured, size / record["bytes_per_second"])
+
+
+def client_gave_up(flow: http.HTTPFlow) -> bool:
+    """Whether `flow` ended with no answer because its client left: its connection closed (HTTP/1; its
+    reader saw the end even while a hook held the flow), or its stream reset by the client (HTTP/2)."""
+    if flow.response is not None:
+        return False
+    if not flow.client_conn.state & ConnectionState.CAN_READ:
+        return True
+    return flow.error is not None and flow.error.msg.startswith("stream reset by client")
 
 
 async def _after(captured: Awaitable[Any] | None, seconds: float) -> None:

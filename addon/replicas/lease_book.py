@@ -10,6 +10,7 @@ once. A finished session's record is dropped: it cannot be resumed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from pathlib import Path
@@ -30,6 +31,8 @@ class LeaseBook:
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder
         self._made = False
+        self._made_for: str | None = None
+        """The session whose record made the folder, while that record is the folder's only one."""
 
     def _path(self, session: str) -> Path:
         assert self.folder is not None
@@ -42,19 +45,31 @@ class LeaseBook:
             return
         try:
             if not self._made:
+                self._made_for = lease.session if not self.folder.is_dir() else None
                 self.folder.mkdir(parents=True, exist_ok=True)
                 self._made = True
+            elif self._made_for != lease.session:
+                self._made_for = None  # another record: the folder is no longer one lease's
             write_json_atomically(self._path(lease.session), lease.record())
         except OSError as error:
             logger.warning("cannot keep session %s's lease in %s: %s", lease.session, self.folder, error)
 
-    def drop(self, session: str) -> None:
+    def drop(self, session: str, *, granted_last: bool = False) -> None:
+        """Forget `session`'s record. `granted_last`: its lease was the last one granted and went unused
+        (a refused start), so a folder its record made goes too: the disk is as it was before."""
         if self.folder is None:
             return
         try:
             self._path(session).unlink(missing_ok=True)
         except OSError as error:
             logger.warning("cannot drop session %s's lease from %s: %s", session, self.folder, error)
+            return
+        if self._made_for == session:
+            self._made_for = None
+            if granted_last:
+                with contextlib.suppress(OSError):  # someone else's file in it: it stays
+                    self.folder.rmdir()
+                    self._made = False
 
     def all(self) -> dict[str, Lease]:
         """Every record kept, by session; a file that cannot be read is skipped (and told)."""

@@ -273,8 +273,9 @@ class ReplicaPool(PoolResets):
         if lease is None:
             return None
         lease._close(reason, detail)
+        unused = reason == "refused"  # its start did not go on: nobody used it, it leaves nothing on disk
         if reason in FORGOTTEN:
-            self.book.drop(session)
+            self.book.drop(session, granted_last=unused)
         else:
             self.book.write(lease)
             self.ended[session] = lease
@@ -288,7 +289,7 @@ class ReplicaPool(PoolResets):
             elif replica.dirty and self.isolation is not Isolation.NONE and not replica.resetting:
                 replica.resetting = True  # from now on: no lease until the reset is done
                 self._spawn(self._reset(replica, session))
-            elif not replica.dirty:
+            elif not replica.dirty and not unused:  # a clean copy given back unused skipped no reset
                 self.counters[replica.site].skipped += 1
                 self._keep()
         self._tell(session, "release", {"reason": reason})

@@ -174,10 +174,13 @@ class Attempt:
         return True
 
     def add_fault(self, line: FaultLine) -> None:
-        """A fault made on purpose in this attempt's traffic: listed, and journaled beside its journal."""
-        self.faults_injected.append(line.record)
+        """A fault made on purpose in this attempt's traffic: listed, and journaled beside its journal
+        (again, as it ended, when its record is listed already: a latency its client gave up on)."""
+        ended = any(listed is line.record for listed in self.faults_injected)
+        if not ended:
+            self.faults_injected.append(line.record)
         if self.fault_log is not None:
-            self.fault_log.append(line)
+            self.fault_log.append(line, ended=ended)
 
     def resume(self, events: list[NetworkEvent | EventRecord], faults: list[FaultLine] | None = None) -> None:
         """Begin with the events of the run this attempt goes on from (its journal's), and the faults

@@ -5,10 +5,13 @@ tells them from the sites' own failures (`site_errors`, `sites_answered`), and l
 
 `<journal file name>.faults` holds one JSON line per fault, written as the fault is made, before the
 flow goes on: the fault as listed (`fault`) and what its draw counted (`drawn`: the method, the URL as
-the site map writes it, and how many such requests came before). A resumed run keeps the faults whose
-request is in the journal (a request cut off by the crash is sent again, and draws again) and begins
-its own file with them, written whole at once, as its journal is (`Journal.write_resumed`). The name
-does not end in `.jsonl`, so no reader of the journal directory takes it for a journal.
+the site map writes it, and how many such requests came before). A fault whose record changed as it
+ended (a `latency` its client gave up on: `failing`) is written again, its draw with its new record and
+`"ended": true`: read back, that line's record replaces its draw's, listed where it was. A resumed run
+keeps the faults whose request is in the journal (a request cut off by the crash is sent again, and
+draws again) and begins its own file with them, written whole at once, as its journal is
+(`Journal.write_resumed`). The name does not end in `.jsonl`, so no reader of the journal directory
+takes it for a journal.
 
 The file is a help to the resumed run, never a reason to refuse it: a line that cannot be read is left
 out with a warning.
@@ -45,9 +48,11 @@ class FaultLine:
     seen: int
     """Requests of the same method and URL the attempt sent before this one."""
 
-    def to_line(self) -> bytes:
+    def to_line(self, *, ended: bool = False) -> bytes:
+        """Its line; `ended`: the fault's record as it ended, replacing what its draw's line said."""
         drawn = {"method": self.method, "url": self.url, "seen": self.seen}
-        return json.dumps({"fault": self.record, "drawn": drawn}, separators=(",", ":")).encode() + b"\n"
+        data = {"fault": self.record, "drawn": drawn, **({"ended": True} if ended else {})}
+        return json.dumps(data, separators=(",", ":")).encode() + b"\n"
 
 
 def faults_path(journal: Path) -> Path:
@@ -72,17 +77,25 @@ def read_fault_log(journal: Path) -> list[FaultLine]:
         if not line.strip():
             continue
         found = _fault_line(line)
-        if found is not None:
-            read.append(found)
-        elif number < len(lines):  # the last one, with no newline after it, is a write a crash cut short
-            logger.warning("faults journal %s, line %d: not a fault as journaled; left out", path, number)
+        if found is None:
+            if number < len(lines):  # the last one, with no newline after it, is a write a crash cut short
+                logger.warning("faults journal %s, line %d: not a fault as journaled; left out", path, number)
+            continue
+        fault, ended = found
+        drawn = (fault.method, fault.url, fault.seen)
+        earlier = next((n for n, f in enumerate(read) if (f.method, f.url, f.seen) == drawn), None)
+        if ended and earlier is not None:
+            read[earlier] = fault  # the fault as it ended, where it was listed
+        else:
+            read.append(fault)
     return read
 
 
-def _fault_line(line: bytes) -> FaultLine | None:
+def _fault_line(line: bytes) -> tuple[FaultLine, bool] | None:
+    """The fault a line holds, and whether it is one as it ended (`"ended": true`)."""
     try:
         data = json.loads(line)
-        record, drawn = data["fault"], data["drawn"]
+        record, drawn, ended = data["fault"], data["drawn"], data.get("ended") is True
         if not (isinstance(record, dict) and all(isinstance(record.get(key), str) for key in _LISTED)):
             return None
         method, url, seen = drawn["method"], drawn["url"], drawn["seen"]
@@ -90,7 +103,7 @@ def _fault_line(line: bytes) -> FaultLine | None:
         return None
     if not (isinstance(method, str) and isinstance(url, str) and type(seen) is int):
         return None
-    return FaultLine(record, method, url, seen)
+    return FaultLine(record, method, url, seen), ended
 
 
 def requests_sent(events: Iterable[NetworkEvent], site_map: SiteMap) -> dict[tuple[str, str], int]:
@@ -121,9 +134,9 @@ class FaultLog:
         self._opened = False
         """Written to by this attempt: a file found at its path before is no part of it."""
 
-    def append(self, line: FaultLine) -> None:
-        """One fault, as it is made."""
-        if self._write(line.to_line(), "ab" if self._opened else "wb"):
+    def append(self, line: FaultLine, *, ended: bool = False) -> None:
+        """One fault, as it is made (`ended`: again, as it ended)."""
+        if self._write(line.to_line(ended=ended), "ab" if self._opened else "wb"):
             self._opened = True
 
     def write_resumed(self, lines: list[FaultLine]) -> None:

@@ -132,6 +132,22 @@ class FaultPlan(BaseModel):
     rules: tuple[FaultRule, ...] = Field(min_length=1)
 
 
+def plan_summary(plan: FaultPlan, source: str) -> dict[str, Any]:
+    """What `/health` says of the proxy's plan (`faults`): its seed, how many rules of each kind, and
+    where it came from (the `--faults` file)."""
+    kinds: dict[str, int] = {}
+    for rule in plan.rules:
+        kinds[rule.fault] = kinds.get(rule.fault, 0) + 1
+    return {"seed": plan.seed, "rules": len(plan.rules), "kinds": kinds, "source": source}
+
+
+def plan_line(summary: dict[str, Any]) -> str:
+    """The banner's line of a loaded plan (`plan_summary`)."""
+    kinds = ", ".join(f"{count} {kind}" for kind, count in summary["kinds"].items())
+    rules = "1 rule" if summary["rules"] == 1 else f"{summary['rules']} rules"
+    return f"  faults        seed {summary['seed']}, {rules} ({kinds}) from {summary['source']}"
+
+
 def _line(error: Any) -> str:
     where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
     message = str(error["msg"]).removeprefix("Value error, ")
@@ -150,7 +166,13 @@ def parse_faults(data: Any, *, source: str = "faults") -> FaultPlan:
     try:
         return FaultPlan.model_validate(data)
     except ValidationError as error:
-        raise FaultsError("\n".join(f"{source}: {_line(item)}" for item in error.errors())) from None
+        errors = error.errors()
+        if any(len(item["loc"]) > 1 and item["loc"][0] == "rules" for item in errors):
+            # rules that are all wrong leave none, which pydantic also calls too short: not one more mistake
+            errors = [
+                item for item in errors if not (item["type"] == "too_short" and item["loc"] == ("rules",))
+            ]
+        raise FaultsError("\n".join(f"{source}: {_line(item)}" for item in errors)) from None
 
 
 def read_faults(path: str | Path) -> FaultPlan:
@@ -201,7 +223,8 @@ def choose(
 
 def fault_record(index: int, rule: FaultRule, *, method: str, url: str, site: str) -> dict[str, Any]:
     """A fault as the session, its finish, `attempt.json` and the report list it. `failing`: it makes
-    the answer a failing one (an error status, no answer), which `site_errors` then does not count."""
+    the answer a failing one (an error status, no answer), which `site_errors` then does not count; a
+    `latency` becomes one as it ends when its client gave up on it (`proxy/faults.py`: `client_gave_up`)."""
     record: dict[str, Any] = {
         "rule": index,
         "fault": rule.fault,

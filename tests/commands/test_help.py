@@ -51,6 +51,7 @@ def test_every_command_and_subcommand_has_a_working_help(installed_wheel: Instal
         assert done.returncode == 0 and not done.stderr, said
         assert done.stdout.startswith("usage: webarena-live"), said
         assert "options:" in done.stdout, said
+        assert "%%" not in done.stdout, said  # a description is printed as written: one percent sign
     top = installed_wheel.run(script, "--help").stdout
     assert "95% intervals" in top  # a percent sign in a help text is shown once, not as a format error
     version = installed_wheel.run(script, "--version")

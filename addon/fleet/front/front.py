@@ -46,6 +46,9 @@ class Front:
         """The front's own ports for `/health` (`proxy_port`, `session_port`, `control_port`)."""
         self.ready = False
         """Every worker answered once (until then `/health` answers 503)."""
+        self.faults_file: str | None = None
+        """`--faults FILE` (absolute): where the workers' plan came from, for `/health` (a Ray worker
+        names the copy it reads)."""
 
     def workers_near(self, near: str) -> list[int]:
         """The workers on the node an agent asked to be `near` (its Ray node id or its address); with

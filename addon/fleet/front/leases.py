@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from webarena_live.addresses.headers import INTERFERENCE_HEADER, LEASE_HEADER
+from webarena_live.control.bodies import ControlError
 from webarena_live.control.errors import as_control_error
 from webarena_live.control.leasing import listed
 from webarena_live.control.models import MutationSeen, StartSession
@@ -83,11 +84,11 @@ class FrontLeases:
     ) -> tuple[dict[str, str], dict[str, Any]]:
         """Lease the task's replicas for `name` (resetting them first when the body asks): the headers
         and the body to forward (`document`, the body `start` was read from). Raises `ControlError`
-        (the pool's 503, a failed reset's 502) with nothing held."""
+        (the pool's 503, a failed reset's 502, an unknown task's 404) with nothing held."""
         try:
             task = self.tasks[start.task_id]
-        except UnknownTaskError:
-            return {}, document  # the worker answers the 404
+        except UnknownTaskError as error:  # the workers' tasks: their 404, before a port is taken
+            raise ControlError(404, "unknown_task", str(error)) from None
         try:
             lease = await self.pool.lease(name, task, wait=start.wait, resume=start.resume_journal)
             if start.reset and lease.ended is None:

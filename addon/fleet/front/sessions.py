@@ -23,10 +23,12 @@ from webarena_live.control.bodies import ControlError, parse_abandon, parse_json
 from webarena_live.control.errors import JsonResponse, error_response
 from webarena_live.control.middleware import MAX_CONTROL_BODY
 from webarena_live.control.models import StartSession
+from webarena_live.evaluator import run_name_problem
 from webarena_live.fleet.front import views as front_views
 from webarena_live.fleet.front.link import answer_headers, error_of, unavailable, unresponsive
 from webarena_live.fleet.workers.local import Worker
-from webarena_live.runs.sessions import DEFAULT_SESSION
+from webarena_live.runs.fault_plan import FaultsError, parse_faults
+from webarena_live.runs.sessions import DEFAULT_SESSION, session_name_problem
 
 if TYPE_CHECKING:
     from webarena_live.fleet.front.front import Front
@@ -57,10 +59,15 @@ class SessionLife:
                 return unavailable(front.workers[0], request)
             return await front.link.forward(workers[0], request, body)
         start, document = read
+        # refused before anything is taken (a lease, a reset, a port), as a worker would refuse it
+        if (refusal := await front.link.refusal(request)) is not None:
+            return refusal
         caller = request.headers.get(CALLER_HEADER)
         name = start.session
         if name is None:  # an explicit name first, else the caller's (through the proxy), else the default
             name = unquote(caller) if caller else DEFAULT_SESSION
+        if (mistake := _start_mistake(name, start)) is not None:
+            return error_response(400, *mistake, method="POST", path="/sessions")
         owner = front.placement.owner(name)
         if owner is not None and (refusal := _unavailable(front, front.workers[owner], request)) is not None:
             return refusal
@@ -173,6 +180,21 @@ class SessionLife:
             front.workers.forget_port(worker.index, port)
         logger.error("webarena-live: session %s is lost: %s", name, reason)
         front.sessions.announce("lost", view)
+
+
+def _start_mistake(name: str, start: StartSession) -> tuple[str, str] | None:
+    """The 400 a worker would answer a start with (its error and detail), told before the front takes a
+    lease or a port for it: a bad session or run name, a mistaken fault plan."""
+    if problem := session_name_problem(name):
+        return "bad_session_name", problem
+    if start.run is not None and (problem := run_name_problem(start.run)):
+        return "bad_run_name", problem
+    if start.faults is not None:
+        try:
+            parse_faults(start.faults, source="faults")
+        except FaultsError as error:
+            return "bad_faults", str(error)
+    return None
 
 
 def _start_of(body: bytes) -> tuple[StartSession, dict[str, Any]] | None:

@@ -57,6 +57,8 @@ async def health(front: Front, request: Request) -> dict[str, Any]:
         front.link.token
     )  # this port's, not the workers' (a Ray fleet's own token)
     answer.update(front.listening)
+    if front.faults_file and isinstance(answer.get("faults"), dict):
+        answer["faults"] = {**answer["faults"], "source": front.faults_file}
     for own in ("memory", "web_port"):  # a worker's own; each worker answers them on its port
         answer.pop(own, None)
     if front.sessions.outputs is not None:  # the workers write on their nodes; the files are carried here
