@@ -12,8 +12,14 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError as error:  # the extra is not installed: one line saying which
+    raise ImportError(
+        "webarena_live.mcp_server needs the MCP SDK (Python 3.12 or newer): pip install 'webarena-live[mcp]'",
+        name=error.name,
+    ) from error
 
 from webarena_live.client import AsyncClient
 from webarena_live.evaluator import __version__

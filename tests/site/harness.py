@@ -223,7 +223,7 @@ def start_proxy(
     extra_options: Sequence[str] = (),
     extra_args: Sequence[str] = (),
     plain_mitmdump: bool = False,
-    timeout: float = 30,
+    timeout: float = 90,
 ) -> ProxyProcess:
     """Run the proxy on free ports and wait until the control port's /health answers.
 
