@@ -48,3 +48,9 @@ def engine(engine_service: Engine) -> Iterator[Engine]:
 def second_engine(second_engine_service: Engine) -> Iterator[Engine]:
     yield second_engine_service
     second_engine_service.remove_everything()
+
+
+@pytest.fixture(autouse=True)
+def own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copies' keeper remembers its containers in the test's own state folder, never the user's."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))

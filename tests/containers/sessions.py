@@ -13,7 +13,7 @@ from typing import Any
 
 import requests
 
-from tests.site.harness import ProxyProcess, start_proxy
+from tests.site.harness import ProxyProcess, free_port, start_proxy
 
 TASKS = Path(__file__).with_name("tasks.json")
 READ, WRITE = 5001, 5002
@@ -23,6 +23,14 @@ SEEDED = ["seed-order"]
 def write_map(path: Path, sites: dict[str, dict[str, Any]]) -> Path:
     path.write_text(json.dumps({"environments": sites}))
     return path
+
+
+def shop_map(path: Path, engines: list[str], **entry: Any) -> Path:
+    """A map of the shop's copies on `engines` (two unless told), on free ports of this machine."""
+    port = free_port()
+    site = {"replicas": 2, "host_port": port, "env_ctrl_host_port": port + 1, "port_stride": 2,
+            "engines": engines, **entry}  # fmt: skip
+    return write_map(path, {"__SHOPPING__": site})
 
 
 def serve(workdir: Path, config: Path, *args: str, timeout: float = 60) -> ProxyProcess:

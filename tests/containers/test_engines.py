@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import requests
 
 from tests.containers.sessions import (
@@ -18,30 +17,17 @@ from tests.containers.sessions import (
     run_agent,
     serve,
     settled,
+    shop_map,
     start,
-    write_map,
 )
-from tests.site.harness import free_port
 from tests.support.engines import Engine
 from tests.support.serve_process import wait_until
-
-
-@pytest.fixture(autouse=True)
-def own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-
-
-def shop(path: Path, engines: list[str], replicas: int = 2) -> Path:
-    port = free_port()
-    site = {"replicas": replicas, "host_port": port, "env_ctrl_host_port": port + 1, "port_stride": 2,
-            "engines": engines}  # fmt: skip
-    return write_map(path, {"__SHOPPING__": site})
 
 
 def test_a_copy_killed_from_outside_is_noticed_named_in_the_verdict_and_made_new(
     tmp_path: Path, engine: Engine
 ) -> None:
-    proxy = serve(tmp_path / "serve", shop(tmp_path / "map.json", [engine.url], replicas=1))
+    proxy = serve(tmp_path / "serve", shop_map(tmp_path / "map.json", [engine.url], replicas=1))
     try:
         wait_until("the copy ready", lambda: settled(proxy.control_url))
         started = start(proxy.control_url, READ, "victim").json()
@@ -74,7 +60,7 @@ def test_a_copy_killed_from_outside_is_noticed_named_in_the_verdict_and_made_new
 def test_copies_spread_over_two_engines_and_each_is_made_new_on_its_own(
     tmp_path: Path, engine: Engine, second_engine: Engine
 ) -> None:
-    proxy = serve(tmp_path / "serve", shop(tmp_path / "map.json", [engine.url, second_engine.url]))
+    proxy = serve(tmp_path / "serve", shop_map(tmp_path / "map.json", [engine.url, second_engine.url]))
     try:
         wait_until("both copies ready", lambda: settled(proxy.control_url))
         first, second = engine.client().containers.list(), second_engine.client().containers.list()
@@ -101,7 +87,7 @@ def settled_urls(control: str) -> list[str]:
 
 def test_under_two_workers_the_front_owns_the_copies(tmp_path: Path, engine: Engine) -> None:
     proxy = serve(
-        tmp_path / "serve", shop(tmp_path / "map.json", [engine.url]), "--workers", "2", timeout=120
+        tmp_path / "serve", shop_map(tmp_path / "map.json", [engine.url]), "--workers", "2", timeout=120
     )
     try:
         wait_until("both copies ready", lambda: settled(proxy.control_url))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-import pytest
 import requests
 
 from tests.containers.sessions import (
@@ -19,30 +18,16 @@ from tests.containers.sessions import (
     run_agent,
     serve,
     settled,
-    write_map,
+    shop_map,
 )
 from tests.support.engines import Engine
 from tests.support.serve_process import wait_until
 
 
-@pytest.fixture(autouse=True)
-def own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The keeper's records in the test's own state folder, never the user's."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-
-
-def shop_map(path: Path, engine: Engine, **entry: object) -> Path:
-    from tests.site.harness import free_port
-
-    site = {"replicas": 2, "host_port": free_port(), "port_stride": 2, "engines": [engine.url], **entry}
-    site["env_ctrl_host_port"] = site["host_port"] + 1  # type: ignore[operator]
-    return write_map(path, {"__SHOPPING__": site})
-
-
 def test_fifty_sessions_on_two_copies_readers_read_the_seed_and_a_changed_copy_is_new_before_its_next_lease(
     tmp_path: Path, engine: Engine
 ) -> None:
-    config = shop_map(tmp_path / "map.json", engine)
+    config = shop_map(tmp_path / "map.json", [engine.url])
     proxy = serve(tmp_path / "serve", config, "--isolation", "exclusive")
     try:
         wait_until("both copies made and ready", lambda: settled(proxy.control_url))
@@ -74,7 +59,7 @@ def test_fifty_sessions_on_two_copies_readers_read_the_seed_and_a_changed_copy_i
 def test_a_restarted_serve_adopts_the_running_copies_and_makes_the_changed_one_new_before_leasing_it(
     tmp_path: Path, engine: Engine
 ) -> None:
-    config = shop_map(tmp_path / "map.json", engine)
+    config = shop_map(tmp_path / "map.json", [engine.url])
     workdir = tmp_path / "serve"
     proxy = serve(workdir, config, "--isolation", "exclusive")
     wait_until("both copies ready", lambda: settled(proxy.control_url))

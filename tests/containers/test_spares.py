@@ -8,25 +8,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
 import requests
 
-from tests.containers.sessions import WRITE, browse_and_finish, pool_site, serve, settled, start, write_map
-from tests.site.harness import free_port
+from tests.containers.sessions import WRITE, browse_and_finish, pool_site, serve, settled, shop_map, start
 from tests.support.engines import SLOW_SITE, Engine
 from tests.support.serve_process import wait_until
 
 
-@pytest.fixture(autouse=True)
-def own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-
-
 def shop(path: Path, engine: Engine, **entry: object) -> Path:
-    port = free_port()
-    site = {"replicas": 1, "host_port": port, "env_ctrl_host_port": port + 1, "port_stride": 2,
-            "engines": [engine.url], **entry}  # fmt: skip
-    return write_map(path, {"__SHOPPING__": site})
+    return shop_map(path, [engine.url], **{"replicas": 1, **entry})
 
 
 def others_settled(control: str, held: str) -> bool:
