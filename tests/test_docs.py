@@ -16,6 +16,7 @@ from types import ModuleType
 
 import pytest
 
+from tests.support.doc_blocks import fenced_after
 from tests.support.quick import WHOLE, heavy_names
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,19 +46,17 @@ def test_every_page_the_readme_links_is_in_the_site():
     assert missing == []
 
 
-def _blocks(marker: str, text: str) -> list[str]:
-    return re.findall(rf"<!-- {marker}\b[^>]*-->\n```\w*\n(.*?)```", text, re.S)
-
-
 def test_the_readme_example_is_the_one_the_guide_runs():
     """The README's short example is the guide's blocks that tests/e2e/test_readme_examples.py runs,
     not copies that could drift from them."""
     names = re.findall(r"<!-- same-as: ([\w-]+) -->", README.read_text())
     assert names == ["serve-demo-shop", "curl-session"], names
     for name in names:
-        (shown,) = _blocks(f"same-as: {name}", README.read_text())
+        (shown,) = fenced_after(f"same-as: {name}", README.read_text())
         run = [
-            block for page in DOCS.rglob("*.md") for block in _blocks(f"example: {name}", page.read_text())
+            block
+            for page in DOCS.rglob("*.md")
+            for block in fenced_after(f"example: {name}", page.read_text())
         ]
         assert run == [shown], f"the README's {name} is not the guide's"
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.support.doc_blocks import fenced_after
 from tests.support.paths import REPO
 from webarena_live.launch import free_ports
 
@@ -36,14 +37,9 @@ PORTS = ("7770", "8080", "8081", "8082")
 pytestmark = pytest.mark.timeout(300)
 
 
-def _blocks(marker: str, text: str) -> list[str]:
-    """The fenced blocks right after each `<!-- MARKER ... -->` in `text`."""
-    return re.findall(rf"<!-- {marker}\b[^>]*-->\n```\w*\n(.*?)```", text, re.S)
-
-
 def example(name: str) -> str:
     """The fenced block right after the `<!-- example: NAME ... -->` marker, in the one page holding it."""
-    found = [block for page in PAGES for block in _blocks(f"example: {name}", page.read_text())]
+    found = [block for page in PAGES for block in fenced_after(f"example: {name}", page.read_text())]
     assert len(found) == 1, f"{len(found)} pages of docs/ hold the example {name!r}, not one"
     return found[0]
 
