@@ -68,9 +68,7 @@ class ReplicaPool(Holding):
             ]
             for name, env in site_map.environments.items()
         }
-        super().__init__(
-            replicas, isolation if isolation is not None else default_isolation(site_map), ceilings
-        )
+        super().__init__(replicas, isolation or default_isolation(site_map), ceilings)
         self.site_map = site_map
         self.lease_timeout = lease_timeout
         self.on_change = on_change
