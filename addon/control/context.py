@@ -24,7 +24,7 @@ from webarena_live.evaluator import (
     TaskSet,
 )
 from webarena_live.replicas import Lease, LeaseUse, MutationLog
-from webarena_live.replicas.lease import FORGOTTEN
+from webarena_live.replicas.lease import FORGOTTEN, EndReason
 from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.sessions import (
     FINISHED,
@@ -90,7 +90,7 @@ class SessionEnds:
             ctx.addresses.release(session.name)
         session.proxy = None
         if ctx.pool is not None:
-            ctx.pool.end_lease(session.name, "finished")
+            ctx.pool.end_lease(session.name, EndReason.FINISHED)
 
     def lease_ended(self, lease: Lease) -> None:
         """A lease of a session here ended before its finish (`ReplicaPool.end_lease`, or the end a

@@ -19,7 +19,7 @@ from webarena_live.control.context import ControlContext
 from webarena_live.control.errors import as_control_error
 from webarena_live.control.start_plan import StartPlan
 from webarena_live.control.wire import decode_interference, lease_view
-from webarena_live.replicas import Lease, PoolError, no_interference
+from webarena_live.replicas import EndReason, Lease, PoolError, no_interference
 from webarena_live.replicas.reset import ResetOutcome, reset_sites, sites_without_reset
 from webarena_live.runs.sessions import Session
 
@@ -70,7 +70,7 @@ async def reset_first(ctx: ControlContext, sites: tuple[str, ...], timeout: floa
 
 def release(ctx: ControlContext, name: str, reason: str) -> None:
     if ctx.pool is not None:
-        ctx.pool.end_lease(name, reason)
+        ctx.pool.end_lease(name, EndReason(reason))
 
 
 def interference_of(ctx: ControlContext, session: Session, given: str | None = None) -> dict[str, Any]:
@@ -103,7 +103,7 @@ def abandon(ctx: ControlContext, session: Session, reason: str | None, ended: st
         lease = attempt.lease = Lease({}, {}, session=session.name, started=attempt.started)
     if lease.ended is None:
         if ctx.pool is not None and ctx.pool.leases.get(session.name) is lease:
-            ctx.pool.end_lease(session.name, ended, reason)  # tells `lease_ended` (the context)
+            ctx.pool.end_lease(session.name, EndReason(ended), reason)  # tells `lease_ended` (the context)
         else:
             lease.copy_end(ended, reason)
             ctx.ends.lease_ended(lease)

@@ -14,7 +14,7 @@ the evaluator's names only (an import contract).
 """
 
 from webarena_live.replicas.errors import RETRY_AFTER, NoReplica, PoolError, PoolSetupError, ResetFailed
-from webarena_live.replicas.lease import FORGOTTEN, Lease, LeaseUse, lease_of, replica_urls
+from webarena_live.replicas.lease import FORGOTTEN, EndReason, Lease, LeaseUse, lease_of, replica_urls
 from webarena_live.replicas.mutations import MutationLog
 from webarena_live.replicas.policy import (
     Isolation,
@@ -29,6 +29,7 @@ from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters, n
 __all__ = [
     "FORGOTTEN",
     "RETRY_AFTER",
+    "EndReason",
     "Isolation",
     "Lease",
     "LeaseUse",

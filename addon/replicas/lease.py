@@ -1,11 +1,5 @@
-"""A lease: the replica of each site a session works on (docs/architecture.md, Replicas).
-
-One record, one life: held, then ended with a reason (`finished`, `abandoned`, `timeout`, `lost`, ...).
-The pool (`replicas/pool.py`) grants it and ends it (`ReplicaPool.end_lease`, the one way a lease ends)
-and keeps every transition in its lease book (`replicas/lease_book.py`) before anyone sees it. In one
-process the session's attempt (`runs/attempt.py`) holds the very same object and shows it, adding what
-the session did outside of it. Under `serve --workers` the front's pool holds the leases; a worker holds a
-view built from what the front told it (`lease_of`, `Lease.copy_end`), never a record of its own.
+"""A lease, the replica of each site a session works on (`Lease`), why one ends (`EndReason`), and the
+leases used in this process (`LeaseUse`). How a lease lives and ends: docs/architecture.md, Replicas.
 """
 
 from __future__ import annotations
@@ -13,11 +7,31 @@ from __future__ import annotations
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from webarena_live.evaluator import SiteMap, placeholder
 
-FORGOTTEN = frozenset({"finished", "restarted", "refused", "reset failed"})
+
+class EndReason(StrEnum):
+    """Why a lease ended (`ReplicaPool.end_lease`): the same word in the lease book, on the wire and in a
+    finish's `lease_ended`."""
+
+    FINISHED = "finished"
+    RESTARTED = "restarted"
+    """A new start of the session's name: its earlier attempt's lease is over."""
+    REFUSED = "refused"
+    """Its start did not go on: nobody used it."""
+    RESET_FAILED = "reset failed"
+    """The reset its start asked for (`"reset": true`) failed."""
+    ABANDONED = "abandoned"
+    TIMEOUT = "timeout"
+    """Idle past `--lease-timeout`."""
+    LOST = "lost"
+    """Its worker or node was lost."""
+
+
+FORGOTTEN = frozenset({EndReason.FINISHED, EndReason.RESTARTED, EndReason.REFUSED, EndReason.RESET_FAILED})
 """Ends after which a session's lease is not remembered: it finished, or its start did not go on (a new
 start, a refused one). Any other end (`abandoned`, `timeout`, `lost`) is remembered for a resume."""
 OUTSIDE_LISTED = 20

@@ -1,10 +1,9 @@
-"""The pool's resets and repairs (`replicas/pool.py`): a changed replica reset by its way (its endpoint,
-a new container: `replicas/reset.py`, `ResetWay`) once nobody holds it, a copy made or adopted at start
-(`start`), a copy whose container died (`copy_lost`), a failing one (its recent judged answers mostly
-failures: `answered`) kept from new
-leases, reset and probed once nobody holds it, each retried with a growing pause until it succeeds (out
-of service meanwhile), and the resets a session asks for before it starts (`"reset": true`). A part of
-`ReplicaPool`, kept apart for its size.
+"""Each copy's care in the replica pool (`PoolCare`): its resets by its way (an endpoint, a new container:
+`ResetWay`, `replicas/ways.py`), its health from the judged answers (`answered`), a copy whose container
+died (`copy_lost`), the bring-up at start and the resets a start asks for (`reset_leased`). One function,
+`settle`, decides for every trigger whether a replica must be made new or probed now. Who holds what is
+`replicas/holding.py`; `ReplicaPool` (`replicas/pool.py`) joins the two. When a copy is reset:
+docs/architecture.md, Replicas.
 """
 
 from __future__ import annotations
@@ -12,23 +11,38 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping
+from enum import Enum
+from typing import Any, Protocol
 
 import httpx
 
 from webarena_live.evaluator import placeholder
 from webarena_live.replicas.errors import ResetFailed
 from webarena_live.replicas.health import probe_pause
+from webarena_live.replicas.holding import Holding
+from webarena_live.replicas.lease import Lease
 from webarena_live.replicas.policy import Isolation
 from webarena_live.replicas.reset import probe_endpoint
 from webarena_live.replicas.state import ReplicaState, SiteCounters
 from webarena_live.replicas.ways import ResetOutcome, ResetWay
 
-if TYPE_CHECKING:
-    from webarena_live.replicas.lease import Lease
-
 logger = logging.getLogger("webarena_live.replicas")
+
+
+class Trigger(Enum):
+    """What calls for a look at a replica (`PoolCare.settle`)."""
+
+    START = "start"
+    """The pool starts: a replica a restart found changed or failing, a copy brought up."""
+    END = "end"
+    """A lease on it ended."""
+    TAKE = "take"
+    """It took a change."""
+    ANSWERED = "answered"
+    """Its judged answers turned mostly failures."""
+    LOST = "lost"
+    """Its container stopped, died or vanished."""
 
 
 class CopyKeeper(Protocol):
@@ -60,43 +74,114 @@ class CopyKeeper(Protocol):
     async def close(self) -> None: ...
 
 
-class PoolResets:
-    """The resets of `ReplicaPool`, which provides what they read and tell."""
+class PoolCare:
+    """The resets, repairs and bring-ups of a `Holding`'s replicas, run in the background on the one event
+    loop. It tells the pool through `keep` (the state on disk), `tell` (a session's notice) and `wake` (a
+    replica may fit now)."""
 
-    leases: dict[str, Lease]
-    replicas: dict[str, list[ReplicaState]]
-    isolation: Isolation
-    counters: dict[str, SiteCounters]
-    reset_timeout: float
-    _seq: int
+    def __init__(
+        self,
+        holding: Holding,
+        counters: dict[str, SiteCounters],
+        *,
+        reset_timeout: float,
+        keeper: CopyKeeper | None,
+        keep: Callable[[], None],
+        tell: Callable[[str, str, dict[str, Any]], None],
+        wake: Callable[[], None],
+    ) -> None:
+        self.holding = holding
+        self.counters = counters
+        self.reset_timeout = reset_timeout
+        self.keeper = keeper
+        self._keep, self._tell, self._wake = keep, tell, wake
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._started = False
+        self._pending: list[tuple[ReplicaState, str]] = []
+        """Resets to run once the event loop does (`start`): replicas a restart found changed."""
 
-    def _leased(self, lease: Lease) -> Iterator[ReplicaState]:
-        raise NotImplementedError
+    def restored(self, replicas: list[ReplicaState], why: str) -> None:
+        """The replicas a restart found changed (or failing): reset at `start`, before their first lease."""
+        self._pending += [(replica, why) for replica in replicas if replica.resetting or replica.failing]
 
-    def end_lease(self, session: str, reason: str, detail: str | None = None) -> Lease | None:
-        raise NotImplementedError
+    def start(self) -> None:
+        """Run the resets `restored` found needed, bring up the replicas that must be made or adopted
+        first (container copies: out of service until ready), and watch the copies' containers; called
+        once the event loop runs (again: only new restored resets)."""
+        pending, self._pending = self._pending, []
+        for replica, why in pending:
+            self.settle(replica, Trigger.START, why=why)
+        if self._started:
+            return
+        self._started = True
+        chosen = {id(replica) for replica, _ in pending}
+        for replica in (r for rs in self.holding.replicas.values() for r in rs if id(r) not in chosen):
+            self.settle(replica, Trigger.START)
+        if self.keeper is not None:
+            self.spawn(self.keeper.watch(self.copy_lost))
 
-    def _keep(self) -> None:
-        raise NotImplementedError
+    def settle(
+        self,
+        replica: ReplicaState,
+        trigger: Trigger,
+        *,
+        after: str = "",
+        why: str | None = None,
+        unused: bool = False,
+    ) -> None:
+        """Whether `replica` is made new (or probed) now, whatever called for it (`after`: the session
+        whose doing it was, "" when `why` says):
 
-    def _tell(self, session: str, kind: str, data: dict[str, Any]) -> None:
-        raise NotImplementedError
+        - at START, whatever the policy: a replica a restart found changed or failing (`why` says so), and
+          a copy that must be made or adopted before its first lease (a new container's way: `recreate`);
+        - once nobody holds it, under `readers` and `exclusive`, when it changed or is failing and no reset
+          runs: at a lease's END, a change that landed after (TAKE), answers that turned failures
+          (ANSWERED); a clean one given back used (not `unused`: a refused start) counts as a reset skipped;
+        - a LOST copy (its container died) once nobody holds it, whatever the policy, and at once under
+          `none` (a dead copy serves no one). Under `none` nothing else is reset unasked."""
+        if trigger is Trigger.START:
+            if why is not None:  # a restart found it changed or failing
+                failing = replica.failing
+                self._begin(replica, after, f"failing before a restart ({failing})" if failing else why)
+            elif replica.way is not None and replica.way.kind == "recreate":
+                self._begin(replica, after, "starting", start=True)
+            return
+        policy, dead = self.holding.isolation, trigger is Trigger.LOST
+        if replica.holders and not (dead and policy is Isolation.NONE):
+            return  # its last holder's leaving settles it
+        due = dead or (policy is not Isolation.NONE and bool(replica.failing or replica.dirty))
+        if due and not replica.resetting:
+            self._begin(replica, after, why or (f"failing: {replica.failing}" if replica.failing else None))
+        elif trigger is Trigger.END and not replica.dirty and not unused:
+            self.counters[replica.site].skipped += 1
+            self._keep()
 
-    def _wake(self) -> None:
-        raise NotImplementedError
+    def _begin(self, replica: ReplicaState, after: str, why: str | None, *, start: bool = False) -> None:
+        replica.resetting = True  # from now on: no lease until the reset is done
+        self.spawn(self._reset(replica, after, why=why, start=start))
 
-    def _spawn(self, coroutine: Any) -> None:
-        raise NotImplementedError
+    def changed(self, replica: ReplicaState, session: str, first: bool) -> None:
+        """`session` changed `replica` (`ReplicaPool.take`); `first`: its first change since a reset,
+        on disk before anything else (a killed serve must not lease it unreset) and told to its way.
+        Changed after its lease ended (a late request, a worker's told late), no release resets it:
+        `settle` does."""
+        if first:
+            self._keep()
+            if replica.way is not None:
+                replica.way.changed()
+            self._tell(session, "replica", {"site": placeholder(replica.site), **replica.view()})
+        self.settle(replica, Trigger.TAKE, after=session, why="changed after its lease ended")
 
     def answered(self, site: str, index: int, failed: bool) -> None:
         """A judged answer replica `index` of `site` gave (from this process's log, or gathered from a
         worker's; never a fault made on purpose). When its recent answers turn mostly failures it is
         `failing`: its holders are told, it takes no new lease, and once nobody holds it, it is reset
-        and probed (`_reset`). Under `--isolation none` it is only watched and shown, never kept from
+        and probed (`settle`). Under `--isolation none` it is only watched and shown, never kept from
         leases, and stops failing once its answers do."""
-        replica = self.replicas[site][index]
+        replica = self.holding.replicas[site][index]
         failing = replica.health.record_outcome(failed=failed)
-        if self.isolation is Isolation.NONE and replica.failing and not failing:
+        none = self.holding.isolation is Isolation.NONE
+        if none and replica.failing and not failing:
             replica.failing = None
             self._keep()
             return
@@ -108,34 +193,17 @@ class PoolResets:
         )
         logger.warning(
             "replica %d of %s (%s) is failing: %s%s", replica.index, placeholder(site), replica.url,
-            replica.failing, "" if self.isolation is Isolation.NONE else "; no lease until it answers",
+            replica.failing, "" if none else "; no lease until it answers",
         )  # fmt: skip
         self._keep()
-        for holder in sorted(replica.holders) or [""]:  # each holder's event stream says so
-            self._tell(holder, "replica", {"site": placeholder(site), **replica.view()})
-        if not replica.holders and self.isolation is not Isolation.NONE and not replica.resetting:
-            replica.resetting = True
-            self._spawn(self._reset(replica, "", why=f"failing: {replica.failing}"))
-
-    async def reset_leased(self, session: str, timeout: float) -> list[ResetOutcome]:
-        """`POST /sessions {"reset": true}`: reset the session's replicas now, before it starts. When one
-        fails the lease is given back and `ResetFailed` raised."""
-        lease = self.leases.get(session)
-        if lease is None:
-            return []
-        replicas = [r for r in self._leased(lease) if r.way is not None]
-        found = await asyncio.gather(*(self._reset_once(r, timeout) for r in replicas))
-        outcomes = [outcome for outcome in found if outcome is not None]
-        if not all(outcome.ok for outcome in outcomes):
-            self.end_lease(session, "reset failed")
-            raise ResetFailed([outcome.view() for outcome in outcomes])
-        return list(outcomes)
+        self._tell_holders(replica)
+        self.settle(replica, Trigger.ANSWERED)
 
     def copy_lost(self, site: str, index: int, why: str) -> None:
         """A copy whose container stopped, died or vanished (told by its keeper from the engine's own
         state, not from failed answers): failing at once (its holders told, no new lease) and made new
-        once nobody holds it, whatever the sharing policy (a dead copy serves no one)."""
-        replica = self.replicas[site][index]
+        when `settle` says."""
+        replica = self.holding.replicas[site][index]
         if replica.resetting:
             return  # being made new already: its container is the reset's to replace
         replica.failing = why
@@ -144,19 +212,30 @@ class PoolResets:
             replica.index, placeholder(site), replica.url, why,
         )  # fmt: skip
         self._keep()
-        for holder in sorted(replica.holders) or [""]:
-            self._tell(holder, "replica", {"site": placeholder(site), **replica.view()})
-        if not replica.holders or self.isolation is Isolation.NONE:
-            replica.resetting = True
-            self._spawn(self._reset(replica, "", why=f"failing: {why}"))
+        self._tell_holders(replica)
+        self.settle(replica, Trigger.LOST)
+
+    def _tell_holders(self, replica: ReplicaState) -> None:
+        for holder in sorted(replica.holders) or [""]:  # each holder's event stream says so
+            self._tell(holder, "replica", {"site": placeholder(replica.site), **replica.view()})
+
+    async def reset_leased(self, lease: Lease, timeout: float) -> list[ResetOutcome]:
+        """Reset `lease`'s replicas now, before its session starts (`"reset": true`); `ResetFailed` when
+        one fails (the pool then ends the lease: `ReplicaPool.reset_leased`)."""
+        replicas = [r for r in self.holding.leased(lease) if r.way is not None]
+        found = await asyncio.gather(*(self._reset_once(r, timeout) for r in replicas))
+        outcomes = [outcome for outcome in found if outcome is not None]
+        if not all(outcome.ok for outcome in outcomes):
+            raise ResetFailed([outcome.view() for outcome in outcomes])
+        return outcomes
 
     async def _reset(
         self, replica: ReplicaState, after: str, *, why: str | None = None, start: bool = False
     ) -> None:
-        """Bring back a replica nobody holds: reset it through its endpoint when it has one (a changed
-        one), then, when it is failing or has a `health_url` of its own, probe it; retried with a growing
-        pause (out of service meanwhile) until both succeed. `after`: the session whose leaving called
-        for it ("" when `why` says: a restart, a failing copy)."""
+        """Bring back a replica nobody holds: reset it by its way when it has one (a changed one; with
+        `start`: its bring-up), then, when it is failing or has a `health_url` of its own, probe it;
+        retried with a growing pause (out of service meanwhile) until both succeed. `after`: the session
+        whose leaving called for it ("" when `why` says: a restart, a failing copy)."""
         replica.reset_started = time.time()
         self._keep()
         self._tell(after, "replica", {"site": placeholder(replica.site), **replica.view()})
@@ -221,7 +300,7 @@ class PoolResets:
     ) -> ResetOutcome | None:
         """One reset of `replica` by its way (with `start`: its bring-up, None when it has none)."""
         assert replica.way is not None
-        seq = self._seq
+        seq = self.holding.seq
         outcome = await (replica.way.bring_up() if start else replica.way.reset(timeout))
         if outcome is None:
             return None
@@ -239,3 +318,21 @@ class PoolResets:
             counters.failed += 1
         self._keep()
         return outcome
+
+    def spawn(self, coroutine: Any) -> None:
+        """Run `coroutine` in the background on the running loop (none, in a pure test: it never runs)."""
+        try:
+            task = asyncio.get_running_loop().create_task(coroutine)
+        except RuntimeError:  # no loop (a pure test): nothing waits, and a reset has nowhere to run
+            coroutine.close()
+            return
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        """Stop the resets and the watch; then the keeper removes its copies (unless told to keep them)."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.keeper is not None:
+            await self.keeper.close()

@@ -27,6 +27,7 @@ from webarena_live.evaluator import run_name_problem
 from webarena_live.fleet.front import views as front_views
 from webarena_live.fleet.front.link import answer_headers, error_of, unavailable, unresponsive
 from webarena_live.fleet.workers.local import Worker
+from webarena_live.replicas import EndReason
 from webarena_live.runs.fault_plan import FaultsError, parse_faults
 from webarena_live.runs.sessions import DEFAULT_SESSION, session_name_problem
 
@@ -89,7 +90,7 @@ class SessionLife:
             placed = await _place(front, request, name, among, json.dumps(document).encode(), lease)
         finally:
             if not isinstance(placed, tuple) and front.leases is not None:
-                front.leases.pool.end_lease(name, "refused")
+                front.leases.pool.end_lease(name, EndReason.REFUSED)
         if isinstance(placed, Response):
             return placed
         worker, content = placed
@@ -113,7 +114,7 @@ class SessionLife:
             front.placement.release(name)  # the worker closed the session's address; its port is free
             known.starts.pop(name, None)
             if front.leases is not None:
-                front.leases.pool.end_lease(name, "finished")
+                front.leases.pool.end_lease(name, EndReason.FINISHED)
             if known.outputs is not None:  # written on the worker's node: carried here before the answer
                 await known.carry_outputs(front.link, worker, name)
             await known.remember_finished(front.link, worker, name)
@@ -154,7 +155,7 @@ class SessionLife:
             return error_response(409, "no_lease", detail, method="POST", path=request.url.path)
         if lease.ended is None:
             await leases.gather(front.link, front.up_workers())
-            leases.pool.end_lease(name, "abandoned", reason)
+            leases.pool.end_lease(name, EndReason.ABANDONED, reason)
             if (telling := leases.telling.get(name)) is not None:
                 await telling  # the worker refuses the session's traffic before the answer
         return JsonResponse({"session": name, "lease_ended": lease.ended, "reason": lease.ended_detail,
@@ -175,7 +176,7 @@ class SessionLife:
         front.recovery.resume_failures.pop(name, None)
         front.placement.forget(name)
         if front.leases is not None:
-            front.leases.pool.end_lease(name, "lost", reason)
+            front.leases.pool.end_lease(name, EndReason.LOST, reason)
         if worker is not None and port is not None:
             front.workers.forget_port(worker.index, port)
         logger.error("webarena-live: session %s is lost: %s", name, reason)
