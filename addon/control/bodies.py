@@ -12,25 +12,11 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.requests import Request
 
+# ControlError is control/errors.py's; still importable from here, where it was first
+from webarena_live.control.errors import ControlError as ControlError
 from webarena_live.control.models import Abandon
-from webarena_live.evaluator import WebArenaLiveError
 
 _FENCE = "```"
-
-
-class ControlError(WebArenaLiveError):
-    """A control request that cannot be served; becomes a JSON error reply with `status`."""
-
-    def __init__(
-        self, status: int, error: str, detail: Any = None, *, headers: dict[str, str] | None = None
-    ) -> None:
-        super().__init__(f"{status} {error}: {detail}")
-        self.status = status
-        self.error = error
-        self.detail = detail
-        self.headers = headers or {}
-        """Headers the reply carries too (`Retry-After` on a 503)."""
-
 
 MAX_JSON_DEPTH = 64
 """Deepest nesting of arrays/objects accepted in a control body; an answer needs a handful of levels,

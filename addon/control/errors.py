@@ -1,22 +1,24 @@
 """JSON answers of the control API, and every refusal as `{"error", "detail"}` with its status.
 
-FastAPI's and Starlette's own refusals (validation, unknown route, wrong
-method) are mapped to the codes the API has always used, so clients see one
-error shape whichever layer refused.
+A route refuses by raising: a `ControlError` (or one of its kinds below, each with its status) from
+anywhere under the route, and the one handler `install_error_handler` registers renders it — in one
+process (`control/app.py`) and at a fleet's front (`fleet/front/app.py`) alike. FastAPI's and
+Starlette's own refusals (validation, unknown route, wrong method) are mapped to the codes the API has
+always used (`install_error_handlers`), so clients see one error shape whichever layer refused.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, ClassVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
 
-from webarena_live.control.bodies import ControlError
+from webarena_live.evaluator import WebArenaLiveError
 from webarena_live.replicas import NoReplica, PoolError
 
 logger = logging.getLogger("webarena_live.control")
@@ -35,9 +37,112 @@ class JsonResponse(JSONResponse):
 
 
 def error_response(status: int, error: str, detail: Any, *, method: str = "", path: str = "") -> JsonResponse:
+    """A refusal rendered on the spot, where no handler is around it (a pure ASGI middleware)."""
+    _logged(status, error, detail, method, path)
+    return JsonResponse({"error": error, "detail": detail}, status_code=status)
+
+
+def _logged(status: int, error: str, detail: Any, method: str, path: str) -> None:
     if status != 404 or method != "GET":  # polling for a session is not news
         logger.info("refused %s %s: %d %s: %s", method, path, status, error, detail)
-    return JsonResponse({"error": error, "detail": detail}, status_code=status)
+
+
+class ControlError(WebArenaLiveError):
+    """A control request that cannot be served; the handler answers it as JSON with `status`."""
+
+    def __init__(
+        self, status: int, error: str, detail: Any = None, *, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(f"{status} {error}: {detail}")
+        self.status = status
+        self.error = error
+        self.detail = detail
+        self.headers = headers or {}
+        """Headers the reply carries too (`Retry-After` on a 503)."""
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.error, "detail": self.detail}
+
+    def response(self, request: Request) -> Response:
+        """The answer to `request`, logged as every refusal is (`error_response`)."""
+        _logged(self.status, self.error, self.detail, request.method, request.url.path)
+        answer = JsonResponse(self.body(), status_code=self.status)
+        answer.headers.update(self.headers)
+        return answer
+
+
+class _Kind(ControlError):
+    """A refusal whose status its kind says: `Conflict("no_task", detail)`."""
+
+    STATUS: ClassVar[int]
+
+    def __init__(self, error: str, detail: Any = None, *, headers: dict[str, str] | None = None) -> None:
+        super().__init__(self.STATUS, error, detail, headers=headers)
+
+
+class BadRequest(_Kind):
+    STATUS = 400
+
+
+class Unauthorized(_Kind):
+    STATUS = 401
+
+
+class PageRefused(_Kind):
+    """A request a web page started (control/guard.py)."""
+
+    STATUS = 403
+
+
+class NotFound(_Kind):
+    STATUS = 404
+
+
+class MethodNotAllowed(_Kind):
+    STATUS = 405
+
+
+class Conflict(_Kind):
+    """The session (or the proxy) cannot do that now."""
+
+    STATUS = 409
+
+
+class Gone(_Kind):
+    STATUS = 410
+
+
+class TooLarge(_Kind):
+    STATUS = 413
+
+
+class Unavailable(_Kind):
+    STATUS = 503
+
+
+class WorkerRefusal(ControlError):
+    """A fleet's front answering for a worker that cannot (restarting, silent, too slow): the body names
+    the worker and its node, and the client may retry (`Retry-After`)."""
+
+    def __init__(
+        self, status: int, error: str, detail: str, *, worker: int, node: str | None, retry_after: int
+    ) -> None:
+        super().__init__(status, error, detail, headers={"Retry-After": str(retry_after)})
+        self.worker, self.node = worker, node
+
+    def body(self) -> dict[str, Any]:
+        return {**super().body(), "worker": self.worker, "node": self.node}
+
+
+class Relayed(ControlError):
+    """A refusal some other control API gave (a fleet's worker), passed on to the client as it came."""
+
+    def __init__(self, status: int, content: bytes, headers: dict[str, str]) -> None:
+        super().__init__(status, "relayed", None, headers=headers)
+        self.content = content
+
+    def response(self, request: Request) -> Response:
+        return Response(self.content, self.status, headers=self.headers)
 
 
 def validation_detail(errors: Any) -> list[str]:
@@ -57,16 +162,25 @@ def as_control_error(error: PoolError) -> ControlError:
     return ControlError(_POOL_STATUS.get(error.code, 500), error.code, error.detail, headers=headers)
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handler(app: FastAPI) -> None:
+    """The one handler of every refusal a route raises (`ControlError`, and the pool's `PoolError`)."""
+
     async def control_error(request: Request, error: Exception) -> Response:
         if isinstance(error, PoolError):
             error = as_control_error(error)
         assert isinstance(error, ControlError)
-        response = error_response(
-            error.status, error.error, error.detail, method=request.method, path=request.url.path
-        )
-        response.headers.update(error.headers)
-        return response
+        return error.response(request)
+
+    app.add_exception_handler(ControlError, control_error)
+    app.add_exception_handler(PoolError, control_error)
+
+
+def install_error_handlers(app: FastAPI, *, before_routing: Any = None) -> None:
+    """`install_error_handler`, and FastAPI's and Starlette's refusals in the same shape.
+
+    `before_routing(request)`: the refusal that comes before "no such route" or "wrong method" (the
+    guard's, control/dependencies.py), or None."""
+    install_error_handler(app)
 
     async def invalid(request: Request, error: Exception) -> Response:
         assert isinstance(error, RequestValidationError)
@@ -75,6 +189,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)
+        if before_routing is not None and (refusal := before_routing(request)) is not None:
+            return refusal.response(request)
         method, path = request.method, request.scope["path"]
         if error.status_code == 404:
             detail = f"no route {method} {path}"
@@ -91,8 +207,6 @@ def install_error_handlers(app: FastAPI) -> None:
         detail = f"{type(error).__name__}: {error}"
         return JsonResponse({"error": "internal_error", "detail": detail}, status_code=500)
 
-    app.add_exception_handler(ControlError, control_error)
-    app.add_exception_handler(PoolError, control_error)
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(Exception, crashed)

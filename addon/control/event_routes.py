@@ -1,6 +1,6 @@
-"""The event streams (Server-Sent Events): one session's events as they are captured, then its verdict
-(`GET /sessions/{s}/events`), and every session's notices (`GET /events`); `control/streams.py` writes
-them."""
+"""The event streams (Server-Sent Events): every session's notices (`GET /events`), and one session's
+events as they are captured, then its verdict (`GET /sessions/{s}/events`: `session_routes` includes
+`of_session`); `control/streams.py` writes them."""
 
 from __future__ import annotations
 
@@ -9,12 +9,15 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Header, Query, Request
 from starlette.responses import Response
 
-from webarena_live.control.context import Control, session_in_path
-from webarena_live.control.models import SessionName
-from webarena_live.control.responses import GUARDED, stream
+from webarena_live.control.context import Control
+from webarena_live.control.dependencies import GUARD, PathSession
+from webarena_live.control.responses import guarded, stream
 from webarena_live.control.streams import global_stream, session_stream
 
-router = APIRouter()
+router = APIRouter(prefix="/events", tags=["events"], dependencies=[GUARD], responses=guarded())
+
+of_session = APIRouter(prefix="/{session}")
+"""The session's own stream, under the sessions' router (and its guard)."""
 
 Since = Annotated[int, Query(description="first event index to return")]
 Tail = Annotated[
@@ -35,21 +38,20 @@ def _via_proxy(request: Request) -> bool:
     return "mitmproxy.master" in request.scope.get("extensions", {})
 
 
-@router.get(
-    "/sessions/{session}/events",
+@of_session.get(
+    "/events",
     summary="Server-Sent Events: the events so far, then each as it is captured, then the verdict",
-    responses=stream(400, *GUARDED)
+    responses=stream(400)
     | {204: {"description": "the session is finished and the client has everything (Last-Event-ID)"}},
 )
 async def get_events(
-    session: SessionName,
+    found: PathSession,
     request: Request,
     ctx: Control,
     since: Since = 0,
     tail: Tail = None,
     last_event_id: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Response:
-    found = session_in_path(ctx, session)
     if last_event_id is not None and found.result is not None:
         # A browser's EventSource reconnects whenever a stream ends; after the finish it already has
         # everything, and a 204 is what makes it stop (the HTML standard's "fail the connection").
@@ -62,9 +64,9 @@ async def get_events(
 
 
 @router.get(
-    "/events",
+    "",
     summary="Server-Sent Events: every session's notices (session, event, restarted, finished)",
-    responses=stream(*GUARDED),
+    responses=stream(),
 )
 async def get_all_events(request: Request, ctx: Control, events: EventDetail = "each") -> Response:
     each_event = events == "each"

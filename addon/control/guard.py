@@ -17,9 +17,10 @@ back it cannot read.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from webarena_live.addresses.credentials import CONTROL_TOKEN_ENV
+from webarena_live.control.errors import ControlError, MethodNotAllowed, PageRefused, Unauthorized
 from webarena_live.evaluator import MUTATION_METHODS
 
 PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/"})
@@ -41,6 +42,27 @@ def is_public(path: str) -> bool:
         or path.startswith(DASHBOARD_FILES)
         or (path.startswith("/sessions/") and path.endswith(PAC_SUFFIX))
     )
+
+
+NO_CORS = "the control API grants no CORS access"
+
+
+def refusal(
+    method: str, path: str, headers: Mapping[str, str], token: Callable[[], str | None]
+) -> ControlError | None:
+    """The guard's refusal of a request (`headers` keyed by lower-cased name), or None when it may go
+    on: a web page's request is refused (`PageRefused`), a CORS preflight too (no web origin is ever
+    granted access), then the control token (`token()`, asked last) is checked; the public paths
+    need neither."""
+    if is_public(path):
+        return MethodNotAllowed("method_not_allowed", NO_CORS) if method == "OPTIONS" else None
+    if problem := page_request_problem(method, headers):
+        return PageRefused("page_request_refused", problem)
+    if method == "OPTIONS":
+        return MethodNotAllowed("method_not_allowed", NO_CORS)
+    if problem := token_problem(token(), headers.get("authorization")):
+        return Unauthorized("unauthorized", problem)
+    return None
 
 
 PAGE_INITIATED_SITES = frozenset({"cross-site", "same-site", "same-origin"})

@@ -1,56 +1,61 @@
-"""The lease routes: `POST /sessions/{s}/abandon` (give the replicas back now), and what a fleet's front and
-its workers say to each other (`control/wire.py`): `PUT /sessions/{s}/lease_ended` (the front telling a
-worker the lease it gave ended) and `GET /mutations` (what a front gathers from its workers)."""
+"""The pool's routes: `GET /mutations` (what a front gathers from its workers), and of a session
+(`session_routes` includes `of_session`): `POST /sessions/{s}/abandon` (give the replicas back now) and
+`PUT /sessions/{s}/lease_ended` (a fleet's front telling a worker the lease it gave ended; what the two
+say to each other is typed in `control/wire.py`)."""
 
 from __future__ import annotations
 
 import time
 from typing import Annotated
-from urllib.parse import unquote
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import ValidationError
 from starlette.responses import Response
 
 from webarena_live.control import models
-from webarena_live.control.bodies import ABANDON_BODY_DOC, ControlError, abandon_body, parse_json_body
-from webarena_live.control.context import Control, find_session
-from webarena_live.control.errors import JsonResponse
+from webarena_live.control.bodies import ABANDON_BODY_DOC, abandon_body, parse_json_body
+from webarena_live.control.context import Control
+from webarena_live.control.dependencies import GUARD, NamedSession
+from webarena_live.control.errors import BadRequest, Conflict, JsonResponse
 from webarena_live.control.leasing import abandon
-from webarena_live.control.models import Abandon, SessionName
-from webarena_live.control.responses import GUARDED, documented
+from webarena_live.control.models import Abandon
+from webarena_live.control.responses import documented, guarded
 from webarena_live.control.wire import LeaseEnd
 from webarena_live.runs.settings import SessionState
 
-router = APIRouter()
+router = APIRouter(tags=["pool"], dependencies=[GUARD], responses=guarded())
+
+of_session = APIRouter(prefix="/{session}")
+"""A session's lease, under the sessions' router (and its guard)."""
 
 
-@router.post(
-    "/sessions/{session}/abandon",
+@of_session.post(
+    "/abandon",
     summary="give the session's replicas back now: its lease ends (abandoned), its finish says so",
-    responses=documented(models.Abandoned, 400, 409, *GUARDED),
+    responses=documented(models.Abandoned, 400, 409),
     openapi_extra=ABANDON_BODY_DOC,
 )
 async def post_abandon(
-    session: SessionName, ctx: Control, body: Annotated[Abandon | None, Depends(abandon_body)]
+    # the body before the session: a bad body is a 400 whatever the session
+    body: Annotated[Abandon | None, Depends(abandon_body)],
+    found: NamedSession,
+    ctx: Control,
 ) -> Response:
-    found = find_session(ctx, unquote(session))
     if found.task is None:
-        raise ControlError(409, "no_task", f"session {found.name!r} has no task; nothing to abandon")
+        raise Conflict("no_task", f"session {found.name!r} has no task; nothing to abandon")
     if found.attempt.state is SessionState.FINISHED:
-        raise ControlError(409, "already_finished", f"session {found.name!r} is finished; its lease ended")
+        raise Conflict("already_finished", f"session {found.name!r} is finished; its lease ended")
     lease = abandon(ctx, found, body.reason if body is not None else None)
     return JsonResponse({"session": found.name, "lease_ended": lease.ended_early,
                          "reason": lease.ended_detail, "replicas": dict(lease.replicas)})  # fmt: skip
 
 
-@router.put("/sessions/{session}/lease_ended", include_in_schema=False)
-async def put_lease_ended(session: SessionName, request: Request, ctx: Control) -> Response:
-    found = find_session(ctx, unquote(session))
+@of_session.put("/lease_ended", include_in_schema=False)
+async def put_lease_ended(found: NamedSession, request: Request, ctx: Control) -> Response:
     try:
         end = LeaseEnd.model_validate(parse_json_body(await request.body()))
     except ValidationError:
-        raise ControlError(400, "bad_lease_end", "an object with a string `ended`") from None
+        raise BadRequest("bad_lease_end", "an object with a string `ended`") from None
     lease = found.attempt.lease
     if found.attempt.state is not SessionState.FINISHED and (lease is None or lease.ended is None):
         abandon(ctx, found, end.reason, end.ended)
@@ -60,7 +65,7 @@ async def put_lease_ended(session: SessionName, request: Request, ctx: Control) 
 @router.get(
     "/mutations",
     summary="the mutations this proxy saw on the site map's replicas, after a sequence number",
-    responses=documented(models.Mutations, 400, *GUARDED),
+    responses=documented(models.Mutations, 400),
 )
 async def get_mutations(
     ctx: Control,

@@ -9,20 +9,18 @@ through untouched. From the outside in:
   is dropped instead of redirected;
 - `BodyCap`: the whole body is read before anything answers (a client still
   writing when the server answers gets a reset, not the answer), and over
-  10 MiB it is drained and answered with a JSON 413;
-- `Guard`: requests a web page started are refused (control/guard.py), then the
-  control token is checked; `/health` and `/openapi.json` are public.
+  10 MiB it is drained and answered with a JSON 413.
+
+The guard (control/guard.py) is the routers' dependency (control/dependencies.py), not a middleware.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from webarena_live.control.errors import error_response
-from webarena_live.control.guard import is_public, page_request_problem, token_problem
 from webarena_live.evaluator import __version__
 
 logger = logging.getLogger("webarena_live.control")
@@ -107,37 +105,3 @@ class BodyCap(_HttpMiddleware):
             return await receive()  # after the body only a disconnect comes (streams watch for it)
 
         await self.app(scope, replay, send)
-
-
-class Guard(_HttpMiddleware):
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        method, path = scope["method"], scope["path"]
-        refusal = self._refusal(scope, method, path)
-        if refusal is None:
-            return await self.app(scope, receive, send)
-        status, error, detail = refusal
-        await error_response(status, error, detail, method=method, path=path)(scope, receive, send)
-
-    @staticmethod
-    def _refusal(scope: Scope, method: str, path: str) -> tuple[int, str, str] | None:
-        if is_public(path):
-            return (
-                (405, "method_not_allowed", "the control API grants no CORS access")
-                if (method == "OPTIONS")
-                else None
-            )
-        headers = {
-            name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]
-        }
-        control: Any = scope["app"].state.control
-        problem = page_request_problem(method, headers)
-        if problem:
-            control.refused_page_requests += 1
-            logger.warning("refused a control request from a web page: %s %s: %s", method, path, problem)
-            return 403, "page_request_refused", problem
-        if method == "OPTIONS":  # a CORS preflight: no web origin is ever granted access
-            return 405, "method_not_allowed", "the control API grants no CORS access"
-        problem = token_problem(control.token, headers.get("authorization"))
-        if problem:
-            return 401, "unauthorized", problem
-        return None

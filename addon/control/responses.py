@@ -25,6 +25,11 @@ GUARDED = (401, 403, 404, 405, 413)
 """What every route but the public ones can answer."""
 
 
+def guarded() -> dict[int | str, dict[str, Any]]:
+    """`APIRouter(responses=guarded())`: the `GUARDED` answers, documented on each of its routes."""
+    return {status: {"model": models.ErrorBody, "description": ERRORS[status]} for status in GUARDED}
+
+
 def documented(model: type[Any], *errors: int) -> dict[int | str, dict[str, Any]]:
     """A route's responses: `model` on 200, the JSON error body on each of `errors`."""
     responses: dict[int | str, dict[str, Any]] = {200: {"model": model}}

@@ -1,5 +1,7 @@
-"""The session routes: start one (`POST /sessions`, `control/starts.py`), list them, read one's state,
-trace, HAR and proxy auto-config, and finish it with the agent's final response."""
+"""The sessions' router, `/sessions`: start one (`POST /sessions`, `control/starts.py`), list them, read
+one's state, trace, HAR and proxy auto-config, and finish it with the agent's final response; and the
+routes of one session kept beside their concerns, included here under its prefix and guard: its event
+stream (`event_routes`), its progress and preview (`agent_routes`), its lease (`lease_routes`)."""
 
 from __future__ import annotations
 
@@ -20,14 +22,14 @@ from webarena_live.addresses.headers import (
     REPEATED_HEADER,
     SESSION_HEADER,
 )
-from webarena_live.control import models
-from webarena_live.control.bodies import ControlError, parse_final_response, parse_json_body
-from webarena_live.control.context import Control, ControlContext, session_in_path
-from webarena_live.control.errors import JsonResponse, validation_detail
+from webarena_live.control import agent_routes, event_routes, lease_routes, models
+from webarena_live.control.bodies import parse_final_response, parse_json_body
+from webarena_live.control.context import Control, ControlContext
+from webarena_live.control.dependencies import GUARD, PathSession
+from webarena_live.control.errors import BadRequest, Conflict, ControlError, JsonResponse, validation_detail
 from webarena_live.control.leasing import interference_of
-from webarena_live.control.models import SessionName
 from webarena_live.control.pac import PAC_MEDIA_TYPE, proxy_auto_config
-from webarena_live.control.responses import GUARDED, documented, json_body
+from webarena_live.control.responses import documented, guarded, json_body
 from webarena_live.control.starts import StartHeaders, start_session
 from webarena_live.control.views import list_sessions
 from webarena_live.evaluator import trace_to_har
@@ -35,7 +37,7 @@ from webarena_live.runs.finish_outcome import FinishRefused, OutputsFailed, no_t
 from webarena_live.runs.sessions import Session
 from webarena_live.runs.settings import SessionState
 
-router = APIRouter()
+router = APIRouter(prefix="/sessions", tags=["sessions"], dependencies=[GUARD], responses=guarded())
 
 Since = Annotated[int, Query(description="first event index to return")]
 StatusFilter = Annotated[
@@ -47,19 +49,15 @@ StatusFilter = Annotated[
 ]
 
 
-@router.get(
-    "/sessions",
-    summary="every session, and resumable runs",
-    responses=documented(models.SessionList, *GUARDED),
-)
+@router.get("", summary="every session, and resumable runs", responses=documented(models.SessionList))
 async def get_sessions(ctx: Control) -> Response:
     return JsonResponse({"sessions": list_sessions(ctx)})
 
 
 @router.post(
-    "/sessions",
+    "",
     summary="start (or restart, clearing its trace) a session on a task",
-    responses=documented(models.Started, 400, 409, 502, 503, *GUARDED),
+    responses=documented(models.Started, 400, 409, 502, 503),
     openapi_extra=json_body("StartSession"),
 )
 async def post_session(
@@ -73,31 +71,20 @@ async def post_session(
     try:
         start = models.StartSession.model_validate(parse_json_body(await request.body()))
     except ValidationError as error:
-        raise ControlError(400, "bad_request", validation_detail(error.errors())) from None
+        raise BadRequest("bad_request", validation_detail(error.errors())) from None
     client = client or (request.client.host if request.client else None)
     caller = unquote(caller) if caller else None
     headers = StartHeaders(caller=caller, port=port, lease=leased, client=client)
     return JsonResponse(await start_session(ctx, start, headers))
 
 
-@router.get(
-    "/sessions/{session}",
-    summary="state, task, event counts",
-    responses=documented(models.SessionView, *GUARDED),
-)
-async def get_session(session: SessionName, ctx: Control) -> Response:
-    return JsonResponse(session_in_path(ctx, session).describe())
+@router.get("/{session}", summary="state, task, event counts", responses=documented(models.SessionView))
+async def get_session(found: PathSession) -> Response:
+    return JsonResponse(found.describe())
 
 
-@router.get(
-    "/sessions/{session}/trace",
-    summary="events captured so far",
-    responses=documented(models.Trace, 400, *GUARDED),
-)
-async def get_trace(
-    session: SessionName, ctx: Control, since: Since = 0, status: StatusFilter = None
-) -> Response:
-    found = session_in_path(ctx, session)
+@router.get("/{session}/trace", summary="events captured so far", responses=documented(models.Trace, 400))
+async def get_trace(found: PathSession, since: Since = 0, status: StatusFilter = None) -> Response:
     events = list(found.events_view(since))
     if status is not None:  # `count` stays the whole trace's
         wanted = set(status)
@@ -106,52 +93,51 @@ async def get_trace(
 
 
 @router.post(
-    "/sessions/{session}/finish",
+    "/{session}/finish",
     summary="evaluate the agent's final response against the session's trace",
-    responses=documented(models.Result, 400, 409, 507, *GUARDED),
+    responses=documented(models.Result, 400, 409, 507),
     openapi_extra=json_body("FinalResponse"),
 )
-async def post_finish(session: SessionName, request: Request, ctx: Control) -> Response:
+async def post_finish(found: PathSession, request: Request, ctx: Control) -> Response:
     given = request.headers.get(INTERFERENCE_HEADER)  # a fleet's front names it (control/leasing.py)
-    answer = finish(ctx, session_in_path(ctx, session), await request.body(), given)
+    answer = finish(ctx, found, await request.body(), given)
     if ctx.addresses is not None:
         await ctx.addresses.settle()  # the session's address is closed when the agent hears back
     return answer
 
 
-@router.get(
-    "/sessions/{session}/har",
-    summary="the trace as HAR 1.2",
-    responses=documented(models.Har, *GUARDED),
-)
-async def get_har(session: SessionName, ctx: Control) -> Response:
-    return JsonResponse(trace_to_har(session_in_path(ctx, session).trace))
+@router.get("/{session}/har", summary="the trace as HAR 1.2", responses=documented(models.Har))
+async def get_har(found: PathSession) -> Response:
+    return JsonResponse(trace_to_har(found.trace))
 
 
 @router.get(
-    "/sessions/{session}/proxy.pac",
+    "/{session}/proxy.pac",  # public (control/guard.py): the browser fetches it with no token
     summary="a proxy auto-config file: the session's traffic to its own address, static assets DIRECT",
     responses={
         200: {"content": {PAC_MEDIA_TYPE: {"schema": {"type": "string"}}}},
-        **documented(models.ErrorBody, 409, *GUARDED),
+        **documented(models.ErrorBody, 409),
     },
 )
-async def get_proxy_pac(session: SessionName, ctx: Control) -> Response:
-    found = session_in_path(ctx, session)
+async def get_proxy_pac(found: PathSession) -> Response:
     if found.proxy is None:
         detail = (
             f"session {found.name!r} holds no proxy address (start it with POST /sessions; "
             "a finish releases it)"
         )
-        raise ControlError(409, "no_address", detail)
+        raise Conflict("no_address", detail)
     return Response(proxy_auto_config(found.proxy), media_type=PAC_MEDIA_TYPE)
+
+
+for part in (event_routes.of_session, agent_routes.of_session, lease_routes.of_session):
+    router.include_router(part)
 
 
 def finish(ctx: ControlContext, session: Session, body: bytes, interference: str | None = None) -> Response:
     """The finish route's work: the session's attempt judges, the answer is its `eval_result.json`.
     `interference`: what a fleet's front carried (`INTERFERENCE_HEADER`)."""
     if session.task is None:  # before reading the body, as any request to a session without a task
-        raise ControlError(409, "no_task", no_task_detail(session.name))
+        raise Conflict("no_task", no_task_detail(session.name))
     response = parse_final_response(body)
     finished = session.attempt.state is SessionState.FINISHED  # a repeat: no new interference to take
     try:
@@ -159,7 +145,7 @@ def finish(ctx: ControlContext, session: Session, body: bytes, interference: str
             named = None if finished else interference_of(ctx, session, interference)
             outcome = session.finish(response, interference=named)
     except FinishRefused as refused:
-        raise ControlError(409, refused.reason, refused.detail_body) from None
+        raise Conflict(refused.reason, refused.detail_body) from None
     except OutputsFailed as error:
         raise ControlError(507, "output_failed", str(error)) from None
     timings = outcome.timings

@@ -35,7 +35,7 @@ from webarena_live.fleet.front.app import create_front_app
 from webarena_live.fleet.front.door import WorkersDoor
 from webarena_live.fleet.front.front import Front
 from webarena_live.fleet.front.leases import FrontLeases
-from webarena_live.fleet.front.link import WorkerLink
+from webarena_live.fleet.front.link import CALL_DEADLINE, WorkerLink
 from webarena_live.fleet.front.registry import SessionRegistry
 from webarena_live.fleet.front.router import SharedPort
 from webarena_live.fleet.workers.local import LocalWorkers, Workers
@@ -200,14 +200,13 @@ async def run_fleet(plan: FleetPlan) -> int:
         code = next((code for code in codes if code), 1)
         return _told(f"a worker did not start (exit code {code}; its output is above)", code)
     front.ready = True
-    headers = link.auth()
     watch = None
     if leases is not None:
         watch = asyncio.get_running_loop().create_task(leases.watch(link, link.up_workers))
-    health = (await link.http.get(f"{workers[0].control_url}/health", headers=headers)).json()
+    health = await link.health(workers[0], CALL_DEADLINE) or {}  # a worker that just started answers
     if plan.web_ports and 0 in plan.web_ports:  # each worker picked its mitmweb port on its machine
-        replies = [await link.http.get(f"{w.control_url}/health", headers=headers) for w in workers]
-        plan = replace(plan, web_ports=tuple(int(reply.json().get("web_port") or 0) for reply in replies))
+        replies = [await link.health(w, CALL_DEADLINE) or {} for w in workers]
+        plan = replace(plan, web_ports=tuple(int(reply.get("web_port") or 0) for reply in replies))
     print(banner(plan, front, servers, health, web_token), flush=True)
     watching = asyncio.create_task(liveness.watch(front))
     stop = asyncio.Event()
@@ -221,7 +220,7 @@ async def run_fleet(plan: FleetPlan) -> int:
     await _stop(shared, servers, workers)
     if leases is not None:
         await leases.pool.close()
-    await link.http.aclose()
+    await link.close()
     return 0
 
 

@@ -6,6 +6,11 @@ ask every worker and answer once; a session's start, finish and abandon are `fro
 `POST /sessions` places a new session (`addresses/placement.py`) and tells the worker the port of its
 address. While a session's worker is restarting, its routes answer a JSON 503 with `Retry-After`
 (docs/architecture.md, Workers).
+
+One router per resource, as in one process (`control/app.py`), and refusals raised and rendered by the
+same handler (`control/errors.py`). The guard is the workers': the front checks a request's credentials
+itself (`WorkerLink.guard`) only on what it answers without them, and the session a route names is
+looked up as a dependency (`OwnerOf`: its worker, or the 404/410/503 it answers instead).
 """
 
 from __future__ import annotations
@@ -18,26 +23,17 @@ from urllib.parse import unquote
 from fastapi import APIRouter, Depends, FastAPI, Request
 from starlette.responses import Response
 
-from webarena_live.control.bodies import ControlError
-from webarena_live.control.errors import JsonResponse, error_response
+from webarena_live.control.errors import ControlError, JsonResponse, install_error_handler
 from webarena_live.control.streams import Streams
 from webarena_live.evaluator import __version__
 from webarena_live.fleet.front import events as front_events
 from webarena_live.fleet.front import views as front_views
 from webarena_live.fleet.front.front import Front
-from webarena_live.fleet.front.link import (
-    answer_headers,
-    session_of,
-    unavailable,
-)
-from webarena_live.fleet.front.sessions import owner_of
+from webarena_live.fleet.front.link import relayed, session_of, unavailable
+from webarena_live.fleet.front.sessions import Owner, owner_of
 from webarena_live.replicas.mutations import add_reads
 
 logger = logging.getLogger("webarena_live.fleet")
-
-
-router = APIRouter()
-"""The front's routes, over the `Front` the app holds (`FrontOf`)."""
 
 
 async def _front(request: Request) -> Front:
@@ -49,7 +45,24 @@ FrontOf = Annotated[Front, Depends(_front)]
 """What every front route works on, as a FastAPI dependency (the app's `state.front`)."""
 
 
-@router.get("/health")
+async def _owner(session: str, front: FrontOf) -> Owner:
+    name = unquote(session)
+    return Owner(name, owner_of(front, name))
+
+
+OwnerOf = Annotated[Owner, Depends(_owner)]
+"""The session the path names and its worker; raises what the route answers when it has none up."""
+
+
+health = APIRouter(tags=["health"])
+sessions = APIRouter(prefix="/sessions", tags=["sessions"])
+agents = APIRouter(tags=["agents"])
+events = APIRouter(prefix="/events", tags=["events"])
+forwarded = APIRouter(tags=["forwarded"])
+"""What the front does not answer itself: the worker of the session the path names, or any worker."""
+
+
+@health.get("/health")
 async def get_health(request: Request, front: FrontOf) -> Response:
     if not front.ready:  # not logged: this is what a launcher polls while the workers start
         return JsonResponse({"error": "starting", "detail": "the workers are starting"}, status_code=503)
@@ -59,48 +72,43 @@ async def get_health(request: Request, front: FrontOf) -> Response:
     return JsonResponse(answer)
 
 
-@router.get("/sessions")
+@sessions.get("")
 async def get_sessions(request: Request, front: FrontOf) -> Response:
-    listed = await front_views.sessions(front, request)
-    if isinstance(listed, Response):
-        return listed
-    return JsonResponse({"sessions": listed})
+    return JsonResponse({"sessions": await front_views.sessions(front, request)})
 
 
-@router.post("/sessions")
+@sessions.post("")
 async def post_sessions(request: Request, front: FrontOf) -> Response:
     return await front.life.start(request)
 
 
-@router.post("/sessions/{session}/finish")
-async def post_finish(session: str, request: Request, front: FrontOf) -> Response:
-    return await front.life.finish(unquote(session), request)
+@sessions.post("/{session}/finish")
+async def post_finish(owner: OwnerOf, request: Request, front: FrontOf) -> Response:
+    return await front.life.finish(owner, request)
 
 
-@router.post("/sessions/{session}/abandon")
-async def post_abandon(session: str, request: Request, front: FrontOf) -> Response:
-    return await front.life.abandon(unquote(session), request)
+@sessions.post("/{session}/abandon")
+async def post_abandon(owner: OwnerOf, request: Request, front: FrontOf) -> Response:
+    return await front.life.abandon(owner, request)
 
 
-@router.get("/sessions/{session}")
+@sessions.get("/{session}")
 async def get_session(session: str, request: Request, front: FrontOf) -> Response:
-    name = unquote(session)
-    worker, known = owner_of(front, name, request), front.sessions
-    if isinstance(worker, Response) and name in known.finished and name not in known.starts:
-        if (refusal := await front.link.refusal(request)) is not None:  # the token holds here too
-            return refusal
+    name, known = unquote(session), front.sessions
+    try:
+        worker = owner_of(front, name)
+    except ControlError:
+        if name not in known.finished or name in known.starts:
+            raise
+        front.link.guard(request)  # the token holds here too
         return JsonResponse(known.finished[name])  # its worker is restarting or silent
-    if isinstance(worker, Response):
-        return worker
     upstream = await front.link.send(worker, request, b"")
-    if isinstance(upstream, Response):
-        return upstream
     content = await upstream.aread()
     await upstream.aclose()
     if upstream.status_code == 404 and name in front.sessions.finished:  # its worker restarted since
         view = dict(front.sessions.finished[name])
     elif upstream.status_code != 200:
-        return Response(content, upstream.status_code, headers=answer_headers(upstream))
+        raise relayed(upstream, content)
     else:
         view = {**json.loads(content), "worker": worker.index, "node": worker.node}
     if front.sessions.outputs is not None:
@@ -111,38 +119,31 @@ async def get_session(session: str, request: Request, front: FrontOf) -> Respons
     return JsonResponse(view)
 
 
-@router.get("/report")
+@agents.get("/report")
 async def get_report(request: Request, front: FrontOf, run: str | None = None) -> Response:
     workers = front.up_workers()
     if front.sessions.report is None:  # the workers share the output directory: any of them answers
         if not workers:
-            return unavailable(front.workers[0], request)
+            raise unavailable(front.workers[0])
         return await front.link.forward(workers[0], request)
-    refusal = await front.link.refusal(request)
-    if refusal is not None:
-        return refusal
-    try:
-        return JsonResponse(await front.sessions.report(run))
-    except ControlError as error:
-        return error_response(error.status, error.error, error.detail, method="GET", path="/report")
+    front.link.guard(request)
+    return JsonResponse(await front.sessions.report(run))
 
 
-@router.get("/events")
+@events.get("")
 async def get_events(request: Request, front: FrontOf) -> Response:
     return await front_events.merged_events(front, request)
 
 
-@router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
+@forwarded.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
 async def any_route(path: str, request: Request, front: FrontOf) -> Response:
     name = session_of(request.url.path)
     if name is None:  # tasks, the dashboard, the OpenAPI document: the same on every worker
         workers = front.up_workers()
         if not workers:
-            return unavailable(front.workers[0], request)
+            raise unavailable(front.workers[0])
         return await front.link.forward(workers[0], request)
-    worker = owner_of(front, name, request)
-    if isinstance(worker, Response):
-        return worker
+    worker = owner_of(front, name)
     carried: dict[str, str] = {}
     if front.leases is not None and request.method == "POST" and path.endswith("/preview"):
         link = front.link
@@ -150,11 +151,18 @@ async def any_route(path: str, request: Request, front: FrontOf) -> Response:
     return await front.link.forward(worker, request, headers=carried)
 
 
+ROUTERS = (health, sessions, agents, events, forwarded)
+"""In the order they match: the catch-all last."""
+
+
 def create_front_app(front: Front) -> FastAPI:
-    """The front's control API over `front`: its router, and the streams its server closes when it stops."""
+    """The front's control API over `front`: its routers, the refusals' handler, and the streams its
+    server closes when it stops."""
     app = FastAPI(title="webarena-live control API", version=__version__, openapi_url=None, docs_url=None,
                   redoc_url=None, default_response_class=JsonResponse, redirect_slashes=False)  # fmt: skip
     app.state.front = front
     app.state.streams = Streams()  # the control server closes the streams it knows of when it stops
-    app.include_router(router)
+    install_error_handler(app)
+    for router in ROUTERS:
+        app.include_router(router)
     return app

@@ -16,9 +16,10 @@ from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
+from webarena_live.control.errors import WorkerRefusal
 from webarena_live.control.streams import HEARTBEAT_SECONDS, RETRY_MS
 from webarena_live.fleet.front.front import Front
-from webarena_live.fleet.front.link import ASK_DEADLINE, answer_headers
+from webarena_live.fleet.front.link import ASK_DEADLINE, relayed
 from webarena_live.fleet.workers.local import Worker
 
 
@@ -28,15 +29,16 @@ async def merged_events(front: Front, request: Request) -> Response:
     workers = front.up_workers()
     upstreams: list[tuple[Worker, httpx.Response]] = []
     for worker in workers:
-        upstream = await front.link.send(worker, request, b"")
-        if isinstance(upstream, Response):
+        try:
+            upstream = await front.link.send(worker, request, b"")
+        except WorkerRefusal:
             continue  # a worker that does not answer: the stream goes on without it
         if upstream.status_code != 200:
             content = await upstream.aread()
             for _, opened in upstreams:
                 await opened.aclose()
             await upstream.aclose()
-            return Response(content, upstream.status_code, headers=answer_headers(upstream))
+            raise relayed(upstream, content)
         upstreams.append((worker, upstream))
 
     async def events() -> AsyncIterator[bytes]:

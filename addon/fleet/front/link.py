@@ -1,5 +1,7 @@
-"""The front's way to its workers: each call with a deadline, given up at once when the worker stops
-answering, and the JSON refusals a client gets instead (docs/architecture.md, Workers).
+"""The front's way to its workers: every call the front makes to a worker is a `WorkerLink` method, each
+with a deadline, given up at once when the worker stops answering; the JSON refusals a client gets
+instead are raised (`WorkerRefusal`, `Relayed`: control/errors.py) and rendered by the front's error
+handler (docs/architecture.md, Workers).
 
 A request goes to the worker that owns its session with its headers as the client sent them (the worker
 checks the token and the page guard, as it does on its own port), but for the headers only the front
@@ -23,8 +25,8 @@ from starlette.responses import Response, StreamingResponse
 
 from webarena_live.addresses.headers import FRONT_SET
 from webarena_live.addresses.placement import Placement
-from webarena_live.control.errors import JsonResponse, error_response
-from webarena_live.control.guard import page_request_problem, token_problem
+from webarena_live.control.errors import Relayed, WorkerRefusal
+from webarena_live.control.guard import refusal
 from webarena_live.control.wire import LeaseEnd, Mutations
 from webarena_live.fleet.workers.local import Worker, Workers
 
@@ -89,16 +91,12 @@ class WorkerLink:
         operator set none (with one, the client's own goes through and the worker checks it)."""
         return self.auth() if self.token is None else {}
 
-    async def refusal(self, request: Request) -> Response | None:
-        """The refusal of `request`'s credentials (page guard, token) on a route the front answers
-        itself, by the workers' own rules (`control/guard.py`); None when they would be accepted."""
+    def guard(self, request: Request) -> None:
+        """Raise the refusal of `request`'s credentials (page guard, token) on a route the front answers
+        itself, by the workers' own rules (`control/guard.py`); nothing when they would be accepted."""
         headers = {name.lower(): value for name, value in request.headers.items()}
-        if problem := page_request_problem(request.method, headers):
-            return error_response(403, "page_request_refused", problem, method=request.method,
-                                  path=request.url.path)  # fmt: skip
-        if problem := token_problem(self.token, headers.get("authorization")):
-            return error_response(401, "unauthorized", problem, method=request.method, path=request.url.path)
-        return None
+        if (refused := refusal(request.method, request.url.path, headers, lambda: self.token)) is not None:
+            raise refused
 
     async def forward(
         self,
@@ -109,8 +107,6 @@ class WorkerLink:
     ) -> Response:
         """The worker's answer to `request`, streamed back as it comes."""
         upstream = await self.send(worker, request, body, headers)
-        if isinstance(upstream, Response):
-            return upstream
         return StreamingResponse(
             upstream.aiter_raw(),
             status_code=upstream.status_code,
@@ -120,8 +116,8 @@ class WorkerLink:
 
     async def send(
         self, worker: Worker, request: Request, body: bytes | None, headers: dict[str, str] | None = None
-    ) -> httpx.Response | Response:
-        """The worker's answer to `request` (its body not read yet), or the JSON refusal the client gets
+    ) -> httpx.Response:
+        """The worker's answer to `request` (its body not read yet); raises the refusal the client gets
         instead: 503 when the worker is gone or stops answering meanwhile, 504 past `CALL_DEADLINE`."""
         raw_path = request.scope.get("raw_path") or request.url.path.encode()
         query = request.url.query
@@ -140,18 +136,56 @@ class WorkerLink:
             stalled.cancel()
         if not sending.done():  # it stopped answering meanwhile (fleet/front/liveness.py): no more waiting
             sending.cancel()
-            return unresponsive(worker, request)
+            raise unresponsive(worker)
         try:
             answer = sending.result()
         except httpx.TimeoutException:
-            return timed_out(worker, request)
+            raise timed_out(worker) from None
         except httpx.TransportError:
-            return unavailable(worker, request)
+            raise unavailable(worker) from None
         name = session_of(request.url.path)
         if answer.status_code == 404 and name is not None and self.resuming(worker, name):
             await answer.aclose()  # a new worker process took the kept port before its sessions came back
-            return unavailable(worker, request)
+            raise unavailable(worker)
         return answer
+
+    async def health(self, worker: Worker, deadline: float) -> dict[str, Any] | None:
+        """The worker's `GET /health` (public: no credentials), None unless it answers 200 within
+        `deadline` (what `/health` of the fleet lists, and the probes of `front/liveness.py`)."""
+        try:
+            reply = await self.http.get(f"{worker.control_url}/health", timeout=deadline)
+        except httpx.HTTPError:
+            return None
+        if reply.status_code != 200:
+            return None
+        found: dict[str, Any] = reply.json()
+        return found
+
+    async def session_view(self, worker: Worker, name: str, *, quiet: bool = True) -> dict[str, Any] | None:
+        """The worker's `GET /sessions/{name}`, None unless it answers 200 (`quiet`: nor when the call
+        fails; else its `httpx.HTTPError` is raised)."""
+        url = f"{worker.control_url}/sessions/{quote(name, safe='')}"
+        try:
+            reply = await self.http.get(url, headers=self.auth(), timeout=ASK_DEADLINE)
+        except httpx.HTTPError:
+            if quiet:
+                return None
+            raise
+        if reply.status_code != 200:
+            return None
+        view: dict[str, Any] = reply.json()
+        return view
+
+    async def start_on(
+        self, worker: Worker, body: dict[str, Any], headers: dict[str, str], deadline: float
+    ) -> httpx.Response:
+        """The front's own `POST /sessions` to `worker` (resuming a session on a restarted worker), with
+        its credentials; raises `httpx.HTTPError` when the worker does not answer within `deadline`."""
+        url, headers = f"{worker.control_url}/sessions", {**headers, **self.auth()}
+        return await self.http.post(url, json=body, headers=headers, timeout=deadline)
+
+    async def close(self) -> None:
+        await self.http.aclose()
 
     async def ask_mutations(self, worker: Worker, params: dict[str, Any]) -> Mutations | None:
         """The worker's `GET /mutations` (`params`: `after`, `active_after`) as its route declares it;
@@ -186,14 +220,14 @@ class WorkerLink:
 
     async def ask_all(
         self, request: Request, path: str, *, deadline: float = ASK_DEADLINE
-    ) -> list[tuple[Worker, httpx.Response | None]] | Response:
+    ) -> list[tuple[Worker, httpx.Response | None]]:
         """Every answering worker's reply to `GET path` with the client's headers (None from one that
-        did not answer within `deadline`), or the first refusal."""
+        did not answer within `deadline`); raises the first refusal (`Relayed`)."""
         workers = self.up_workers()
         replies = await asyncio.gather(*(self._get(worker, request, path, deadline) for worker in workers))
         for reply in replies:
             if reply is not None and reply.status_code != 200:
-                return Response(reply.content, reply.status_code, headers=answer_headers(reply))
+                raise relayed(reply, reply.content)
         return list(zip(workers, replies, strict=True))
 
     async def _get(
@@ -208,35 +242,37 @@ class WorkerLink:
             return None
 
 
-def unavailable(worker: Worker, request: Request | None = None) -> Response:
+def unavailable(worker: Worker) -> WorkerRefusal:
     detail = (
         f"worker {worker.index} is restarting; its sessions resume from their journals at the same "
         f"proxy addresses: retry in a moment"
     )
-    return refused(503, "worker_unavailable", detail, worker, request)
+    return refused(503, "worker_unavailable", detail, worker)
 
 
-def unresponsive(worker: Worker, request: Request | None = None) -> Response:
+def unresponsive(worker: Worker) -> WorkerRefusal:
     detail = (
         f"worker {worker.index} (pid {worker.pid}) does not answer; its sessions are kept and "
         "go on when it answers again: retry in a moment"
     )
-    return refused(503, "worker_unresponsive", detail, worker, request)
+    return refused(503, "worker_unresponsive", detail, worker)
 
 
-def timed_out(worker: Worker, request: Request | None = None) -> Response:
+def timed_out(worker: Worker) -> WorkerRefusal:
     detail = f"worker {worker.index} did not answer within {CALL_DEADLINE:.0f}s"
-    return refused(504, "worker_timeout", detail, worker, request)
+    return refused(504, "worker_timeout", detail, worker)
 
 
-def refused(status: int, error: str, detail: str, worker: Worker, request: Request | None) -> Response:
+def refused(status: int, error: str, detail: str, worker: Worker) -> WorkerRefusal:
     """A JSON refusal naming the worker (`worker`, `node`), with `Retry-After`."""
-    where = f"{request.method} {request.url.path}" if request is not None else ""
-    logger.info("refused %s: %d %s: %s", where, status, error, detail)
-    body = {"error": error, "detail": detail, "worker": worker.index, "node": worker.node}
-    answer = JsonResponse(body, status_code=status)
-    answer.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
-    return answer
+    return WorkerRefusal(
+        status, error, detail, worker=worker.index, node=worker.node, retry_after=RETRY_AFTER_SECONDS
+    )
+
+
+def relayed(upstream: httpx.Response, content: bytes) -> Relayed:
+    """A worker's refusal (`upstream`, its body `content` read), to pass on to the client as it came."""
+    return Relayed(upstream.status_code, content, answer_headers(upstream))
 
 
 def answer_headers(upstream: httpx.Response) -> dict[str, str]:

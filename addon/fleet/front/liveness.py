@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import httpx
-
 from webarena_live.fleet.front.front import Front
 from webarena_live.fleet.workers.local import Worker
 
@@ -57,8 +55,4 @@ def note(worker: Worker, answered: bool) -> None:
 
 
 async def _answers(front: Front, worker: Worker) -> bool:
-    try:
-        reply = await front.link.http.get(f"{worker.control_url}/health", timeout=PROBE_DEADLINE)
-    except httpx.HTTPError:
-        return False
-    return reply.status_code == 200
+    return await front.link.health(worker, PROBE_DEADLINE) is not None

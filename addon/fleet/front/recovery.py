@@ -113,7 +113,5 @@ class Recovery:
         """Start the session on its restarted worker with its lease as the front keeps it (an ended one
         ended: its address then forwards nothing)."""
         told = self.leases.told(str(body["session"])) if self.leases is not None else {}
-        headers = {PROXY_PORT_HEADER: str(port), **told, **self.link.auth()}
-        return await self.link.http.post(
-            f"{worker.control_url}/sessions", json=body, headers=headers, timeout=RESUME_DEADLINE
-        )
+        headers = {PROXY_PORT_HEADER: str(port), **told}
+        return await self.link.start_on(worker, body, headers, RESUME_DEADLINE)

@@ -12,13 +12,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
-
-import httpx
 
 from webarena_live.evaluator import ATTEMPT_FILES, WebArenaLiveError, locate_attempt
 from webarena_live.fleet.front.carry import CarriedOutputs
-from webarena_live.fleet.front.link import ASK_DEADLINE, WorkerLink
+from webarena_live.fleet.front.link import WorkerLink
 from webarena_live.fleet.workers.local import Worker
 
 logger = logging.getLogger("webarena_live.fleet")
@@ -65,7 +62,7 @@ class SessionRegistry:
 
     async def remember_finished(self, link: WorkerLink, worker: Worker, name: str) -> None:
         """Keep the view of a session its worker just finished, to list it after that worker restarts."""
-        reply = await _view(link, worker, name)
+        reply = await link.session_view(worker, name)
         if reply is not None:
             self.finished[name] = {**reply, "worker": worker.index, "node": worker.node}
 
@@ -77,7 +74,7 @@ class SessionRegistry:
         self.carried.pop(name, None)  # until carried, the view shows where the worker wrote them
         try:
             for _ in range(CARRY_ATTEMPTS):  # a later finish of the task there may move them aside
-                view = await _view(link, worker, name, quiet=False)
+                view = await link.session_view(worker, name, quiet=False)
                 written = view.get("outputs") if view is not None else None
                 if not written:
                     return
@@ -100,18 +97,3 @@ class SessionRegistry:
         if found is None:
             return {}
         return {file: str(found / file) for file in ATTEMPT_FILES if (found / file).exists()}
-
-
-async def _view(link: WorkerLink, worker: Worker, name: str, *, quiet: bool = True) -> dict[str, Any] | None:
-    """`GET /sessions/{name}` of `worker`, None unless it answers 200 (`quiet`: nor when the call fails)."""
-    url = f"{worker.control_url}/sessions/{quote(name, safe='')}"
-    try:
-        reply = await link.http.get(url, headers=link.auth(), timeout=ASK_DEADLINE)
-    except httpx.HTTPError:
-        if quiet:
-            return None
-        raise
-    if reply.status_code != 200:
-        return None
-    view: dict[str, Any] = reply.json()
-    return view

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote
 
 import httpx
@@ -19,13 +19,23 @@ from starlette.responses import Response
 
 from webarena_live.addresses.headers import CALLER_HEADER, CLIENT_HEADER, PROXY_PORT_HEADER, REPEATED_HEADER
 from webarena_live.addresses.placement import PlacementError
-from webarena_live.control.bodies import ControlError, parse_abandon, parse_json_body
-from webarena_live.control.errors import JsonResponse, error_response
+from webarena_live.control.bodies import parse_abandon, parse_json_body
+from webarena_live.control.errors import (
+    BadRequest,
+    Conflict,
+    ControlError,
+    Gone,
+    JsonResponse,
+    NotFound,
+    TooLarge,
+    Unavailable,
+    WorkerRefusal,
+)
 from webarena_live.control.middleware import MAX_CONTROL_BODY
 from webarena_live.control.models import StartSession
 from webarena_live.evaluator import run_name_problem
 from webarena_live.fleet.front import views as front_views
-from webarena_live.fleet.front.link import answer_headers, error_of, unavailable, unresponsive
+from webarena_live.fleet.front.link import answer_headers, error_of, relayed, unavailable, unresponsive
 from webarena_live.fleet.workers.local import Worker
 from webarena_live.replicas import EndReason
 from webarena_live.runs.fault_plan import FaultsError, parse_faults
@@ -51,48 +61,35 @@ class SessionLife:
         worker; the lease given back when the start does not go on."""
         front = self.front
         body = await bounded_body(request)
-        if isinstance(body, Response):
-            return body
         read = _start_of(body)
         if read is None:  # not a start the control API's model accepts: a worker answers the 400
             workers = front.up_workers()
             if not workers:
-                return unavailable(front.workers[0], request)
+                raise unavailable(front.workers[0])
             return await front.link.forward(workers[0], request, body)
         start, document = read
-        # refused before anything is taken (a lease, a reset, a port), as a worker would refuse it
-        if (refusal := await front.link.refusal(request)) is not None:
-            return refusal
+        front.link.guard(request)  # before anything is taken (a lease, a reset, a port), as a worker would
         caller = request.headers.get(CALLER_HEADER)
         name = start.session
         if name is None:  # an explicit name first, else the caller's (through the proxy), else the default
             name = unquote(caller) if caller else DEFAULT_SESSION
         if (mistake := _start_mistake(name, start)) is not None:
-            return error_response(400, *mistake, method="POST", path="/sessions")
+            raise BadRequest(*mistake)
         owner = front.placement.owner(name)
-        if owner is not None and (refusal := _unavailable(front, front.workers[owner], request)) is not None:
-            return refusal
+        if owner is not None:
+            _check_up(front, front.workers[owner])
         among = front.workers_near(start.near) if start.near is not None else None
         if owner is None and start.resume_journal:  # after a restart: on a worker that holds its journal
             among = await front_views.journal_holders(front, request, name) or among
         lease: dict[str, str] = {}
-        if front.leases is not None:  # the replicas first: a refusal then holds nothing
-            try:
-                lease, document = await front.leases.before_start(name, start, document)
-            except ControlError as error:
-                no_lease = error_response(
-                    error.status, error.error, error.detail, method="POST", path="/sessions"
-                )
-                no_lease.headers.update(error.headers)
-                return no_lease
+        if front.leases is not None:  # the replicas first: a refusal (raised) then holds nothing
+            lease, document = await front.leases.before_start(name, start, document)
         placed = None
         try:  # the one place a start's lease is given back: whatever did not start
             placed = await _place(front, request, name, among, json.dumps(document).encode(), lease)
         finally:
-            if not isinstance(placed, tuple) and front.leases is not None:
+            if placed is None and front.leases is not None:
                 front.leases.pool.end_lease(name, EndReason.REFUSED)
-        if isinstance(placed, Response):
-            return placed
         worker, content = placed
         reply = json.loads(content)
         front.sessions.started(name, reply["task_id"], start.run)
@@ -101,14 +98,11 @@ class SessionLife:
             reply["near_unmet"] = f"no worker is up on {start.near!r}; placed on the least busy worker"
         return JsonResponse(reply)
 
-    async def finish(self, name: str, request: Request) -> Response:
+    async def finish(self, owner: Owner, request: Request) -> Response:
         """`POST /sessions/{s}/finish`: judged by its worker with the interference the front names; a
         first finish frees the session's port and ends its lease, and its files come here."""
-        front = self.front
-        forwarded = await _forward_ending(front, name, request)
-        if isinstance(forwarded, Response):
-            return forwarded
-        worker, upstream, content = forwarded
+        front, (name, worker) = self.front, owner
+        upstream, content = await _forward_ending(front, owner, request)
         if upstream.status_code == 200 and not upstream.headers.get(REPEATED_HEADER):
             known = front.sessions
             front.placement.release(name)  # the worker closed the session's address; its port is free
@@ -120,39 +114,23 @@ class SessionLife:
             await known.remember_finished(front.link, worker, name)
         return Response(content, upstream.status_code, headers=answer_headers(upstream))
 
-    async def abandon(self, name: str, request: Request) -> Response:
+    async def abandon(self, owner: Owner, request: Request) -> Response:
         """`POST /sessions/{s}/abandon`: without a pool here, the worker ends its session's lease;
         with one, the front ends it (what its traffic changed gathered first, so a changed replica is
         reset) and the worker is told before the answer, so its address forwards nothing after it."""
-        front = self.front
+        front, name = self.front, owner.name
         if front.leases is None:
-            forwarded = await _forward_ending(front, name, request)
-            if isinstance(forwarded, Response):
-                return forwarded
-            _, upstream, content = forwarded
+            upstream, content = await _forward_ending(front, owner, request)
             return Response(content, upstream.status_code, headers=answer_headers(upstream))
-        worker = owner_of(front, name, request)
-        if isinstance(worker, Response):
-            return worker
-        if (refusal := await front.link.refusal(request)) is not None:
-            return refusal
+        front.link.guard(request)
         if name in front.sessions.finished and name not in front.sessions.starts:
-            detail = f"session {name!r} is finished; its lease ended"
-            return error_response(409, "already_finished", detail, method="POST", path=request.url.path)
-        body = await bounded_body(request)
-        if isinstance(body, Response):
-            return body
-        try:
-            given = parse_abandon(body)  # as the worker's route reads it (`control/bodies.py`)
-        except ControlError as refused:
-            path = request.url.path
-            return error_response(refused.status, refused.error, refused.detail, method="POST", path=path)
+            raise Conflict("already_finished", f"session {name!r} is finished; its lease ended")
+        given = parse_abandon(await bounded_body(request))  # as the worker's route (`control/bodies.py`)
         reason = given.reason if given is not None else None
         leases = front.leases
         lease = leases.pool.leases.get(name) or leases.pool.ended.get(name)
         if lease is None:
-            detail = f"session {name!r} holds no lease here"
-            return error_response(409, "no_lease", detail, method="POST", path=request.url.path)
+            raise Conflict("no_lease", f"session {name!r} holds no lease here")
         if lease.ended is None:
             await leases.gather(front.link, front.up_workers())
             leases.pool.end_lease(name, EndReason.ABANDONED, reason)
@@ -210,80 +188,82 @@ def _start_of(body: bytes) -> tuple[StartSession, dict[str, Any]] | None:
 
 async def _place(
     front: Front, request: Request, name: str, among: list[int] | None, body: bytes, lease: dict[str, str]
-) -> tuple[Worker, bytes] | Response:
-    """Place session `name` and start it on its worker with `body`: the worker and its answer, or the
-    refusal to answer (the caller gives the lease back). A port busy on the worker's machine is marked
-    so and another tried, `PORT_TRIES` times."""
-    refused: Response | None = None
+) -> tuple[Worker, bytes]:
+    """Place session `name` and start it on its worker with `body`: the worker and its answer; raises
+    the refusal to answer (the caller gives the lease back). A port busy on the worker's machine is
+    marked so and another tried, `PORT_TRIES` times."""
+    refused: ControlError | None = None
     for _ in range(PORT_TRIES):
         had_port = front.placement.port_of(name) is not None
         try:
             seat = front.placement.place(name, among=among or None)
         except PlacementError as error:
-            return error_response(503, "no_address", str(error), method="POST", path="/sessions")
+            raise Unavailable("no_address", str(error)) from None
         worker = front.workers[seat.worker]
         headers = {PROXY_PORT_HEADER: str(seat.port), CLIENT_HEADER: _client_of(request), **lease}
-        upstream = await front.link.send(worker, request, body, headers)
-        if isinstance(upstream, Response):
+        try:
+            upstream = await front.link.send(worker, request, body, headers)
+        except WorkerRefusal:
             if not had_port:
                 front.placement.release(name)
-            return upstream
+            raise
         content = await upstream.aread()
         await upstream.aclose()
         if upstream.status_code == 200:
             return worker, content
         if not had_port:
             front.placement.release(name)
-        refused = Response(content, upstream.status_code, headers=answer_headers(upstream))
+        refused = relayed(upstream, content)
         if upstream.status_code != 503 or had_port or error_of(content) != "no_address":
-            return refused
+            raise refused
         front.placement.mark_busy(seat.worker, seat.port)
     assert refused is not None
-    return refused
+    raise refused
 
 
-async def _forward_ending(
-    front: Front, name: str, request: Request
-) -> tuple[Worker, httpx.Response, bytes] | Response:
-    """A finish or an abandon of session `name` sent to its worker (a finish with the session's
-    interference, `INTERFERENCE_HEADER`): the worker, its answer and the answer's body; or the refusal."""
-    worker = owner_of(front, name, request)
-    if isinstance(worker, Response):
-        return worker
+async def _forward_ending(front: Front, owner: Owner, request: Request) -> tuple[httpx.Response, bytes]:
+    """A finish or an abandon of a session sent to its worker (a finish with the session's
+    interference, `INTERFERENCE_HEADER`): the worker's answer and the answer's body; raises the
+    refusal."""
+    name, worker = owner
     body = await bounded_body(request)
-    if isinstance(body, Response):
-        return body
     carried: dict[str, str] = {}
     if front.leases is not None and request.url.path.endswith("/finish"):
         carried = await front.leases.interference_header(front.link, front.up_workers(), name)
     upstream = await front.link.send(worker, request, body, carried)
-    if isinstance(upstream, Response):
-        return upstream
     content = await upstream.aread()
     await upstream.aclose()
-    return worker, upstream, content
+    return upstream, content
 
 
-def owner_of(front: Front, name: str, request: Request) -> Worker | Response:
+class Owner(NamedTuple):
+    """A session the front knows, and the worker that runs it (up and answering)."""
+
+    name: str
+    worker: Worker
+
+
+def owner_of(front: Front, name: str) -> Worker:
+    """The worker of session `name`, up and answering; raises what its routes answer instead: 410 for a
+    lost session, 404 for one unknown, 503 while its worker restarts or does not answer."""
     owner = front.placement.owner(name)
     if owner is None and name in front.sessions.lost:
         lost = front.sessions.lost[name]
         detail = f"session {name!r} is lost: {lost['reason']}; start it again to run it elsewhere"
-        return error_response(410, "session_lost", detail, method=request.method, path=request.url.path)
+        raise Gone("session_lost", detail)
     if owner is None:
-        detail = f"no session named {name!r}"
-        return error_response(404, "unknown_session", detail, method=request.method, path=request.url.path)
+        raise NotFound("unknown_session", f"no session named {name!r}")
     worker = front.workers[owner]
-    return _unavailable(front, worker, request) or worker
+    _check_up(front, worker)
+    return worker
 
 
-def _unavailable(front: Front, worker: Worker, request: Request) -> Response | None:
-    """The 503 a route that needs `worker` answers now (restarting, or not answering), or None."""
+def _check_up(front: Front, worker: Worker) -> None:
+    """Raise the 503 a route that needs `worker` answers now (restarting, or not answering)."""
     if worker.index in front.placement.down or not worker.up:
-        return unavailable(worker, request)
+        raise unavailable(worker)
     if not worker.responsive:
-        return unresponsive(worker, request)
-    return None
+        raise unresponsive(worker)
 
 
 def _client_of(request: Request) -> str:
@@ -291,12 +271,12 @@ def _client_of(request: Request) -> str:
     return request.client.host if request.client is not None else ""
 
 
-async def bounded_body(request: Request) -> bytes | Response:
-    """The request's body, or the JSON 413 to answer when it is over the control API's cap."""
+async def bounded_body(request: Request) -> bytes:
+    """The request's body; raises the JSON 413 when it is over the control API's cap."""
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > MAX_CONTROL_BODY:
-            return error_response(413, "too_large", f"request body over {MAX_CONTROL_BODY} bytes")
+            raise TooLarge("too_large", f"request body over {MAX_CONTROL_BODY} bytes")
         chunks.append(chunk)
     return b"".join(chunks)

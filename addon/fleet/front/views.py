@@ -11,14 +11,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from starlette.requests import Request
-from starlette.responses import Response
 
+from webarena_live.control.errors import Relayed
 from webarena_live.evaluator import __version__
 from webarena_live.fleet.front import liveness
 from webarena_live.fleet.front.link import HEALTH_DEADLINE
-from webarena_live.fleet.workers.local import Worker
 
 if TYPE_CHECKING:
     from webarena_live.fleet.front.front import Front
@@ -27,7 +25,7 @@ if TYPE_CHECKING:
 async def health(front: Front, request: Request) -> dict[str, Any]:
     """`GET /health` of the fleet: every worker's state, answered within `HEALTH_DEADLINE`."""
     asked = [w for w in front.workers if w.up and w.index not in front.placement.down]
-    replies = await asyncio.gather(*(_health_of(front, worker) for worker in asked))
+    replies = await asyncio.gather(*(front.link.health(worker, HEALTH_DEADLINE) for worker in asked))
     healths = {w.index: reply for w, reply in zip(asked, replies, strict=True) if reply is not None}
     for worker in asked:
         if worker.index in healths:
@@ -66,22 +64,9 @@ async def health(front: Front, request: Request) -> dict[str, Any]:
     return answer
 
 
-async def _health_of(front: Front, worker: Worker) -> dict[str, Any] | None:
-    try:
-        reply = await front.link.http.get(f"{worker.control_url}/health", timeout=HEALTH_DEADLINE)
-    except httpx.HTTPError:
-        return None
-    if reply.status_code != 200:
-        return None
-    found: dict[str, Any] = reply.json()
-    return found
-
-
-async def sessions(front: Front, request: Request) -> list[dict[str, Any]] | Response:
-    """`GET /sessions` of the fleet, or a worker's refusal of the request (token, page guard)."""
+async def sessions(front: Front, request: Request) -> list[dict[str, Any]]:
+    """`GET /sessions` of the fleet; raises a worker's refusal of the request (token, page guard)."""
     replies = await front.link.ask_all(request, "/sessions")
-    if isinstance(replies, Response):
-        return replies
     live: list[dict[str, Any]] = []
     resumable: dict[str, dict[str, Any]] = {}
     for worker, reply in replies:
@@ -117,8 +102,9 @@ async def sessions(front: Front, request: Request) -> list[dict[str, Any]] | Res
 async def journal_holders(front: Front, request: Request, name: str) -> list[int]:
     """The workers that list an unfinished journal of session `name` (a `resume_journal` start after
     `serve` restarted goes to one of them: with `--ray` a journal is on one node only)."""
-    replies = await front.link.ask_all(request, "/sessions")
-    if isinstance(replies, Response):
+    try:
+        replies = await front.link.ask_all(request, "/sessions")
+    except Relayed:
         return []
     return [
         worker.index
