@@ -21,6 +21,7 @@ from webarena_live.control.leasing import abandon
 from webarena_live.control.models import Abandon
 from webarena_live.control.responses import documented, guarded
 from webarena_live.control.wire import LeaseEnd
+from webarena_live.replicas import EndReason
 from webarena_live.runs.settings import SessionState
 
 router = APIRouter(tags=["pool"], dependencies=[GUARD], responses=guarded())
@@ -55,7 +56,9 @@ async def put_lease_ended(found: NamedSession, request: Request, ctx: Control) -
     try:
         end = LeaseEnd.model_validate(parse_json_body(await request.body()))
     except ValidationError:
-        raise BadRequest("bad_lease_end", "an object with a string `ended`") from None
+        raise BadRequest(
+            "bad_lease_end", f"an object whose `ended` is one of {', '.join(EndReason)}"
+        ) from None
     lease = found.attempt.lease
     if found.attempt.state is not SessionState.FINISHED and (lease is None or lease.ended is None):
         abandon(ctx, found, end.reason, end.ended)

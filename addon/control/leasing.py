@@ -91,7 +91,9 @@ def listed(interference: dict[str, Any]) -> dict[str, Any]:
     return {**interference, "count": len(mutations), "mutations": mutations[:INTERFERENCE_LISTED]}
 
 
-def abandon(ctx: ControlContext, session: Session, reason: str | None, ended: str = "abandoned") -> Lease:
+def abandon(
+    ctx: ControlContext, session: Session, reason: str | None, ended: EndReason = EndReason.ABANDONED
+) -> Lease:
     """End `session`'s lease before its finish (`ended`: `abandoned`, or what a front says: `timeout`,
     `lost`). With a pool here, the pool ends it (`ReplicaPool.end_lease`: on disk, then the replicas
     back); on a fleet's worker the view takes the end its front wrote. From now on the proxy forwards
@@ -103,7 +105,7 @@ def abandon(ctx: ControlContext, session: Session, reason: str | None, ended: st
         lease = attempt.lease = Lease({}, {}, session=session.name, started=attempt.started)
     if lease.ended is None:
         if ctx.pool is not None and ctx.pool.leases.get(session.name) is lease:
-            ctx.pool.end_lease(session.name, EndReason(ended), reason)  # tells `lease_ended` (the context)
+            ctx.pool.end_lease(session.name, ended, reason)  # tells `lease_ended` (the context)
         else:
             lease.copy_end(ended, reason)
             ctx.ends.lease_ended(lease)

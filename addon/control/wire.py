@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, Va
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.models import Mutations
 from webarena_live.evaluator import SiteMap, site_key
-from webarena_live.replicas import Lease, lease_of
+from webarena_live.replicas import EndReason, Lease, lease_of
 
 __all__ = [
     "Interference",
@@ -42,7 +42,7 @@ class LeaseGrant(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     indexes: dict[StrictStr, StrictInt]
-    ended: StrictStr | None = None
+    ended: EndReason | None = None
     reason: StrictStr | None = None
     ended_at: float | None = None
 
@@ -52,7 +52,8 @@ class LeaseEnd(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    ended: StrictStr
+    ended: EndReason
+    """One of the lease's ends (`EndReason`): a word the pool does not know is refused, not stored."""
     reason: StrictStr | None = None
     ended_at: float | None = None
 

@@ -298,3 +298,22 @@ def test_the_pool_state_is_kept_where_its_folder_does_not_exist_yet(tmp_path, ca
     state = tmp_path / "new" / "state" / ".pool.json"
     build_pool(SiteMap.from_urls({"shopping": list(URLS)}), Isolation.NONE, None, state_file=state)
     assert state.is_file() and "cannot keep the pool's state" not in caplog.text
+
+
+def test_a_lease_end_naming_no_end_reason_is_refused_and_ends_nothing(tmp_path) -> None:
+    """`PUT /sessions/{s}/lease_ended` (a front telling its worker) with a word that is no `EndReason` is a
+    400 naming the words it takes, and the lease goes on; a known word ends it as told."""
+
+    async def scenario(endpoints: list[ResetEndpoint]) -> None:
+        mapped = site_map(endpoints)
+        store = SessionStore(RunSettings(mapped, output_dir=tmp_path / "out"))
+        ctx = ControlContext(tasks=TASKS, sessions=store, pool=ReplicaPool(mapped, Isolation.EXCLUSIVE))
+        assert call(ctx, "POST", "/sessions", {"task_id": 1001, "session": "s"})[0] == 200
+        status, refused = call(ctx, "PUT", "/sessions/s/lease_ended", {"ended": "exploded"})
+        assert status == 400 and refused["error"] == "bad_lease_end", refused
+        assert "timeout" in refused["detail"] and "abandoned" in refused["detail"], refused
+        assert ctx.pool is not None and ctx.pool.leases["s"].ended is None
+        status, _ = call(ctx, "PUT", "/sessions/s/lease_ended", {"ended": "timeout", "reason": "idle"})
+        assert status == 200 and call(ctx, "GET", "/sessions/s")[1]["lease_ended"] == "timeout"
+
+    run(scenario)
