@@ -51,8 +51,8 @@ class Lease:
     touched: float = field(default_factory=time.time)
     """When the session last used it: a request through the proxy or a control call (`touch`);
     `--lease-timeout` counts from here."""
-    ended: str | None = None
-    """Why the lease ended (`finished`, `abandoned`, `timeout`, `lost`, `refused`, ...), once it did."""
+    ended: EndReason | None = None
+    """Why the lease ended, once it did."""
     ended_detail: str | None = None
     """The reason given with `POST /sessions/{s}/abandon`, if any."""
     ended_at: float | None = None
@@ -65,13 +65,13 @@ class Lease:
     def touch(self, when: float | None = None) -> None:
         self.touched = max(self.touched, time.time() if when is None else when)
 
-    def _close(self, reason: str, detail: str | None, at: float | None = None) -> None:
+    def _close(self, reason: EndReason, detail: str | None, at: float | None = None) -> None:
         """The record's side of an end (`ReplicaPool.end_lease` ends a lease); the first reason stays."""
         if self.ended is None:
             self.ended, self.ended_detail = reason, detail
             self.ended_at = time.time() if at is None else at
 
-    def copy_end(self, reason: str, detail: str | None = None, at: float | None = None) -> None:
+    def copy_end(self, reason: EndReason, detail: str | None = None, at: float | None = None) -> None:
         """A worker's view takes the end its front's pool wrote (a lease ends in the pool alone)."""
         self._close(reason, detail, at)
 
@@ -83,9 +83,9 @@ class Lease:
         self.recent_outside.append(f"{method} {url} ({why})")
 
     @property
-    def ended_early(self) -> str | None:
+    def ended_early(self) -> EndReason | None:
         """Why the lease ended before its session's finish (a finish ends it as `finished`)."""
-        return self.ended if self.ended != "finished" else None
+        return self.ended if self.ended != EndReason.FINISHED else None
 
     def view(self) -> dict[str, Any]:
         view: dict[str, Any] = {"replicas": dict(self.replicas)}
@@ -127,7 +127,7 @@ class Lease:
             lease.started = lease.touched = float(started)
         if isinstance(record.get("ended"), str):
             detail, at = record.get("ended_reason"), record.get("ended_at")
-            lease._close(record["ended"], detail if isinstance(detail, str) else None,
+            lease._close(EndReason(record["ended"]), detail if isinstance(detail, str) else None,
                          float(at) if isinstance(at, int | float) else None)  # fmt: skip
         return lease
 

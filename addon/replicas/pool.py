@@ -168,6 +168,7 @@ class ReplicaPool(Holding):
         first; then the replicas go back (each one settled: `PoolCare.settle`) and `on_end` is told. A
         finished session's lease is forgotten; any other end is remembered, so a resume gets it back
         ended. The lease ended (None when it held none)."""
+        reason = EndReason(reason)  # the member itself, even from a caller that passed its word
         lease, held = self._release(session, reason, detail)
         if lease is None or not held:
             return lease
