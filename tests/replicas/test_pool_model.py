@@ -3,7 +3,7 @@ sequences (starts of readers and mutating sessions, reads, changes, finish, aban
 timeout, a lost worker, a restart from what is on disk, resumes) and after every step checks the
 invariants: who may share a replica, no changed replica granted before its reset, an ended lease never
 granted again, the counters in step, and what is on disk equal to what is in memory. The reset
-endpoints are real HTTP servers on 127.0.0.1 (`tests/support/reset_endpoint.py`); the pool's background
+endpoints are real HTTP servers on 127.0.0.1 (`scripts/support/reset_endpoint.py`); the pool's background
 resets run on the one event loop the machine keeps for its life, and finish only when the sequence says
 (`settle`), so that a sequence replays the same and Hypothesis can shrink it."""
 
@@ -23,7 +23,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from tests.support.reset_endpoint import ResetEndpoint
+from scripts.support.reset_endpoint import ResetEndpoint
 from webarena_live.evaluator import SiteMap, load_tasks
 from webarena_live.replicas import Isolation, Lease, Mutation, NoReplica
 from webarena_live.replicas.build import build_pool
