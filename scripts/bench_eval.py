@@ -23,9 +23,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.conformance import golden as g  # noqa: E402
-from tests.conformance import har_entries as har  # noqa: E402
-from tests.conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
+from scripts.support.conformance import golden as g  # noqa: E402
+from scripts.support.conformance import har_entries as har  # noqa: E402
+from scripts.support.conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
 from webarena_live.evaluator.evaluate import evaluate_task  # noqa: E402
 from webarena_live.evaluator.har import event_from_har_entry  # noqa: E402
 from webarena_live.evaluator.sites import SiteMap  # noqa: E402

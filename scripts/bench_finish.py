@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package: tests.conformance
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # scripts.support.conformance
 
 import bench_common as bench
 
-from tests.conformance import golden as g
-from tests.conformance import har_entries as har
-from tests.conformance.oracle_env import default_oracle_python, official_dataset
+from scripts.support.conformance import golden as g
+from scripts.support.conformance import har_entries as har
+from scripts.support.conformance.oracle_env import default_oracle_python, official_dataset
 
 ORACLE_TIMER = r"""
 import json, sys, time

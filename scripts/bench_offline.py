@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # the tests package: tests.conformance
+sys.path.insert(0, str(REPO))  # scripts.support.conformance, the corpus the tests share
 
-from tests.conformance import golden as g  # noqa: E402
-from tests.conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
-from tests.conformance.runs import RunCase, copy_runs, read_verdicts, write_group  # noqa: E402
+from scripts.support.conformance import golden as g  # noqa: E402
+from scripts.support.conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
+from scripts.support.conformance.runs import RunCase, copy_runs, read_verdicts, write_group  # noqa: E402
 
 
 def build_runs(dataset: Path, directory: Path, limit: int | None) -> int:

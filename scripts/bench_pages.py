@@ -16,8 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bench_common as bench
 from playwright.async_api import async_playwright
 
-from tests.site.harness import CHROMIUM, CHROMIUM_ARGS, free_port, write_config
-from tests.wiki import app
+from scripts.support import wiki_app as app
+from scripts.support.site_config import write_config
+from webarena_live.demo.command import CHROMIUM_ARGS
 
 TASKS = bench.REPO / "tests" / "wiki" / "tasks.json"
 HOSTNAMES = bench.REPO / "tests" / "site" / "hostnames_script.py"
@@ -42,7 +43,7 @@ async def browse(base: str, proxy_args: list[str]) -> dict[str, float]:
     """One fresh Chromium loads `PAGES`: median seconds per page load, requests that reached the network."""
     async with async_playwright() as playwright:
         args = [*CHROMIUM_ARGS, *proxy_args, "--host-resolver-rules=MAP *.test 127.0.0.1"]
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+        browser = await playwright.chromium.launch(executable_path="/usr/bin/chromium", args=args)
         try:
             page = await browser.new_page()
             cdp = await page.context.new_cdp_session(page)
@@ -72,7 +73,7 @@ def pages(*, rounds: int) -> None:
     assert app.installed(), app.INSTALL_HINT
     os.sched_setaffinity(0, set(bench.HELPER_CPUS))  # Chromium and the wiki inherit it
     work = Path(tempfile.mkdtemp(prefix="bench-pages-"))
-    with app.run_dokuwiki(work / "dokuwiki", free_port()) as wiki:
+    with app.run_dokuwiki(work / "dokuwiki", bench.free_port()) as wiki:
         loopback, named = wiki.base_url, wiki.base_url.replace("127.0.0.1", "wiki.test")
         config = write_config(work / "sites.json", {"__WIKIPEDIA__": {"urls": [named]}})
         serve_options = [f"webarena_tasks={TASKS}", f"webarena_config={config}", f"scripts={HOSTNAMES}"]

@@ -22,8 +22,8 @@ copy meanwhile).
     .venv/bin/python scripts/bench_pool.py [--agents 12] [--tasks 48] [--replicas 4] [--reset-seconds 2]
     .venv/bin/python scripts/bench_pool.py --site gitlab [...]
 
-`--site gitlab` runs the GitLab-shaped site instead (tests/gitlab/app.py: reads by GraphQL query POST,
-sign-in by form, changes by mutation; scripts/bench_pool_gitlab.py), judged by method and by what a
+`--site gitlab` runs the GitLab-shaped site instead (scripts/support/gitlab_app.py: reads by GraphQL query
+POST, sign-in by form, changes by mutation; scripts/bench_pool_gitlab.py), judged by method and by what a
 request does: its reading tasks cost no reset and are never exposed, each mutating task one reset.
 
 Targets (4 replicas, 12 agents, 48 tasks): under readers no verdict differs from the serial run; resets

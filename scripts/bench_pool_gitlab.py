@@ -2,7 +2,7 @@
 """The GitLab-shaped run of scripts/bench_pool.py (`--site gitlab`): what the pool costs on a site that
 reads by POST.
 
-The site is tests/gitlab/app.py (a graphql-core endpoint; sign-in by form; issue lists that load by
+The site is scripts/support/gitlab_app.py (a graphql-core endpoint; sign-in by form; issue lists that load by
 GraphQL query POSTs; issues created by GraphQL mutation), `--replicas` copies each with a reset endpoint
 taking `--reset-seconds`. The task mix: a third of the tasks create an issue (mutate), the others count
 the open issues (retrieve) or open the list (navigate); every agent signs in by the form and loads the
@@ -29,12 +29,21 @@ from typing import Any
 
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package: the site and agents
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # scripts.support: the site
 
 from bench_pool_common import arguments, run_agents, slow_reset
 
-from tests.gitlab.agents import CREATE, MUTATED, NAVIGATED
-from tests.gitlab.app import ISSUES_QUERY, PASSWORD, PROJECT, USER, GitLabServer, Site
+from scripts.support.gitlab_app import (
+    CREATE,
+    ISSUES_QUERY,
+    MUTATED,
+    NAVIGATED,
+    PASSWORD,
+    PROJECT,
+    USER,
+    GitLabServer,
+    Site,
+)
 
 TASKS = json.loads((Path(__file__).resolve().parent.parent / "tests" / "gitlab" / "tasks.json").read_text())
 KINDS = {task["task_id"]: task for task in TASKS}

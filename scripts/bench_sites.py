@@ -45,7 +45,7 @@ from typing import Any
 
 import requests
 from bench_common import machine_line, percentile, print_table
-from bench_sites_engine import SHOPPING, WRITE, Podman, podman_service, write_tasks
+from bench_sites_engine import SHOPPING, WRITE, Engine, podman_service, write_tasks
 
 from webarena_live.launch import ServeProcess
 
@@ -158,7 +158,7 @@ def one_session(control: str, name: str, hold: float, wait: float, ordered_on: s
     return session
 
 
-def run(engine: Podman, work: Path, options: argparse.Namespace, spares: int) -> Outcome:
+def run(engine: Engine, work: Path, options: argparse.Namespace, spares: int) -> Outcome:
     """One configuration on a fresh `serve`: its copies made, the sessions run, every reset waited for."""
     work.mkdir()
     copies = options.replicas + spares

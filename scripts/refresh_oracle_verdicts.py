@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Regenerate tests/conformance/oracle_verdicts.json: the reference's verdict on every conformance case.
 
-Run it whenever the case generator (tests/conformance/) or the reference's
+Run it whenever the case generator (scripts/support/conformance/) or the reference's
 version changes — the conformance test fails and names this command when the
 stored file is stale — and commit the file with the change:
 
@@ -22,12 +22,12 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # the tests package: tests.conformance
+sys.path.insert(0, str(REPO))  # scripts.support.conformance, the corpus the tests share
 
-from tests.conformance import stored_verdicts  # noqa: E402
-from tests.conformance.oracle_batch import OracleBatch  # noqa: E402
-from tests.conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
-from tests.conformance.suite import generate, generated_runs  # noqa: E402
+from scripts.support.conformance import stored_verdicts  # noqa: E402
+from scripts.support.conformance.oracle_batch import OracleBatch  # noqa: E402
+from scripts.support.conformance.oracle_env import default_oracle_python, official_dataset  # noqa: E402
+from scripts.support.conformance.suite import generate, generated_runs  # noqa: E402
 
 
 def main() -> int:

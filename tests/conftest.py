@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance import progress
-from tests.conformance.oracle_env import official_dataset as dataset_in_oracle
+from scripts.support.conformance import progress
+from scripts.support.conformance.oracle_env import official_dataset as dataset_in_oracle
 from tests.support import network_guard
 
 # Read by Ray once, when it is first imported, in whichever module that happens: set here, before
@@ -39,7 +39,7 @@ HEARTBEAT_SECONDS = 30
 
 def pytest_configure(config: pytest.Config) -> None:
     # Taken while pytest's output capture is suspended, so this is the real stderr: progress lines
-    # written to it reach the log while a test runs (see conformance/progress.py).
+    # written to it reach the log while a test runs (see scripts/support/conformance/progress.py).
     progress.use(os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8"))
     network_guard.install(os.environ.get("PYTEST_XDIST_WORKER", "main"))
 

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from webarena_live.commands.mcp import add_control_option
 from webarena_live.commands.mcp import add_parser as add_mcp_parser
 from webarena_live.commands.ports import port_number
 from webarena_live.evaluator import __version__
@@ -245,12 +246,7 @@ def _add_reward_commands(commands: Any) -> None:
         metavar="FILE",
         help="the agent's final response (JSON, or text); without it the session must be finished already",
     )
-    verify.add_argument(
-        "--control",
-        metavar="URL",
-        help="the control API (default: $WEBARENA_LIVE_CONTROL, else "
-        "http://127.0.0.1:8081); the token is read from $WEBARENA_LIVE_CONTROL_TOKEN",
-    )
+    add_control_option(verify)
     verify.add_argument(
         "--keep-site-errors",
         action="store_true",

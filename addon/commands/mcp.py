@@ -22,6 +22,16 @@ MISSING_SDK = (
 )
 
 
+def add_control_option(parser: argparse.ArgumentParser) -> None:
+    """`--control URL`: the control API a client command talks to (`mcp`, `verify`)."""
+    parser.add_argument(
+        "--control",
+        metavar="URL",
+        help=f"the control API (default: ${CONTROL_ENV}, else {DEFAULT_CONTROL}); the token is read "
+        "from $WEBARENA_LIVE_CONTROL_TOKEN",
+    )
+
+
 def add_parser(commands: Any) -> None:
     mcp = commands.add_parser(
         "mcp",
@@ -51,12 +61,7 @@ def add_parser(commands: Any) -> None:
         help="with --task: start the session again even when it is running with events (a new attempt)",
     )
     mcp.add_argument("--run", metavar="NAME", help="with --task: the run the session's outputs go to")
-    mcp.add_argument(
-        "--control",
-        metavar="URL",
-        help=f"the control API (default: ${CONTROL_ENV}, else {DEFAULT_CONTROL}); the token is read "
-        "from $WEBARENA_LIVE_CONTROL_TOKEN",
-    )
+    add_control_option(mcp)
     mcp.add_argument(
         "--transport",
         choices=("stdio", "http"),

@@ -21,7 +21,7 @@ from webarena_live.control.leasing import lease_for, release, reset_first, reset
 from webarena_live.control.models import StartSession
 from webarena_live.control.start_plan import begin_session, plan_start
 from webarena_live.replicas.reset import ResetOutcome
-from webarena_live.runs.fault_plan import FaultsError, give_plan, parse_faults
+from webarena_live.runs.fault_plan import FaultsError, parse_faults
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,8 @@ async def start_session(ctx: ControlContext, start: StartSession, headers: Start
         raise
     reply = begin_session(ctx, plan, lease)
     if faults is not None and (session := ctx.sessions.get(plan.name)) is not None:
-        give_plan(session.attempt, faults)  # before the agent has its reply: before its first request
+        # before the agent has its reply: before its first request
+        ctx.sessions.give_fault_plan(session, faults)
     if plan.resumed is not None:  # resumed (a restarted worker): the journal's events first, then the
         # port opens, since agents that already hold the address send as soon as it listens
         address = await _claim(ctx, plan.name, headers.port, guests)

@@ -24,7 +24,7 @@ from webarena_live.control.app import create_app
 from webarena_live.control.context import RESERVED_HOST, ControlContext
 from webarena_live.control.server import ControlServer
 from webarena_live.evaluator import EventRecord, SiteMap
-from webarena_live.proxy.browser_traffic import BrowserServices, answer
+from webarena_live.proxy.browser_traffic import BrowserServices, answer_own
 from webarena_live.proxy.capture import record_from_flow, tunnel_failure_event
 from webarena_live.proxy.connections import (
     BROWSER_KEY,
@@ -34,7 +34,7 @@ from webarena_live.proxy.connections import (
     SKIP_KEY,
     ClientConnections,
 )
-from webarena_live.proxy.credentials import challenge, take_credentials
+from webarena_live.proxy.credentials import challenge
 from webarena_live.proxy.faults import FaultInjector
 from webarena_live.proxy.flow_notes import FlowNotes
 from webarena_live.proxy.header_login import HeaderLogin
@@ -45,7 +45,14 @@ from webarena_live.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING, advert
 from webarena_live.proxy.own_listeners import OwnListeners
 from webarena_live.proxy.reserved_host import route_control, serve_on_flow
 from webarena_live.proxy.session_addresses import SessionAddresses
-from webarena_live.proxy.startup import front_address, listen_ports, read_options, unfinished_lines
+from webarena_live.proxy.startup import (
+    dataset_line,
+    front_address,
+    header_login_warnings,
+    listen_ports,
+    read_options,
+    unfinished_lines,
+)
 from webarena_live.replicas import MutationLog
 from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.fault_plan import FAULT_KEY
@@ -130,10 +137,8 @@ class WebArenaLive:
             sessions.settings = settings
         self.header_login.use(site_map)
         self.browser_services.use(url for urls in site_map.urls.values() for url in urls)
-        for name in site_map.header_login_without_credentials:
-            logger.warning(
-                "webarena-live: %s has use_header_login but no credentials: no header is added", name
-            )
+        for line in header_login_warnings(site_map):
+            logger.warning(line)
         self.context = ControlContext(
             tasks=tasks,
             sessions=sessions,
@@ -174,11 +179,7 @@ class WebArenaLive:
 
     def _tell_dataset(self) -> None:
         assert self.context is not None
-        settings = self.context.settings
-        tasks = self.context.tasks
-        logger.info(
-            "webarena-live: %d tasks from %s; journal in %s", len(tasks), tasks.source, settings.journal_dir
-        )
+        logger.info(dataset_line(self.context.tasks, self.context.settings))
 
     async def running(self) -> None:
         if (proxyserver := ctx.master.addons.get("proxyserver")) is not None:
@@ -229,41 +230,19 @@ class WebArenaLive:
 
     def http_connect(self, flow: http.HTTPFlow) -> None:
         flow.metadata[SKIP_KEY] = True  # the tunnel itself is no event; the requests inside it are
-        conns = self.connections
-        pinned = conns.session_of(flow.client_conn) if conns.pinned else None
-        if pinned is not None:  # a session's own address: its credentials, if any, name nothing
-            if conns.strangers and conns.stranger(flow, pinned):
-                return
-            take_credentials(flow.request)
-            flow.metadata[SESSION_KEY] = pinned
-            self._answer_browser_service(flow, pinned)
+        if (claimed := self.connections.claim(flow)) is None:
+            return  # a stranger's, answered
+        name, problem = claimed
+        if problem or (name is None and self.connections.on_session_port(flow)):
+            flow.response = challenge(problem) if problem else challenge()
+            flow.metadata[CHALLENGED_KEY] = True
             return
-        username, problem = conns.take_credentials(flow)
-        if problem:
-            flow.response = challenge(problem)
-        elif username is None and flow.client_conn.id not in conns.named and conns.on_session_port(flow):
-            flow.response = challenge()
-        else:
-            name = username or conns.named.get(flow.client_conn.id)
-            flow.metadata[SESSION_KEY] = name
-            self._answer_browser_service(flow, name)
-            return
-        flow.metadata[CHALLENGED_KEY] = True
+        flow.metadata[SESSION_KEY] = name
+        self._answer_browser_service(flow, name)
 
     def _answer_browser_service(self, flow: http.HTTPFlow, session: str | None) -> bool:
-        """Answer a request (or CONNECT) of the browser's own services here, counted and listed in
-        `session`: before mitmproxy opens a connection or looks the host up (it does both for a CONNECT
-        right after `http_connect`, for a request after `request`)."""
-        if self.context is None or not self.browser_services.answers(flow.request.host):
-            return False
-        flow.metadata[BROWSER_KEY] = flow.metadata[SKIP_KEY] = True
-        request = flow.request
-        shown = f"{request.host}:{request.port}" if request.method == "CONNECT" else request.url
-        self.context.sessions.get_or_create(session or DEFAULT_SESSION).attempt.note_browser_request(
-            request.method, shown
-        )
-        answer(flow)
-        return True
+        context, services = self.context, self.browser_services
+        return context is not None and answer_own(services, context.sessions, flow, session)
 
     def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
         """No connection to a browser service leaves this proxy unless asked for (a request that reached
@@ -295,18 +274,9 @@ class WebArenaLive:
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         is_control = flow.request.host == RESERVED_HOST
         conns = self.connections
-        pinned = conns.session_of(flow.client_conn) if conns.pinned else None
-        username: str | None
-        problem: str | None
-        if pinned is not None:
-            if conns.strangers and conns.stranger(flow, pinned):
-                return
-            take_credentials(flow.request)
-            username, problem = pinned, None
-        else:
-            username, problem = conns.take_credentials(flow)
-            if username is None:
-                username = conns.named.get(flow.client_conn.id)
+        if (claimed := conns.claim(flow)) is None:
+            return  # a stranger's, answered
+        username, problem = claimed
         if problem or (username is None and not is_control and conns.on_session_port(flow)):
             flow.metadata[SKIP_KEY] = True
             flow.response = challenge(problem) if problem else challenge()

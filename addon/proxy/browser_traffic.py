@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 from mitmproxy import http
 
 from webarena_live.evaluator import BoundedMemo
+from webarena_live.proxy.connections import BROWSER_KEY, SKIP_KEY
+from webarena_live.runs.sessions import DEFAULT_SESSION, SessionStore
 
 SERVICE_HOSTS = (
     # Chromium: component updater, extension updates, connectivity checks, safe browsing,
@@ -109,3 +111,19 @@ def answer(flow: http.HTTPFlow) -> None:
     flow.response = http.Response.make(
         ANSWER_STATUS, ANSWER_TEXT, {"Content-Type": "text/plain", ANSWER_HEADER: "browser-service"}
     )
+
+
+def answer_own(
+    services: BrowserServices, sessions: SessionStore, flow: http.HTTPFlow, session: str | None
+) -> bool:
+    """Answer a request (or CONNECT) of the browser's own services here, counted and listed in
+    `session`, and say whether it was one: called before mitmproxy opens a connection or looks the host
+    up (it does both for a CONNECT right after `http_connect`, for a request after `request`)."""
+    if not services.answers(flow.request.host):
+        return False
+    flow.metadata[BROWSER_KEY] = flow.metadata[SKIP_KEY] = True
+    request = flow.request
+    shown = f"{request.host}:{request.port}" if request.method == "CONNECT" else request.url
+    sessions.get_or_create(session or DEFAULT_SESSION).attempt.note_browser_request(request.method, shown)
+    answer(flow)
+    return True

@@ -69,6 +69,21 @@ class ClientConnections:
             self.named[flow.client_conn.id] = username
         return username, problem
 
+    def claim(self, flow: http.HTTPFlow) -> tuple[str | None, str | None] | None:
+        """The one decision of whose `flow` (a CONNECT or a request) is: (session name, why its
+        credentials name none), the name None when nothing names one; None when it came from a stranger
+        (answered 407 here). A pinned connection is its address's holder's, its credentials (if any)
+        taken off and naming nothing; any other is named by its credentials, else by those its
+        connection sent before (a request inside a tunnel: the CONNECT's)."""
+        pinned = self.session_of(flow.client_conn) if self.pinned else None
+        if pinned is not None:
+            if self.strangers and self.stranger(flow, pinned):
+                return None
+            take_credentials(flow.request)
+            return pinned, None
+        username, problem = self.take_credentials(flow)
+        return (username if username is not None else self.named.get(flow.client_conn.id)), problem
+
     def connected(self, client: connection.Client) -> None:
         if self.addresses.by_port:
             name = self.addresses.by_port.get(client.sockname[1])

@@ -27,7 +27,6 @@ from mitmproxy import ctx, exceptions, http
 from mitmproxy.connection import ConnectionState
 
 from webarena_live.proxy.connections import SESSION_KEY, SKIP_KEY
-from webarena_live.runs import fault_plan
 from webarena_live.runs.fault_log import FaultLine
 from webarena_live.runs.fault_plan import (
     FAULT_KEY,
@@ -84,6 +83,11 @@ class FaultInjector:
         """Per attempt, how many requests of each method and URL it sent: one input of each draw (a
         resumed attempt's count starts from its journal's requests)."""
 
+    def _session_plans(self) -> bool:
+        """Whether any session has a plan of its own (the session store's word): else only the proxy's."""
+        context = self.live.context
+        return context is not None and context.sessions.fault_plans_given
+
     def configure(self, updated: set[str]) -> None:
         if "webarena_faults" not in updated:
             return
@@ -100,7 +104,7 @@ class FaultInjector:
         """A request of a named session: counted, and its drawn fault made; an awaitable when it
         pauses. One the proxy answered already (`--confine`'s refusal) is counted, as the journal
         holds it, and never faulted."""
-        if self.plan is None and not fault_plan.session_plans_given:
+        if self.plan is None and not self._session_plans():
             return None  # every flow passes here: without a plan, this is all it costs
         counted = self._count(flow)
         if counted is None or flow.response is not None:
@@ -141,7 +145,7 @@ class FaultInjector:
         """A flow that ended before its `request` hook (its client left mid-body, a body over the
         limit): counted as its journaled event will be, never faulted. A `latency` fault's whose client
         gave up: listed and journaled as it ended, before its event is captured (`WebArenaLive.error`)."""
-        if self.plan is None and not fault_plan.session_plans_given:
+        if self.plan is None and not self._session_plans():
             return
         if not flow.metadata.get(COUNTED_KEY):
             self._count(flow)

@@ -96,6 +96,19 @@ def unfinished_lines(sessions: SessionStore) -> list[str]:
     return lines
 
 
+def dataset_line(tasks: TaskSet, settings: RunSettings) -> str:
+    """The line a start (and a reconfiguration while running) logs: the tasks loaded, the journal's place."""
+    return f"webarena-live: {len(tasks)} tasks from {tasks.source}; journal in {settings.journal_dir}"
+
+
+def header_login_warnings(site_map: SiteMap) -> list[str]:
+    """A line for each site of the map that logs in by header but has no credentials to send."""
+    return [
+        f"webarena-live: {name} has use_header_login but no credentials: no header is added"
+        for name in site_map.header_login_without_credentials
+    ]
+
+
 def site_map_problems(tasks: TaskSet, site_map: SiteMap, *, config: str) -> list[str]:
     """Sites the loaded tasks use that the site map cannot render, one line each (empty: fine).
 

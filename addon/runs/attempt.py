@@ -50,6 +50,7 @@ from webarena_live.evaluator import (
 )
 from webarena_live.replicas import Lease
 from webarena_live.runs.answers import different_answer
+from webarena_live.runs.attempt_view import attempt_view
 from webarena_live.runs.fault_log import FaultLine, FaultLog, journaled_faults, requests_sent
 from webarena_live.runs.finish_outcome import FinishOutcome, FinishRefused, no_task_detail
 from webarena_live.runs.har_spool import SPOOL_SUBDIR, HarSpool
@@ -372,40 +373,11 @@ class Attempt:
 
     # --- views -------------------------------------------------------------------------------------
 
+    @property
+    def outcome(self) -> FinishOutcome | None:
+        """What its finish answered (None before it)."""
+        return self._outcome
+
     def describe(self) -> dict[str, Any]:
-        task = self.task
-        view: dict[str, Any] = {
-            "state": self.state.value,
-            "task_id": task.task_id if task else None,
-            "intent": task.intent if task else None,
-            "sites": list(task.sites) if task else None,
-            "run": self.run,
-            "counts": self.trace.counts(),
-            "started": self.started,
-            "finished": self.finished,
-            "journal": str(self.journal.path) if self.journal and self.journal.lines else None,
-        }
-        if self.late_events:
-            view["late_events"] = self.late_events
-        if not len(self.trace) and self.state is SessionState.RUNNING and self.task is not None:
-            view["nothing_captured"] = self.nothing_captured()  # a finish's `no_events`, said before it
-        if self.browser_requests:
-            view["browser_requests"] = {
-                "count": self.browser_requests,
-                "recent": list(self.recent_browser_requests),
-            }
-        if self.dropped_idle_events:
-            view["dropped_idle_events"] = self.dropped_idle_events
-        if self.faults_injected:
-            view["faults_injected"] = list(self.faults_injected)
-        if self.lease is not None:
-            view.update(self.lease.view())
-        if self.result is not None:
-            view["result"] = {"status": self.result.status.value, "score": self.result.score}
-            if self.result.interference is not None:
-                view["interference"] = self.result.interference
-            if self._outcome is not None:
-                view.update(self._outcome.sites)
-        if self.outputs:
-            view["outputs"] = self.outputs
-        return view
+        """The attempt as the session's view shows it (`runs/attempt_view.py`)."""
+        return attempt_view(self)

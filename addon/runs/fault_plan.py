@@ -46,18 +46,6 @@ class FaultsError(WebArenaLiveError):
     """A fault file or `faults` body that cannot be used; one line per mistake, each naming its field."""
 
 
-session_plans_given = False
-"""Whether any session of this process was given a plan of its own (`give_plan`): until then the proxy's
-per-request check is one look at its own plan."""
-
-
-def give_plan(attempt: Any, plan: FaultPlan) -> None:
-    """Make `plan` the attempt's own (a start's `faults`), before its first request."""
-    global session_plans_given
-    session_plans_given = True
-    attempt.fault_plan = plan
-
-
 def _site(name: str) -> str:
     if problem := unknown_site_problem(name):
         raise ValueError(problem)

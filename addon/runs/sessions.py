@@ -292,6 +292,9 @@ class SessionStore:
         """Replaced whole (`configure`), never changed in place: attempts read it at each use."""
         self.notices = NoticeBus()
         self._sessions: dict[str, Session] = {}
+        self.fault_plans_given = False
+        """Whether any session was given a fault plan of its own (`give_fault_plan`): until then the
+        proxy's per-request check is one look at its own plan (`proxy/faults.py`)."""
 
     def current_settings(self) -> RunSettings:
         return self.settings
@@ -304,6 +307,12 @@ class SessionStore:
 
     def get(self, name: str) -> Session | None:
         return self._sessions.get(name)
+
+    def give_fault_plan(self, session: Session, plan: Any) -> None:
+        """Make `plan` (`runs/fault_plan.py`) the session's attempt's own (a start's `faults`), before its
+        first request."""
+        self.fault_plans_given = True
+        session.attempt.fault_plan = plan
 
     def get_or_create(self, name: str) -> Session:
         session = self._sessions.get(name)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import requests
 
+from scripts.support.reset_endpoint import ResetEndpoint
 from tests.containers.sessions import TASKS, write_map
 from tests.site.harness import free_port
 from tests.support.engines import SHOPPING, Engine, ulimits
-from tests.support.reset_endpoint import ResetEndpoint
 from tests.support.serve_process import wait_until
 from webarena_live.evaluator import SiteMap
 from webarena_live.replicas.reset import keeps_data_problems

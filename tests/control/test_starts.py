@@ -9,8 +9,8 @@ from pathlib import Path
 
 import httpx
 
+from scripts.support.reset_endpoint import ResetEndpoint, reset_endpoints
 from tests.support.addon_helpers import browser_headers, make_flow
-from tests.support.reset_endpoint import ResetEndpoint, reset_endpoints
 from webarena_live.control.app import create_app
 from webarena_live.control.context import ControlContext
 from webarena_live.evaluator import SiteMap, load_tasks

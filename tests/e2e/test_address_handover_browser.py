@@ -12,9 +12,8 @@ import pytest
 import requests
 from playwright.sync_api import sync_playwright
 
-from tests.proxy.test_session_addresses import free_range
 from tests.site.harness import CHROMIUM, CHROMIUM_ARGS
-from tests.support.serve_process import NAVIGATED, finish, shop, start_serve, trace_urls
+from tests.support.serve_process import NAVIGATED, finish, serve_on_one_address, shop, trace_urls
 
 __all__ = ["shop"]  # a fixture
 
@@ -22,11 +21,7 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def test_one_browser_two_sessions_one_address(tmp_path: Path, shop: str) -> None:
-    port = free_range(1)
-    served, control, _ = start_serve(
-        tmp_path, shop, tmp_path / "state", "--session-ports", f"{port}-{port}",
-        "--output-dir", str(tmp_path / "out"),
-    )  # fmt: skip
+    served, control, _ = serve_on_one_address(tmp_path, shop, "--output-dir", str(tmp_path / "out"))
     try:
         first = requests.post(f"{control}/sessions", json={"task_id": 1003, "session": "one"}, timeout=30)
         address = first.json()["proxy"]

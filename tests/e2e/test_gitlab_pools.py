@@ -1,8 +1,8 @@
 """A replica pool that holds on GitLab-shaped traffic: reads by GraphQL query POST and sign-in by form
 never mark a copy changed, a GraphQL mutation does (webarena_live.replicas.changes).
 
-Three copies of our GitLab-shaped site (tests/gitlab/app.py: a real graphql-core endpoint, sign-in by
-form, an issue list whose data loads by query POSTs from the page's script, issues created by mutation),
+Three copies of our GitLab-shaped site (scripts/support/gitlab_app.py: a real graphql-core endpoint, sign-in
+by form, an issue list whose data loads by query POSTs from the page's script, issues created by mutation),
 each with an environment-control style reset endpoint. One writer (Chromium, creates an issue) and
 readers (Chromium and plain HTTP agents, each signing in and loading the list by two GraphQL requests),
 under `readers`, `exclusive` and `none`, in one process, with `--workers 2` and on a two-node Ray
@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 import requests
 
+from scripts.support.gitlab_app import Replica, gitlab_replicas, pool_config
 from tests.gitlab.agents import run_chromium, run_http
-from tests.gitlab.app import Replica, gitlab_replicas, pool_config
 from tests.site.harness import ProxyProcess, oracle_dataset, start_proxy, write_config
 from tests.support.threeway import Judged, assert_three_ways, judge_three_ways
 

@@ -10,22 +10,17 @@ along (`ClientConnections.session_of`), the second task's first page was answere
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
 
-from tests.e2e.test_readme_examples import example
-from tests.proxy.test_session_addresses import free_range
 from tests.site.harness import oracle_dataset, oracle_verdicts, write_config
+from tests.support.guide_serve import Terminal, example, serving, this_environment
 from tests.support.paths import REPO
+from tests.support.serve_process import free_range
 from webarena_live.evaluator import default_tasks_path
 from webarena_live.launch import free_ports
 
@@ -38,61 +33,26 @@ SERVERS = {"playwright": "mcp-config-playwright", "devtools": "mcp-config-devtoo
 SESSIONS = {"playwright": "playwright-mcp", "devtools": "chrome-devtools-mcp"}
 
 
-class Guide:
-    """The guide's serve block running in `workdir`, its ports swapped for free ones."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        single = free_range(1)
-        self.ports = dict(zip(("7770", "8080", "8081", "8082"), map(str, free_ports(4)), strict=True))
-        self.ports["8090"] = str(single)
-        self.env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-                    "npm_config_offline": "true"}  # fmt: skip  # the pinned packages only, no download
-
-    def swap(self, text: str) -> str:
-        return re.sub(r"\b(7770|8080|8081|8082|8090)\b", lambda m: self.ports[m.group(1)], text)
-
-
 @pytest.fixture(scope="module")
-def guide(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guide]:
+def guide(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Terminal]:
     assert (NPM_TOOLS / "node_modules" / "@playwright" / "mcp").is_dir(), (
         "the MCP browser servers are missing: scripts/bootstrap.sh installs them (npm ci in .npm-tools)"
     )
     assert MCP_PYTHON.exists(), "the MCP client's venv is missing: scripts/bootstrap.sh makes .venv-mcp"
-    guide = Guide(tmp_path_factory.mktemp("mcp"))
+    # The guide's serve block, its ports swapped for free ones (8090: the one session address).
+    ports = dict(zip(("7770", "8080", "8081", "8082"), map(str, free_ports(4)), strict=True))
+    ports["8090"] = str(free_range(1))
+    env = this_environment(npm_config_offline="true")  # the pinned packages only, no download
+    guide = Terminal(tmp_path_factory.mktemp("mcp"), ports, env)
     for name in ("node_modules", "package.json"):  # as a user's project holding the servers: npx finds them
         (guide.workdir / name).symlink_to(NPM_TOOLS / name)
-    ports = guide.ports
-    serve = guide.swap(example("serve-one-address")).replace(
-        "webarena-live serve ",
-        f"webarena-live serve --port {ports['8080']} --control-port {ports['8081']} "
-        f"--session-port {ports['8082']} --set confdir={guide.workdir / 'conf'} ",
-    )
-    server = subprocess.Popen(
-        ["bash", "-c", serve], cwd=guide.workdir, env=guide.env, start_new_session=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, server.communicate()[0]
-            try:
-                shop = requests.get(f"http://127.0.0.1:{ports['7770']}/", timeout=1)
-                if shop.ok and requests.get(f"http://127.0.0.1:{ports['8081']}/health", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert time.monotonic() < deadline, "the shop or serve did not come up"
-            time.sleep(0.2)
+    with serving(guide, example("serve-one-address")):
         yield guide
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
 
 
 @pytest.mark.parametrize("server", sorted(SERVERS))
 def test_an_mcp_browser_server_does_two_tasks_in_a_row_on_one_browser(
-    guide: Guide, server: str, oracle_python: Path, official_dataset: Path
+    guide: Terminal, server: str, oracle_python: Path, official_dataset: Path
 ) -> None:
     config = guide.workdir / f"mcp-{server}.json"
     config.write_text(guide.swap(example(SERVERS[server])))

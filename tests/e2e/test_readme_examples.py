@@ -4,62 +4,35 @@ Python with the project's client, Playwright, Selenium (Debian's chromedriver) a
 (`puppeteer-core` from npm) — against them, each with its verdict checked.
 
 A block is the fenced one right after its `<!-- example: NAME ... -->` marker in a page of docs/ (the guide
-"Evaluate an agent in any language" holds them all; one name, one page). The README's short example is
-the same blocks (tests/test_docs.py checks it). Its ports are swapped for free ones and it runs in a
-fresh directory, with `webarena-live` and `python` of this environment first on PATH. The tests run as
-whatever user CI is (root there), as a reader would.
+"Evaluate an agent in any language" holds them all; one name, one page: tests/support/guide_serve.py).
+The README's short example is the same blocks (tests/test_docs.py checks it). Its ports are swapped for
+free ones and it runs in a fresh directory, with `webarena-live` and `python` of this environment first
+on PATH. The tests run as whatever user CI is (root there), as a reader would.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import requests
 
-from tests.support.doc_blocks import fenced_after
-from tests.support.paths import REPO
+from tests.support.guide_serve import Terminal, example, page_holding, serving, this_environment
 from webarena_live.launch import free_ports
 
-PAGES = sorted((REPO / "docs").rglob("*.md"))
 PORTS = ("7770", "8080", "8081", "8082")
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def example(name: str) -> str:
-    """The fenced block right after the `<!-- example: NAME ... -->` marker, in the one page holding it."""
-    found = [block for page in PAGES for block in fenced_after(f"example: {name}", page.read_text())]
-    assert len(found) == 1, f"{len(found)} pages of docs/ hold the example {name!r}, not one"
-    return found[0]
-
-
-def page_holding(text: str) -> str:
-    """The one page of docs/ that holds `text`."""
-    (page,) = [page for page in PAGES if text in page.read_text()]
-    return page.read_text()
-
-
-@dataclass(frozen=True)
-class Demo:
-    """The guide's first terminal, running: its directory, ports and environment."""
-
-    workdir: Path
-    ports: dict[str, str]
-    env: dict[str, str]
-
-    def swap(self, script: str) -> str:
-        return re.sub(r"\b(7770|8080|8081|8082)\b", lambda m: self.ports[m.group(1)], script)
+class Demo(Terminal):
+    """The guide's first terminal, running the demo shop and serve."""
 
     def run(self, command: list[str], script: str, suffix: str, timeout: float = 120) -> str:
         """`command FILE` on the block saved (ports swapped) in the demo's directory: what it printed."""
@@ -75,37 +48,10 @@ class Demo:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
-    workdir = tmp_path_factory.mktemp("readme")
     ports = dict(zip(PORTS, map(str, free_ports(len(PORTS))), strict=True))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    demo = Demo(workdir, ports, env)
-    serve = demo.swap(example("serve-demo-shop"))
-    # serve's default ports appear in the guide only implicitly: name them for the free ones.
-    serve = serve.replace(
-        "webarena-live serve ",
-        f"webarena-live serve --port {ports['8080']} --control-port {ports['8081']} "
-        f"--session-port {ports['8082']} --set confdir={workdir / 'conf'} ",
-    )
-    server = subprocess.Popen(
-        ["bash", "-c", serve], cwd=workdir, env=env, start_new_session=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, server.communicate()[0]
-            try:  # a person types the second block later; the test waits for the shop and the proxy
-                shop = requests.get(f"http://127.0.0.1:{ports['7770']}/", timeout=1)
-                if shop.ok and requests.get(f"http://127.0.0.1:{ports['8081']}/health", timeout=1).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert time.monotonic() < deadline, "the shop or serve did not come up"
-            time.sleep(0.2)
+    demo = Demo(tmp_path_factory.mktemp("readme"), ports, this_environment())
+    with serving(demo, example("serve-demo-shop")):
         yield demo
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
 
 
 def _verdict_line(output: str) -> str:

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
+from scripts.support import wiki_app as app
 from tests.site.harness import ProxyProcess, free_port, oracle_dataset, start_proxy, write_config
 from tests.support.paths import TESTS
-from tests.wiki import app
 from tests.wiki.agents import MAP_NAME
 from tests.wiki.threeway import Run, disagreements, judge_with_oracle, load_tasks_by_id, run_all, table
 

@@ -25,6 +25,7 @@ import pytest
 import requests
 from playwright.async_api import async_playwright
 
+from scripts.support import wiki_app as app
 from tests.site.harness import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -36,7 +37,6 @@ from tests.site.harness import (
 )
 from tests.support.paths import TESTS
 from tests.support.threeway import Judged, assert_three_ways, judge_three_ways
-from tests.wiki import app
 from tests.wiki.agents import AGENTS, Wiki
 from webarena_live.evaluator import STATIC_ASSET_SUFFIXES
 

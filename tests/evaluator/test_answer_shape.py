@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.conformance import golden as g
+from scripts.support.conformance import golden as g
 from webarena_live.evaluator.answer_shape import shape_warnings
 from webarena_live.evaluator.evaluate import evaluate_task
 from webarena_live.evaluator.har import event_from_har_entry

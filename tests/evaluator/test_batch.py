@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance import golden as g
-from tests.conformance.runs import RawText, RunCase, write_group
+from scripts.support.conformance import golden as g
+from scripts.support.conformance.runs import RawText, RunCase, write_group
 from tests.support.paths import REPO
 from webarena_live.evaluator.batch import (
     RESULT_FILE,

@@ -1,7 +1,7 @@
 """Verdict parity with the reference evaluator (webarena-verified 1.2.3) on all 812 official tasks.
 
 For every task the suite generates a golden run and mutated runs (see
-tests/conformance/). The reference's verdicts on all of them are stored in
+scripts/support/conformance/). The reference's verdicts on all of them are stored in
 tests/conformance/oracle_verdicts.json (scripts/refresh_oracle_verdicts.py
 writes it; a stale file fails here, naming that command). Every run:
 - our `evaluate_directory` judges every case, compared with the stored verdict;
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance import sample, stored_verdicts, suite
-from tests.conformance.mutations import GROUPS
-from tests.conformance.oracle_batch import OracleBatch
-from tests.conformance.progress import say
-from tests.conformance.runs import Verdict
+from scripts.support.conformance import sample, stored_verdicts, suite
+from scripts.support.conformance.mutations import GROUPS
+from scripts.support.conformance.oracle_batch import OracleBatch
+from scripts.support.conformance.progress import say
+from scripts.support.conformance.runs import Verdict
 
 
 @pytest.fixture(scope="module")

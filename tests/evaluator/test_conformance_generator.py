@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.conformance import golden as g
-from tests.conformance import mutations
-from tests.conformance.regex_example import NoExample, regex_example
+from scripts.support.conformance import golden as g
+from scripts.support.conformance import mutations
+from scripts.support.conformance.regex_example import NoExample, regex_example
 from webarena_live.evaluator.har import event_from_har_entry
 from webarena_live.evaluator.trace import EventType
 

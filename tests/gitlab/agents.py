@@ -13,15 +13,10 @@ from typing import Any
 import requests
 from playwright.async_api import Page, async_playwright
 
-from tests.gitlab.app import ISSUES_QUERY, PASSWORD, PROJECT, USER
+from scripts.support.gitlab_app import CREATE, ISSUES_QUERY, MUTATED, NAVIGATED, PASSWORD, PROJECT, USER
 from tests.site.harness import CHROMIUM, CHROMIUM_ARGS
 
 TITLE = "Trail closed for repairs"
-NAVIGATED: dict[str, Any] = {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": None}
-MUTATED: dict[str, Any] = {"task_type": "mutate", "status": "SUCCESS", "retrieved_data": None}
-CREATE = (
-    "mutation createIssue($input: CreateIssueInput!) { createIssue(input: $input) { issue { iid } errors } }"
-)
 
 
 # --- Chromium ----------------------------------------------------------------------------------------

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.e2e.test_readme_examples import example
 from tests.mcp.agent import TOKEN, answer
+from tests.support.guide_serve import example
 from tests.support.serve_process import Served
 from webarena_live.client import TOKEN_ENV
 

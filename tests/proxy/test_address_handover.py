@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.proxy.test_session_addresses import free_range
-from tests.support.serve_process import NAVIGATED, NAVIGATION, finish, shop, start_serve, trace_urls
+from tests.support.serve_process import NAVIGATED, NAVIGATION, finish, serve_on_one_address, shop, trace_urls
 from webarena_live.proxy.connections import ClientConnections
 from webarena_live.proxy.session_addresses import SessionAddresses
 
@@ -37,11 +36,7 @@ def _get(connection: http.client.HTTPConnection, url: str) -> int:
 
 
 def test_a_kept_connection_goes_with_its_address_to_the_next_session(tmp_path: Path, shop: str) -> None:
-    port = free_range(1)
-    served, control, _ = start_serve(
-        tmp_path, shop, tmp_path / "state", "--session-ports", f"{port}-{port}",
-        "--output-dir", str(tmp_path / "out"),
-    )  # fmt: skip
+    served, control, port = serve_on_one_address(tmp_path, shop, "--output-dir", str(tmp_path / "out"))
     try:
         first = requests.post(f"{control}/sessions", json={"task_id": 1003, "session": "task-a"}, timeout=30)
         assert first.json()["proxy"] == f"http://127.0.0.1:{port}", first.text

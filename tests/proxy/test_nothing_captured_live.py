@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.proxy.test_session_addresses import free_range
-from tests.support.serve_process import NAVIGATED, shop, start_serve
+from tests.support.serve_process import NAVIGATED, serve_on_one_address, shop
 from webarena_live.launch import free_ports
 
 __all__ = ["shop"]  # a fixture
@@ -22,8 +21,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def test_no_events_names_what_the_proxy_saw_and_the_way_out_works(tmp_path: Path, shop: str) -> None:
-    port = free_range(1)
-    served, control, _ = start_serve(tmp_path, shop, tmp_path / "state", "--session-ports", f"{port}-{port}")
+    served, control, port = serve_on_one_address(tmp_path, shop)
     try:
         started = requests.post(f"{control}/sessions", json={"task_id": 1003, "session": "mcp-1"}, timeout=30)
         assert started.json()["proxy"] == f"http://127.0.0.1:{port}", started.text

@@ -8,15 +8,13 @@ address name nothing.
 
 from __future__ import annotations
 
-import contextlib
-import random
 import socket
 from pathlib import Path
 
 import pytest
 import requests
 
-from tests.support.serve_process import NAVIGATED, NAVIGATION, finish, shop, start_serve
+from tests.support.serve_process import NAVIGATED, NAVIGATION, finish, free_range, shop, start_serve
 
 __all__ = ["shop"]  # a fixture
 
@@ -30,21 +28,6 @@ def _listening(url: str) -> bool:
     except OSError:
         return False
     return True
-
-
-def free_range(count: int) -> int:
-    """The first of `count` consecutive free ports below Linux's ephemeral range (32768-60999), where
-    the ports the operating system hands out (the proxy's own, other tests') never land."""
-    start = random.randrange(20_000, 32_000 - count)
-    for low in range(start, start + 500):
-        try:
-            with contextlib.ExitStack() as held:
-                for port in range(low, low + count):
-                    held.enter_context(socket.socket()).bind(("127.0.0.1", port))
-            return low
-        except OSError:
-            continue
-    raise AssertionError(f"no {count} consecutive free ports from {start}")
 
 
 def test_each_session_has_its_own_address(tmp_path: Path, shop: str) -> None:

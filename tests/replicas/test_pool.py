@@ -1,6 +1,6 @@
 """The replica pool (`replicas/pool.py`) on its own: leases under each isolation policy, resets only
 where something changed, failing reset endpoints, interference. Reset endpoints are real HTTP servers on
-127.0.0.1 in the environment-control shape (`tests/support/reset_endpoint.py`)."""
+127.0.0.1 in the environment-control shape (`scripts/support/reset_endpoint.py`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from scripts.support.reset_endpoint import ResetEndpoint, reset_endpoints
 from tests.support.addon_helpers import browser_headers, make_flow
 from tests.support.control_in_process import call
-from tests.support.reset_endpoint import ResetEndpoint, reset_endpoints
 from webarena_live.control.context import ControlContext
 from webarena_live.evaluator import SiteMap, load_tasks
 from webarena_live.proxy.capture import event_from_flow

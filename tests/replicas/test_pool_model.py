@@ -3,7 +3,7 @@ sequences (starts of readers and mutating sessions, reads, changes, finish, aban
 timeout, a lost worker, a restart from what is on disk, resumes) and after every step checks the
 invariants: who may share a replica, no changed replica granted before its reset, an ended lease never
 granted again, the counters in step, and what is on disk equal to what is in memory. The reset
-endpoints are real HTTP servers on 127.0.0.1 (`tests/support/reset_endpoint.py`); the pool's background
+endpoints are real HTTP servers on 127.0.0.1 (`scripts/support/reset_endpoint.py`); the pool's background
 resets run on the one event loop the machine keeps for its life, and finish only when the sequence says
 (`settle`), so that a sequence replays the same and Hypothesis can shrink it."""
 
@@ -15,15 +15,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from tests.support.reset_endpoint import ResetEndpoint
+from scripts.support.reset_endpoint import ResetEndpoint
+from tests.support.pool_loop import OnLoop
 from webarena_live.evaluator import SiteMap, load_tasks
 from webarena_live.replicas import Isolation, Lease, Mutation, NoReplica
 from webarena_live.replicas.build import build_pool
@@ -39,7 +39,6 @@ TIMEOUT = 60
 """The lease timeout, in the model's own seconds: `expire` is told the time (`now`), never waited for."""
 REMEMBERED = ("abandoned", "timeout", "lost")
 """Ends a resume gets back ended; a finish (or a new start of the name) forgets the lease."""
-T = TypeVar("T")
 
 
 class Endpoint(ResetEndpoint):
@@ -58,7 +57,7 @@ class Endpoint(ResetEndpoint):
             super().handle_error(request, client_address)
 
 
-class PoolMachine(RuleBasedStateMachine):
+class PoolMachine(OnLoop, RuleBasedStateMachine):
     """The pool under one sharing policy, and what the model expects of it."""
 
     isolation: ClassVar[Isolation] = Isolation.EXCLUSIVE
@@ -122,17 +121,6 @@ class PoolMachine(RuleBasedStateMachine):
     @property
     def replicas(self) -> list[ReplicaState]:
         return self.p.replicas[SITE]
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return self.loop.run_until_complete(coroutine)
-
-    def within(self, call: Callable[[], T]) -> T:
-        """A plain call on the loop, as the pool is called in `serve` (it spawns its resets there)."""
-
-        async def on_loop() -> T:
-            return call()
-
-        return self.run(on_loop())
 
     def fits(self, index: int, mutating: bool, leaving: str | None = None) -> bool:
         """Whether replica `index` may be granted now, from the model's holders and the pool's word on

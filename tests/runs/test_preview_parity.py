@@ -26,10 +26,10 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from tests.conformance import golden as g
-from tests.conformance import suite
-from tests.conformance.oracle_env import official_dataset
-from tests.conformance.runs import Verdict
+from scripts.support.conformance import golden as g
+from scripts.support.conformance import suite
+from scripts.support.conformance.oracle_env import official_dataset
+from scripts.support.conformance.runs import Verdict
 from tests.support.serve_process import start_serve
 
 SAMPLE_PER_GROUP = 4

@@ -22,6 +22,7 @@ import requests
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from scripts.support.site_config import write_config as write_config  # theirs, shared with the benchmarks
 from tests.support.oracle_bridge import run_in_oracle
 from webarena_live.commands.cli import addon_path
 from webarena_live.demo.command import CHROMIUM_ARGS as DEMO_CHROMIUM_ARGS
@@ -40,15 +41,6 @@ REFERENCE_TASK_COUNT = 812
 
 def free_port() -> int:
     return free_ports(1)[0]
-
-
-def write_config(path: Path, environments: Mapping[str, Any], *, test_data_file: Path | None = None) -> Path:
-    """A site map in the reference's config format (also read by the oracle)."""
-    config: dict[str, Any] = {"environments": dict(environments)}
-    if test_data_file is not None:
-        config["test_data_file"] = str(test_data_file)
-    path.write_text(json.dumps(config, indent=2))
-    return path
 
 
 # -- the proxy ---------------------------------------------------------------

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tests.support.reset_endpoint import ResetEndpoint, reset_endpoints
+from scripts.support.reset_endpoint import ResetEndpoint, reset_endpoints
 
 DEMO_TASKS = Path(__file__).resolve().parents[2] / "tasks" / "demo.json"
 """The demo tasks: all on `__SHOPPING__`; 1001 and 1002 read, 1004 and 1005 change the site."""

@@ -1,6 +1,7 @@
 """Real container engines for the tests: Podman's Docker-compatible service (`podman system service`)
 on a unix socket of its own, over a podman storage of its own, with the test images in it
-(scripts/build_site_images.sh builds them; nothing can be pulled here).
+(scripts/build_site_images.sh builds them; nothing can be pulled here). The service itself, started
+and stopped, is scripts/support/engines.py's (the benchmarks start theirs the same way).
 
 Each engine has its own storage (`--root`/`--runroot`), so containers made through one are not seen by
 another, two engines are two machines' engines as far as a client can tell, and everything in an
@@ -10,176 +11,44 @@ under WEBARENA_LIVE_TEST_ENGINES (default /var/tmp/webarena-live-test-engines), 
 session at a time (a lock file), so pytest-xdist's workers and two test runs side by side each have
 their own; a slot keeps its images from one session to the next.
 
-Containers need explicit ulimits here (ULIMITS): podman asks runc for a container's limits above the
-hard limits it inherited itself (1048576 open files unless told), and runc may not raise a limit past
-those without CAP_SYS_RESOURCE, which these machines' sandboxes drop, so `run` fails ("error setting
-rlimits ... operation not permitted") unless the limits asked for are within the service's own.
+Containers need explicit ulimits here (`ulimits`): scripts/support/engines.py says why.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import docker
-import docker.errors
+from scripts.support.engines import SHOPPING, Engine, ensure_images, start_engine, stop_engine, ulimits
 
-from tests.support.paths import REPO
+__all__ = [
+    "SHOPPING",
+    "Engine",
+    "engine_in",
+    "slot",
+    "ulimits",
+]  # the service itself: scripts/support/engines.py
 
-ULIMITS: dict[str, tuple[int, int]] = {"nofile": (16384, 16384), "nproc": (16384, 16384)}
-"""Each limit as (soft, hard): within what podman's service runs with here, generous for a web site."""
 TEST_LABEL = "webarena-live.test"
 """A label tests may put on the containers they create themselves (`labels={TEST_LABEL: "1"}`)."""
-API_VERSION = "1.41"
-"""The Docker API version asked for: podman 4.3's compatible service answers 1.41. Named, because a
-client left to find it (`version=None`, "auto") asks the service's /version, which takes podman seconds
-(it looks up its components' package versions) every time a client is made."""
-SHOPPING = "docker.io/am1n3e/webarena-verified-shopping:latest"
 REDDIT = "docker.io/am1n3e/webarena-verified-reddit:latest"
 SLOW_SITE = "localhost/webarena-live-test/slow-site:latest"
 """The shop with SITE_START_DELAY=20 in its environment: ready tens of seconds after it starts."""
 IMAGES = (SHOPPING, REDDIT, SLOW_SITE)
 SITE_PORT, ENV_CTRL_PORT = 80, 8877
-BUILD = REPO / "scripts" / "build_site_images.sh"
 HOME = Path(os.environ.get("WEBARENA_LIVE_TEST_ENGINES") or "/var/tmp/webarena-live-test-engines")
 SLOTS = 16
-PR_SET_PDEATHSIG = 1  # prctl(2)
-
-
-def ulimits() -> list[docker.types.Ulimit]:
-    """ULIMITS as the docker package takes them (`containers.run(..., ulimits=ulimits())`)."""
-    return [docker.types.Ulimit(name=name, soft=soft, hard=hard) for name, (soft, hard) in ULIMITS.items()]
-
-
-@dataclass
-class Engine:
-    """A running podman service: `url` is what a Docker client takes (`unix:///…/api.sock`)."""
-
-    url: str
-    root: Path
-    runroot: Path
-    log: Path
-    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-
-    def client(self, timeout: int = 120) -> docker.DockerClient:
-        return docker.DockerClient(base_url=self.url, version=API_VERSION, timeout=timeout)
-
-    def podman(
-        self, *args: str, check: bool = True, timeout: float = 120
-    ) -> subprocess.CompletedProcess[str]:
-        """The podman CLI on this engine's storage (`engine.podman("ps", "--format", "{{.Names}}")`)."""
-        return subprocess.run(
-            ["podman", "--root", str(self.root), "--runroot", str(self.runroot), "--runtime", "runc", *args],
-            capture_output=True, text=True, check=check, timeout=timeout,
-        )  # fmt: skip
-
-    def container_names(self, all: bool = True) -> list[str]:  # podman's own word
-        done = self.podman("ps", *(["--all"] if all else []), "--format", "{{.Names}}")
-        return sorted(done.stdout.split())
-
-    def remove_everything(self) -> None:
-        """Every container and volume of this engine's storage: all of them are the tests'."""
-        self.podman("rm", "--all", "--force", "--time", "1")
-        self.podman("volume", "rm", "--all", "--force")
-
-    def log_tail(self, lines: int = 40) -> str:
-        with contextlib.suppress(OSError):
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        return ""
 
 
 def _run_dir() -> Path:
     """Where runroots go: a tmpfs emptied at boot (podman's own choice, /run) when it can be written."""
     run = Path("/run")
     return run / "webarena-live-test-engines" if os.access(run, os.W_OK) else HOME / "run"
-
-
-def ensure_images(root: Path | None = None, runroot: Path | None = None) -> None:
-    """The test images in podman's default storage and, when given, in that storage too (built or
-    copied only when missing or out of date: the script is quick otherwise)."""
-    args = [] if root is None or runroot is None else ["--root", str(root), "--runroot", str(runroot)]
-    done = subprocess.run(["bash", str(BUILD), *args], capture_output=True, text=True, timeout=1200)
-    if done.returncode != 0:
-        raise RuntimeError(
-            f"scripts/build_site_images.sh {' '.join(args)} failed ({done.returncode}):\n"
-            f"{done.stdout}{done.stderr}"
-        )
-
-
-def _end_with_parent() -> None:
-    """In the service's process before it runs podman: SIGTERM when the test process dies, even killed
-    (the service would otherwise outlive it, in a session of its own so Ctrl-C reaches the teardown)."""
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def start_engine(root: Path, runroot: Path, socket_dir: Path, timeout: float = 60) -> Engine:
-    """Start `podman system service` on `socket_dir`/api.sock over that storage, and wait until it answers."""
-    socket = socket_dir / "api.sock"
-    engine = Engine(f"unix://{socket}", root, runroot, socket_dir / "service.log")
-    with engine.log.open("wb") as log:
-        engine.process = subprocess.Popen(
-            ["podman", "--root", str(root), "--runroot", str(runroot), "--runtime", "runc",
-             "system", "service", "--time=0", engine.url],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            preexec_fn=_end_with_parent,
-        )  # fmt: skip
-    deadline = time.monotonic() + timeout
-    while True:
-        if engine.process.poll() is not None:
-            code = engine.process.returncode
-            raise RuntimeError(f"podman system service exited ({code}):\n{engine.log_tail()}")
-        if socket.exists():
-            with contextlib.suppress(docker.errors.DockerException, OSError):
-                if engine.client(timeout=5).ping():
-                    break
-        if time.monotonic() > deadline:
-            stop_engine(engine)
-            raise RuntimeError(f"podman system service did not answer on {engine.url} in {timeout:.0f}s")
-        time.sleep(0.1)
-    _check_limits(engine)
-    return engine
-
-
-def _check_limits(engine: Engine) -> None:
-    """Fail at once, saying why, when the service's own limits are below ULIMITS (every `run` would fail)."""
-    assert engine.process is not None
-    names = {"Max open files": "nofile", "Max processes": "nproc"}
-    limits = Path(f"/proc/{engine.process.pid}/limits").read_text().splitlines()
-    for line in limits:
-        for label, name in names.items():
-            if line.startswith(label):
-                hard = line[len(label) :].split()[1]
-                if hard != "unlimited" and int(hard) < ULIMITS[name][1]:
-                    stop_engine(engine)
-                    raise RuntimeError(
-                        f"podman's service runs with a hard {name} limit of {hard}, below the tests' "
-                        f"{ULIMITS[name][1]} (tests/support/engines.py ULIMITS): containers could not start"
-                    )
-
-
-def stop_engine(engine: Engine) -> None:
-    """Remove every container and volume of the engine's storage, then end its service."""
-    try:
-        engine.remove_everything()
-    finally:
-        process = engine.process
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
 
 
 def storage(place: Path, number: int) -> tuple[Path, Path]:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, TypeVar
+from typing import Any
 
+from tests.support.pool_loop import OnLoop
 from webarena_live.evaluator import SiteMap, load_tasks
 from webarena_live.replicas import Isolation, Lease, Mutation
 from webarena_live.replicas import resetting as resetting_module
@@ -32,7 +33,6 @@ SITE = "shopping"
 LOST = "its container exited (137)"
 SECONDS = 1.5
 """What every held call says it took (the counters' seconds add these up)."""
-T = TypeVar("T")
 
 
 @dataclass
@@ -173,7 +173,7 @@ def in_flight(count: int) -> str:
     return f"{count} reset{'s' if count > 1 else ''} in flight: the wait is the first to finish"
 
 
-class Copies:
+class Copies(OnLoop):
     """A pool over `replicas` + `spares` held copies of one site (the spares beyond its ceiling), on an
     event loop of its own, each call made on it as `serve` makes it; every call returns once the pool's
     resets wait on their held calls (`settled`). A failed reset is retried after `probe_pause`: made no
@@ -205,17 +205,6 @@ class Copies:
     @property
     def replicas(self) -> list[ReplicaState]:
         return self.pool.replicas[SITE]
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return self.loop.run_until_complete(coroutine)
-
-    def within(self, call: Callable[[], T]) -> T:
-        """A plain call on the loop, as `serve` makes it (the pool spawns its resets there)."""
-
-        async def on_loop() -> T:
-            return call()
-
-        return self.run(on_loop())
 
     def settle(self) -> None:
         self.run(settled(self.pool, self.ways))

@@ -75,6 +75,8 @@ def _read(path: Path) -> dict[str, str]:
                 if module is not None or source is not None:
                     where = (module, None) if module is not None else (source, alias.name)
                     imported[alias.asname or alias.name] = where  # type: ignore[assignment]
+        if isinstance(node, ast.ImportFrom):
+            heavy |= shared_applications(node)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             continue
         found = HEAVY.search(ast.get_source_segment(text, node) or "")
@@ -106,6 +108,30 @@ def _read(path: Path) -> dict[str, str]:
                 heavy[name] = heavy[reached[0]]
                 changed = True
     return heavy
+
+
+# --- what the tests share with the benchmarks (scripts/support/): heavy as it was in tests/ ---------------
+
+SHARED_HEAVY: dict[str, frozenset[str] | None] = {
+    "scripts.support.wiki_app": None,  # DokuWiki, a real application (as tests/wiki)
+    "scripts.support.gitlab_app": None,  # the GitLab-shaped site (as tests/gitlab)
+    "scripts.support.engines": frozenset({"Engine", "start_engine"}),  # podman's service
+}
+"""The modules of scripts/support/ the tests import (no script imports `tests`), each with its heavy
+names (None: all of it): whatever imports a heavy one is heavy, as when it was a module of `tests`."""
+
+
+def shared_applications(node: ast.ImportFrom) -> dict[str, str]:
+    """The heavy names `node` imports from (or as) a module of `SHARED_HEAVY`, each with why."""
+    module, found = node.module or "", {}
+    for alias in node.names:
+        source, name = (module, alias.name) if module in SHARED_HEAVY else (f"{module}.{alias.name}", None)
+        if source not in SHARED_HEAVY:
+            continue
+        names = SHARED_HEAVY[source]
+        if names is None or name in names:
+            found[alias.asname or alias.name] = f"{source}: {name or 'the module'} is heavy"
+    return found
 
 
 def _uses(node: ast.AST, imported: dict[str, tuple[Path, str | None]]) -> tuple[set[str], str | None]:

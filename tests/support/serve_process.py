@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import random
+import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -80,6 +83,31 @@ def start_serve(tmp_path: Path, shop: str, state: Path, *extra: str) -> tuple[Se
         env={"XDG_STATE_HOME": str(state)},
     )  # fmt: skip
     return served, served.control, served.proxy_url
+
+
+def free_range(count: int) -> int:
+    """The first of `count` consecutive free ports below Linux's ephemeral range (32768-60999), where
+    the ports the operating system hands out (the proxy's own, other tests') never land."""
+    start = random.randrange(20_000, 32_000 - count)
+    for low in range(start, start + 500):
+        try:
+            with contextlib.ExitStack() as held:
+                for port in range(low, low + count):
+                    held.enter_context(socket.socket()).bind(("127.0.0.1", port))
+            return low
+        except OSError:
+            continue
+    raise AssertionError(f"no {count} consecutive free ports from {start}")
+
+
+def serve_on_one_address(tmp_path: Path, shop: str, *extra: str) -> tuple[Served, str, int]:
+    """`start_serve` with one session address (`--session-ports P-P`, P free): every start gets it, the
+    next start after a finish takes it over (and the connections kept open on it): (served, control, P)."""
+    port = free_range(1)
+    served, control, _ = start_serve(
+        tmp_path, shop, tmp_path / "state", "--session-ports", f"{port}-{port}", *extra
+    )
+    return served, control, port
 
 
 def finish(

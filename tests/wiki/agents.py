@@ -16,7 +16,7 @@ from typing import Any
 
 from playwright.async_api import Page
 
-from tests.wiki.app import PASSWORD, USER
+from scripts.support.wiki_app import PASSWORD, USER
 
 # Written with escapes so the en dash (U+2013) and the accented e (U+00E9) are visible as such.
 NOTICE = "Bridge closed 1\u201314 July; the caf\u00e9 stays open"
@@ -64,7 +64,7 @@ async def open_page(page: Page, wiki: Wiki, page_id: str) -> None:
 async def reload_if_blank(page: Page) -> None:
     """Load a page shown without its text once more, as an agent would. DokuWiki writes its caches
     in place, so a view that reads one while an edit rewrites it shows the page frame with nothing
-    in it (tests/wiki/app.py renders every seeded page once beforehand; an edit renders again)."""
+    in it (scripts/support/wiki_app.py renders every seeded page once beforehand; an edit renders again)."""
     for attempt in range(2):
         if (await page.inner_text("#dokuwiki__content div.page")).strip():
             return

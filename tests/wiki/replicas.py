@@ -22,9 +22,9 @@ from typing import Any
 import requests
 from playwright.async_api import Page
 
+from scripts.support import wiki_app as app
+from scripts.support.reset_endpoint import ResetEndpoint, reset_endpoints
 from tests.site.harness import free_port
-from tests.support.reset_endpoint import ResetEndpoint, reset_endpoints
-from tests.wiki import app
 from tests.wiki.agents import MUTATED, Wiki, log_in, open_page, ridge_length
 
 POOL_TASKS = (9201, 9301)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.conformance import golden as g
-from tests.conformance.mutate_common import (
+from scripts.support.conformance import golden as g
+from scripts.support.conformance.mutate_common import (
     FORMAT_STYLES,
     format_variant,
     item_schema,
@@ -14,9 +14,9 @@ from tests.conformance.mutate_common import (
     with_data,
     wrong_value,
 )
-from tests.conformance.mutate_common import golden_entries as _golden_entries
-from tests.conformance.mutate_common import results_schema as _schema
-from tests.conformance.runs import RawText, RunCase
+from scripts.support.conformance.mutate_common import golden_entries as _golden_entries
+from scripts.support.conformance.mutate_common import results_schema as _schema
+from scripts.support.conformance.runs import RawText, RunCase
 
 # ---------------------------------------------------------------- response groups
 

@@ -13,23 +13,23 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from tests.conformance import golden as g
-from tests.conformance import har_entries as har
-from tests.conformance.mutate_common import golden_entries, make_case
-from tests.conformance.mutate_network import (
+from scripts.support.conformance import golden as g
+from scripts.support.conformance import har_entries as har
+from scripts.support.conformance.mutate_common import golden_entries, make_case
+from scripts.support.conformance.mutate_network import (
     network_features,
     network_missing,
     network_variants,
     network_wrong,
 )
-from tests.conformance.mutate_response import (
+from scripts.support.conformance.mutate_response import (
     response_format,
     response_text,
     response_values,
     response_wrong,
     seed_names,
 )
-from tests.conformance.runs import RawText, RunCase
+from scripts.support.conformance.runs import RawText, RunCase
 
 # ---------------------------------------------------------------- unreadable inputs
 

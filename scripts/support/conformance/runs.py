@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conformance.har_entries import har_document
+from scripts.support.conformance.har_entries import har_document
 
 
 @dataclasses.dataclass(frozen=True)

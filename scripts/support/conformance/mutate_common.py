@@ -6,8 +6,8 @@ from typing import Any
 
 import dateutil.parser
 
-from tests.conformance import golden as g
-from tests.conformance.runs import RunCase
+from scripts.support.conformance import golden as g
+from scripts.support.conformance.runs import RunCase
 
 
 def golden_entries(task: dict[str, Any], targets: list[g.Target], **options: Any) -> list[dict[str, Any]]:

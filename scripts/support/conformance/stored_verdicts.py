@@ -17,11 +17,14 @@ import hashlib
 import json
 from pathlib import Path
 
-from tests.conformance.oracle_env import oracle_version
-from tests.conformance.runs import Verdict
+from scripts.support.conformance.oracle_env import oracle_version
+from scripts.support.conformance.runs import Verdict
 
 HERE = Path(__file__).resolve().parent
-STORE = HERE / "oracle_verdicts.json"
+REPO = HERE.parents[2]
+DATA = REPO / "tests" / "conformance"
+"""Where the stored verdicts and the divergences are kept: the test suite's data, beside its tests."""
+STORE = DATA / "oracle_verdicts.json"
 REFRESH_COMMAND = ".venv/bin/python scripts/refresh_oracle_verdicts.py"
 
 NOT_GENERATOR = {"__init__.py", "suite.py", "oracle_env.py", "oracle_batch.py", "progress.py"}
@@ -118,7 +121,7 @@ def staleness(stored: dict[str, StoredCase], current: dict[str, tuple[str, str]]
 
 def stale_message(reasons: list[str]) -> str:
     return (
-        f"{STORE.relative_to(HERE.parent.parent)} is stale ({'; '.join(reasons)}).\n"
+        f"{STORE.relative_to(REPO)} is stale ({'; '.join(reasons)}).\n"
         f"Refresh it with `{REFRESH_COMMAND}` (a few minutes) and commit it with the change."
     )
 

@@ -14,8 +14,8 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from tests.conformance.progress import say
-from tests.conformance.runs import Verdict, read_verdicts, run_oracle
+from scripts.support.conformance.progress import say
+from scripts.support.conformance.runs import Verdict, read_verdicts, run_oracle
 
 
 def usable_cpus() -> int:

@@ -15,8 +15,8 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from jsonpath_ng import parse as parse_jsonpath
 
-from tests.conformance import har_entries as har
-from tests.conformance.regex_example import example_for, regex_example
+from scripts.support.conformance import har_entries as har
+from scripts.support.conformance.regex_example import example_for, regex_example
 
 SITE_URLS = {
     "shopping": "http://shop.test:7770",

@@ -7,11 +7,11 @@ import dataclasses
 import re
 from typing import Any
 
-from tests.conformance import golden as g
-from tests.conformance import har_entries as har
-from tests.conformance.mutate_common import first_live, make_case, wrong_value
-from tests.conformance.mutate_common import golden_entries as _golden_entries
-from tests.conformance.runs import RunCase
+from scripts.support.conformance import golden as g
+from scripts.support.conformance import har_entries as har
+from scripts.support.conformance.mutate_common import first_live, make_case, wrong_value
+from scripts.support.conformance.mutate_common import golden_entries as _golden_entries
+from scripts.support.conformance.runs import RunCase
 
 # ---------------------------------------------------------------- network groups
 

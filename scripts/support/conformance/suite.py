@@ -6,7 +6,7 @@ tests/evaluator/test_conformance.py compares our verdicts with the stored ones o
 case and re-asks the live oracle about a random sample.
 
 Run outside pytest for a full report against the stored verdicts:
-    WEBARENA_ORACLE=/path/to/oracle/python python -m tests.conformance.suite   (from the checkout)
+    WEBARENA_ORACLE=/path/to/oracle/python python -m scripts.support.conformance.suite   (from the checkout)
 """
 
 from __future__ import annotations
@@ -20,15 +20,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.conformance import golden as g
-from tests.conformance import har_entries as har
-from tests.conformance import mutations, stored_verdicts
-from tests.conformance.oracle_env import default_oracle_python, official_dataset
-from tests.conformance.progress import say
-from tests.conformance.runs import RunCase, Verdict, copy_runs, read_cases, read_verdicts, write_group
+from scripts.support.conformance import golden as g
+from scripts.support.conformance import har_entries as har
+from scripts.support.conformance import mutations, stored_verdicts
+from scripts.support.conformance.oracle_env import default_oracle_python, official_dataset
+from scripts.support.conformance.progress import say
+from scripts.support.conformance.runs import (
+    RunCase,
+    Verdict,
+    copy_runs,
+    read_cases,
+    read_verdicts,
+    write_group,
+)
 
-HERE = Path(__file__).resolve().parent
-DIVERGENCES_FILE = HERE / "divergences.json"
+DIVERGENCES_FILE = stored_verdicts.DATA / "divergences.json"
 
 
 @dataclasses.dataclass(frozen=True)

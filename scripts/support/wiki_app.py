@@ -1,4 +1,5 @@
-"""DokuWiki, as Debian packages it, run for the tests on a private copy of its state.
+"""DokuWiki, as Debian packages it, run for the tests (and scripts/bench_pages.py) on a private copy of its
+state.
 
 The application code stays where `apt-get install dokuwiki` put it (/usr/share/dokuwiki) and
 Debian's default configuration (/etc/dokuwiki) is copied; everything a run writes — configuration,
@@ -43,7 +44,7 @@ DATA_DIRS = (
     "tmp",
     "log",
 )
-PAGES = Path(__file__).resolve().parent / "pages"
+PAGES = Path(__file__).resolve().parents[2] / "tests" / "wiki" / "pages"
 INSTALL_HINT = (
     "DokuWiki is missing: run scripts/install_test_apps.sh as root (apt-get install dokuwiki php-cli)"
 )

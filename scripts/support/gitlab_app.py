@@ -1,4 +1,5 @@
-"""A GitLab-shaped site of our own: what makes WebArena's GitLab hard on a replica pool, in a few pages.
+"""A GitLab-shaped site of our own (the tests' and scripts/bench_pool_gitlab.py's): what makes WebArena's
+GitLab hard on a replica pool, in a few pages.
 
 - Sign-in by form: `POST /users/sign_in` (`user[login]`, `user[password]`) sets a session cookie, as
   Devise does; `DELETE`/`POST /users/sign_out` ends it.
@@ -10,7 +11,7 @@
   `operationName` chooses one of a document's operations; fragments and variables work).
 
 Every copy is a replica: its own server and port, its own in-memory issues, restored to the seed by its
-reset endpoint in the environment-control shape (`tests/support/reset_endpoint.py`).
+reset endpoint in the environment-control shape (`scripts/support/reset_endpoint.py`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from graphql import build_schema, graphql_sync
 
-from tests.support.reset_endpoint import ResetEndpoint, reset_endpoints
+from scripts.support.reset_endpoint import ResetEndpoint, reset_endpoints
 
 PROJECT = "a11y/trails"
 USER, PASSWORD = "byteblaze", "hello1234"
@@ -61,6 +62,13 @@ fragment issue on Issue { iid title state labels }
 query countIssues($fullPath: ID!) { project(fullPath: $fullPath) { issues(state: "opened") { count } } }"""
 """The page's document: two operations and a fragment, `operationName` choosing one (as GitLab's client
 sends its documents)."""
+
+# What its tasks' agents send and answer (tests/gitlab/agents.py, scripts/bench_pool_gitlab.py).
+NAVIGATED: dict[str, Any] = {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": None}
+MUTATED: dict[str, Any] = {"task_type": "mutate", "status": "SUCCESS", "retrieved_data": None}
+CREATE = (
+    "mutation createIssue($input: CreateIssueInput!) { createIssue(input: $input) { issue { iid } errors } }"
+)
 
 
 @dataclass
@@ -129,7 +137,7 @@ class Site:
         return result.formatted
 
 
-PAGE = (Path(__file__).parent / "issues.html").read_text()
+PAGE = (Path(__file__).resolve().parents[2] / "tests" / "gitlab" / "issues.html").read_text()
 
 
 class Handler(BaseHTTPRequestHandler):
