@@ -23,6 +23,7 @@ import asyncio
 import logging
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -85,7 +86,7 @@ class _WaitNotices:
                        self.what, self.sites, waited, self.wait)  # fmt: skip
 
 
-class _Connected:
+class _Connected(ABC):
     """How both clients are made: the API's address, its token, the requests' timeout."""
 
     def __init__(
@@ -99,8 +100,9 @@ class _Connected:
         """`verify=False` skips loading the CA certificates (tens of milliseconds): for http:// only."""
         self.http = self._connect(base_url=base_url, headers=_headers(token), timeout=timeout, verify=verify)
 
+    @abstractmethod
     def _connect(self, **options: Any) -> Any:
-        raise NotImplementedError
+        """The httpx client, blocking or asynchronous."""
 
 
 class Client(_Connected):

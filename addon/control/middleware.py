@@ -17,6 +17,7 @@ The guard (control/guard.py) is the routers' dependency (control/dependencies.py
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -38,7 +39,7 @@ COMMON_HEADERS = (
 )
 
 
-class _HttpMiddleware:
+class _HttpMiddleware(ABC):
     """A pure ASGI middleware that works on HTTP requests (`handle`) and passes anything else on."""
 
     def __init__(self, app: ASGIApp) -> None:
@@ -49,8 +50,8 @@ class _HttpMiddleware:
             return await self.app(scope, receive, send)
         return await self.handle(scope, receive, send)
 
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None: ...
 
 
 class CommonHeaders(_HttpMiddleware):

@@ -15,6 +15,7 @@ import ctypes
 import logging
 import signal
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -105,7 +106,7 @@ class WorkerEvents(Protocol):
     def worker_lost(self, index: int, reason: str) -> None: ...
 
 
-class Workers:
+class Workers(ABC):
     """What the front needs of its workers, local processes (`LocalWorkers`) or Ray actors
     (`ray_workers.RayWorkers`): the workers by index, started (telling `events` what befalls them; they
     reach the front at `front_at`, HOST:PORT) and stopped."""
@@ -121,13 +122,13 @@ class Workers:
     def __len__(self) -> int:
         return len(self.workers)
 
-    async def start(self, events: WorkerEvents, front_at: str) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    async def start(self, events: WorkerEvents, front_at: str) -> None: ...
 
-    async def stop(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    async def stop(self) -> None: ...
 
-    def forget_port(self, index: int, port: int) -> None:
+    def forget_port(self, index: int, port: int) -> None:  # noqa: B027 (workers that keep no listeners: nothing)
         """Port `port` of worker `index` is no session's any more: the listener kept for it is closed."""
 
 
