@@ -17,7 +17,7 @@ LEASE_HEADER = "X-WebArena-Live-Lease"
 """Set by the workers' front on the `POST /sessions` it forwards: the session's lease, `{site: index}`."""
 INTERFERENCE_HEADER = "X-WebArena-Live-Interference"
 """Set by the workers' front on the finish and preview it forwards: the session's interference, as
-the front's pool names it (`control/leasing.py`: `encode_interference`)."""
+the front's pool names it (`control/wire.py`: `encode_interference`)."""
 FLEET_HEADER = "X-WebArena-Live-Fleet"
 """Set by a worker of `serve --ray` on the control requests it passes to the front: the fleet's token,
 which the front's door for its workers asks for (fleet/front/door.py)."""

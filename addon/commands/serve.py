@@ -36,7 +36,6 @@ from webarena_live.proxy.addon import WebArenaLive
 from webarena_live.proxy.kept_listeners import adopt_kept_listeners
 from webarena_live.proxy.options import advertise_host_problem, options_from_flags
 from webarena_live.proxy.strangers import exposure_problem
-from webarena_live.replicas.build import banner_line
 from webarena_live.runs.fault_plan import plan_line
 
 
@@ -132,8 +131,8 @@ class Banner:
                 lines.append(f"  site          {name} = {', '.join(urls)}")
         else:
             lines.append("  sites         none mapped (--config); task URLs keep their placeholders")
-        if context.pool is not None and context.site_map.environments:
-            lines.append(banner_line(context.pool, confine=ctx.options.webarena_confine))
+        if (leases := context.authority.banner(confine=ctx.options.webarena_confine)) is not None:
+            lines.append(leases)
         confdir = Path(ctx.options.confdir).expanduser()
         lines.append(f"  HTTPS CA      {confdir / 'mitmproxy-ca-cert.pem'}")
         print("\n".join(lines), flush=True)

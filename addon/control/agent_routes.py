@@ -21,7 +21,6 @@ from webarena_live.control.bodies import parse_final_response
 from webarena_live.control.context import Control
 from webarena_live.control.dependencies import GUARD, PathSession
 from webarena_live.control.errors import Conflict, JsonResponse
-from webarena_live.control.leasing import interference_of
 from webarena_live.control.responses import documented, guarded, json_body
 from webarena_live.control.run_view import run_figures
 from webarena_live.runs.attempt import Attempt
@@ -83,9 +82,8 @@ async def post_preview(found: PathSession, request: Request, ctx: Control) -> Re
     except FinishRefused as refused:
         raise Conflict(refused.reason, refused.detail_body) from None
     if attempt.state is not SessionState.FINISHED:  # a finished one's is the finish's, kept
-        result = result.model_copy(
-            update={"interference": interference_of(ctx, found, request.headers.get(INTERFERENCE_HEADER))}
-        )
+        given = request.headers.get(INTERFERENCE_HEADER)  # a fleet's front names it
+        result = result.model_copy(update={"interference": ctx.authority.interference(found, given)})
     answer = {**result.to_dict(), **attempt.sites_answered()}  # as the finish would answer it
     return JsonResponse(answer, headers=server_timing(started))
 

@@ -2,9 +2,10 @@
 dependency), how a session's ends free what it holds (`SessionEnds`), and the session a route names.
 
 The routes (`control/*_routes.py`) are thin: they read a request into a model, call the work behind them
-(here, `control/starts.py`, `control/start_plan.py`, `control/views.py`, `control/leasing.py`), and answer
-with the JSON view. A failing request raises a `ControlError` (a JSON 4xx) and changes nothing: every
-check runs before the first change.
+(here, `control/starts.py`, `control/start_plan.py`, `control/views.py`, and the context's lease
+authority, `control/authority.py`), and answer with the JSON view. A failing request raises a
+`ControlError` (a JSON 4xx) and changes nothing: every check runs before the first change. A lease's
+life is told once, in docs/architecture.md (Leases).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from urllib.parse import unquote
 
 from fastapi import Depends, Request
 
+from webarena_live.control.authority import Authority, ToldLeases
 from webarena_live.control.bodies import ControlError
 from webarena_live.evaluator import (
     SiteMap,
@@ -25,7 +27,6 @@ from webarena_live.evaluator import (
 )
 from webarena_live.replicas import Lease, LeaseUse, MutationLog
 from webarena_live.replicas.lease import FORGOTTEN, EndReason
-from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.sessions import (
     FINISHED,
     NoticeKind,
@@ -89,8 +90,7 @@ class SessionEnds:
         if ctx.addresses is not None:
             ctx.addresses.release(session.name)
         session.proxy = None
-        if ctx.pool is not None:
-            ctx.pool.end_lease(session.name, EndReason.FINISHED)
+        ctx.authority.end(session.name, EndReason.FINISHED)
 
     def lease_ended(self, lease: Lease) -> None:
         """A lease of a session here ended before its finish (`ReplicaPool.end_lease`, or the end a
@@ -121,8 +121,7 @@ class ControlContext:
         extra_health: dict[str, Any] | None = None,
         finish_guard: Callable[[], AbstractContextManager[object]] = nullcontext,
         addresses: AddressGiver | None = None,
-        pool: ReplicaPool | None = None,
-        mutations: MutationLog | None = None,
+        authority: Authority | None = None,
     ) -> None:
         self.tasks = tasks
         self.sessions = sessions
@@ -136,17 +135,18 @@ class ControlContext:
         app without a proxy)."""
         self.refused_page_requests = 0
         """Control requests refused because a web page sent them (shown by /health)."""
-        self.pool = pool
-        """The site map's replicas (`replicas/pool.py`) when this process leases them; None on a fleet's
-        worker (its front leases) and without a site map."""
-        self.mutations = mutations if mutations is not None or pool is None else pool.log
-        """The mutations of the traffic this process sees (`GET /mutations`): the pool's own log, or a
-        worker's (`control/leasing.py`)."""
+        self.authority = authority if authority is not None else ToldLeases()
+        """Who decides the sessions' leases (`control/authority.py`): this process's pool, or the views
+        a fleet's front told this worker (nothing told: no leases)."""
         self.lease_use = LeaseUse()
         """The leases used here, the latest last: `GET /mutations` tells a front the uses since it asked."""
         self.ends = SessionEnds.attach(self)
-        if pool is not None:  # the pool ends leases (idle ones too): this context says so
-            pool.on_end = self.ends.lease_ended
+        self.authority.attach(self)  # its ends (idle ones too) and its notices reach these sessions
+
+    @property
+    def mutations(self) -> MutationLog | None:
+        """The mutations of the traffic this process sees (`GET /mutations`): the authority's log."""
+        return self.authority.log
 
     @property
     def settings(self) -> RunSettings:

@@ -13,11 +13,11 @@ from pydantic import ValidationError
 from starlette.responses import Response
 
 from webarena_live.control import models
+from webarena_live.control.authority import abandon
 from webarena_live.control.bodies import ABANDON_BODY_DOC, abandon_body, parse_json_body
 from webarena_live.control.context import Control
 from webarena_live.control.dependencies import GUARD, NamedSession
 from webarena_live.control.errors import BadRequest, Conflict, JsonResponse
-from webarena_live.control.leasing import abandon
 from webarena_live.control.models import Abandon
 from webarena_live.control.responses import documented, guarded
 from webarena_live.control.wire import LeaseEnd

@@ -27,7 +27,6 @@ from webarena_live.control.bodies import parse_final_response, parse_json_body
 from webarena_live.control.context import Control, ControlContext
 from webarena_live.control.dependencies import GUARD, PathSession
 from webarena_live.control.errors import BadRequest, Conflict, ControlError, JsonResponse, validation_detail
-from webarena_live.control.leasing import interference_of
 from webarena_live.control.pac import PAC_MEDIA_TYPE, proxy_auto_config
 from webarena_live.control.responses import documented, guarded, json_body
 from webarena_live.control.starts import StartHeaders, start_session
@@ -99,7 +98,7 @@ async def get_trace(found: PathSession, since: Since = 0, status: StatusFilter =
     openapi_extra=json_body("FinalResponse"),
 )
 async def post_finish(found: PathSession, request: Request, ctx: Control) -> Response:
-    given = request.headers.get(INTERFERENCE_HEADER)  # a fleet's front names it (control/leasing.py)
+    given = request.headers.get(INTERFERENCE_HEADER)  # a fleet's front names it (control/authority.py)
     answer = finish(ctx, found, await request.body(), given)
     if ctx.addresses is not None:
         await ctx.addresses.settle()  # the session's address is closed when the agent hears back
@@ -142,7 +141,7 @@ def finish(ctx: ControlContext, session: Session, body: bytes, interference: str
     finished = session.attempt.state is SessionState.FINISHED  # a repeat: no new interference to take
     try:
         with ctx.finish_guard():
-            named = None if finished else interference_of(ctx, session, interference)
+            named = None if finished else ctx.authority.interference(session, interference)
             outcome = session.finish(response, interference=named)
     except FinishRefused as refused:
         raise Conflict(refused.reason, refused.detail_body) from None

@@ -1,8 +1,9 @@
 """One place that starts and ends a session in this process (docs/architecture.md, Sessions).
 
-A start is plan → lease → reset → address → begin, with the lease given back when any step after the
-lease refuses; `POST /sessions` (control/app.py) only reads the request and calls `start_session`, on
-the single process and on a fleet's worker alike (the worker takes its front's lease from a header).
+A start is plan → lease (the context's `Authority`) → reset → address → begin, with the lease given
+back when any step after the lease refuses; `POST /sessions` (control/app.py) only reads the request
+and calls `start_session`, on the single process and on a fleet's worker alike (the worker takes its
+front's lease from a header).
 
 An end is one notice: the `finished` notice of a session frees its proxy address and its lease
 (`context.SessionEnds`, which every control context subscribes), whoever finished it; an abandon or an
@@ -15,11 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from webarena_live.control.authority import reset_first
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.context import ControlContext
-from webarena_live.control.leasing import lease_for, release, reset_first, reset_leased
 from webarena_live.control.models import StartSession
 from webarena_live.control.start_plan import begin_session, plan_start
+from webarena_live.replicas import EndReason
 from webarena_live.replicas.reset import ResetOutcome
 from webarena_live.runs.fault_plan import FaultsError, parse_faults
 
@@ -46,7 +48,9 @@ async def start_session(ctx: ControlContext, start: StartSession, headers: Start
     except FaultsError as error:
         raise ControlError(400, "bad_faults", str(error)) from None
     plan = plan_start(ctx, start, caller=headers.caller)
-    lease = await lease_for(ctx, plan, wait=start.wait, header=headers.lease)  # may wait; 503 when none fits
+    lease = await ctx.authority.lease(  # may wait; 503 when none fits
+        plan.name, plan.task, wait=start.wait, resume=plan.resumed is not None, told=headers.lease
+    )
     guests = {"client": headers.client, "near": start.near}
     address = None
     try:
@@ -55,7 +59,7 @@ async def start_session(ctx: ControlContext, start: StartSession, headers: Start
         if plan.resumed is None:  # the address first: a refusal (503) then changes nothing
             address = await _claim(ctx, plan.name, headers.port, guests)
     except ControlError:
-        release(ctx, plan.name, "refused")
+        ctx.authority.end(plan.name, EndReason.REFUSED)
         raise
     reply = begin_session(ctx, plan, lease)
     if faults is not None and (session := ctx.sessions.get(plan.name)) is not None:
@@ -78,7 +82,7 @@ async def _reset(
     ctx: ControlContext, name: str, sites: tuple[str, ...], start: StartSession
 ) -> list[ResetOutcome]:
     """`"reset": true`: the session's own replicas when this process leases them, else the task's sites."""
-    outcomes = await reset_leased(ctx, name, start.reset_timeout)
+    outcomes = await ctx.authority.reset_leased(name, start.reset_timeout)
     return outcomes if outcomes is not None else await reset_first(ctx, sites, start.reset_timeout)
 
 

@@ -64,7 +64,7 @@ def health(ctx: ControlContext) -> dict[str, Any]:
         "control_token": bool(ctx.token),
         "redact": ctx.settings.redact,
         "sites": {name: list(urls) for name, urls in ctx.site_map.urls.items()},
-        **({"pool": ctx.pool.status()} if ctx.pool is not None else {}),
+        **ctx.authority.health(),
         **ctx.extra_health,
     }
 

@@ -21,6 +21,7 @@ from mitmproxy import connection, ctx, exceptions, http
 from mitmproxy.proxy import server_hooks
 
 from webarena_live.control.app import create_app
+from webarena_live.control.authority import Authority
 from webarena_live.control.context import RESERVED_HOST, ControlContext
 from webarena_live.control.server import ControlServer
 from webarena_live.evaluator import EventRecord, SiteMap
@@ -38,9 +39,9 @@ from webarena_live.proxy.credentials import challenge
 from webarena_live.proxy.faults import FaultInjector
 from webarena_live.proxy.flow_notes import FlowNotes
 from webarena_live.proxy.header_login import HeaderLogin
-from webarena_live.proxy.leases import check as check_lease
-from webarena_live.proxy.leases import hold, log_for, pool_for, watch_idle
-from webarena_live.proxy.leases import record as record_mutation
+from webarena_live.proxy.lease_checks import authority_of, hold
+from webarena_live.proxy.lease_checks import check as check_lease
+from webarena_live.proxy.lease_checks import record as record_mutation
 from webarena_live.proxy.options import BODY_CAP, OPTIONS, RECONFIGURING, advertise_host_problem
 from webarena_live.proxy.own_listeners import OwnListeners
 from webarena_live.proxy.reserved_host import route_control, serve_on_flow
@@ -53,11 +54,9 @@ from webarena_live.proxy.startup import (
     read_options,
     unfinished_lines,
 )
-from webarena_live.replicas import MutationLog
-from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.fault_plan import FAULT_KEY
 from webarena_live.runs.journal import TurnWrites
-from webarena_live.runs.sessions import DEFAULT_SESSION, NoticeKind, Session, SessionStore
+from webarena_live.runs.sessions import DEFAULT_SESSION, Session, SessionStore
 from webarena_live.sites import SitesPlan
 
 logger = logging.getLogger(__name__)
@@ -90,7 +89,7 @@ class WebArenaLive:
         self._front: tuple[str, int] | None = None
         self.confine = False
         self._watcher: asyncio.Task[None] | None = None
-        """Ends the leases idle past `--lease-timeout` (`proxy/leases.py`)."""
+        """Ends the leases idle past `--lease-timeout` (`Authority.watch_idle`)."""
         self.started = False
         """The proxy runs (`running` was called): a reconfiguration from now on says what it loaded."""
         self.captures: TurnWrites[Captured] = TurnWrites(self._record, released=self._released)
@@ -123,7 +122,7 @@ class WebArenaLive:
         options = ctx.options
         if options.webarena_body_cap < 0:
             raise exceptions.OptionsError("webarena_body_cap must not be negative")
-        tasks, settings, pool = read_options(options, self._pool)
+        tasks, settings, authority = read_options(options, self._authority)
         site_map = settings.site_map
         reserved = frozenset(
             [*listen_ports(options.mode, options.listen_port), options.webarena_control_port]
@@ -146,8 +145,7 @@ class WebArenaLive:
             extra_health=self.extra_health,
             finish_guard=self.finish_guard,
             addresses=self.addresses,
-            pool=pool,
-            mutations=log_for(site_map, pool, self._worker_log()),
+            authority=authority,
         )
         self.confine = options.webarena_confine
         self.app.state.control = self.context  # options changed while running: both ways in serve it
@@ -155,27 +153,15 @@ class WebArenaLive:
         self.connections.session_port = options.webarena_session_port
         if self.started:  # at start the line waits for `running`: options given after this one may fail
             self._tell_dataset()
-            if pool is not None:
-                pool.start()
+            authority.start()
 
-    def _worker_log(self) -> MutationLog | None:
-        """The log a worker keeps across a reconfiguration; never a pool's (a pool the options built
-        before the worker learnt its front: it would go on taking the worker's mutations)."""
-        return self.context.mutations if self.context is not None and self.context.pool is None else None
-
-    def _pool(
+    def _authority(
         self, site_map: SiteMap, output_dir: Path | None, journal_dir: Path, copies: SitesPlan | None = None
-    ) -> ReplicaPool | None:
-        current = self.context.pool if self.context is not None else None
-        return pool_for(
-            site_map, ctx.options, current, copies=copies,
-            output_dir=output_dir, journal_dir=journal_dir, on_change=self._pool_notice,
-        )  # fmt: skip
-
-    def _pool_notice(self, session: str, notice: dict[str, Any]) -> None:
-        found = self.context.sessions.get(session) if self.context is not None else None
-        if found is not None:
-            self.context.sessions.notices.publish(found, NoticeKind.POOL, notice)  # type: ignore[union-attr]
+    ) -> Authority:
+        current = self.context.authority if self.context is not None else None
+        return authority_of(
+            site_map, ctx.options, current, copies=copies, output_dir=output_dir, journal_dir=journal_dir
+        )
 
     def _tell_dataset(self) -> None:
         assert self.context is not None
@@ -187,10 +173,10 @@ class WebArenaLive:
         if self.context is not None and not self.started:
             self._tell_dataset()
         self.started = True
-        if self.context is not None and self.context.pool is not None:
-            self.context.pool.start()  # the resets a restart found needed, before the first lease
+        if self.context is not None:
+            self.context.authority.start()  # the resets a restart found needed, before the first lease
         if self.context is not None and self._watcher is None:
-            self._watcher = asyncio.get_running_loop().create_task(watch_idle(self.context))
+            self._watcher = asyncio.get_running_loop().create_task(self.context.authority.watch_idle())
         options = ctx.options
         if self.context is None or not options.webarena_control_port or self.server is not None:
             return
@@ -217,8 +203,7 @@ class WebArenaLive:
             for line in unfinished_lines(self.context.sessions):
                 logger.warning(line)
             self.context.sessions.close()
-            if self.context.pool is not None and self.context.pool.keeper is not None:
-                await self.context.pool.close()  # its container copies removed, unless kept
+            await self.context.authority.close()  # its container copies removed, unless kept
 
     # --- session assignment --------------------------------------------------------------------
 

@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 from mitmproxy import exceptions
 from mitmproxy.proxy import mode_specs
 
+from webarena_live.control.authority import Authority
 from webarena_live.evaluator import SiteMap, TaskSet, WebArenaLiveError, load_tasks, prepare_output_dir
 from webarena_live.replicas.memory import state_dir
-from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.runs.sessions import SessionStore
 from webarena_live.runs.settings import RunSettings, SessionState
 from webarena_live.sites import load_site_map
@@ -45,11 +45,12 @@ def checked(problems: list[str], load: Callable[[Any], T], argument: Any) -> T |
 
 
 def read_options(
-    options: Any, make_pool: Callable[..., ReplicaPool | None]
-) -> tuple[TaskSet, RunSettings, ReplicaPool | None]:
-    """The addon's options read together: the tasks, the settings every attempt reads, and the replica
-    pool `make_pool(site_map, output_dir, journal_dir)` builds on them (None: no replicas, or a worker's,
-    whose front leases), given `copies=` the plan of the map's container copies when it has some
+    options: Any, make_authority: Callable[..., Authority]
+) -> tuple[TaskSet, RunSettings, Authority]:
+    """The addon's options read together: the tasks, the settings every attempt reads, and the lease
+    authority `make_authority(site_map, output_dir, journal_dir)` builds on them (`control/authority.py`:
+    the replica pool, or a worker's view of its front's), given `copies=` the plan of the map's container
+    copies when it has some
     (`webarena_live.sites`). Raises `OptionsError` with every problem found, one a line, so all are told
     at once."""
     problems: list[str] = []
@@ -62,12 +63,14 @@ def read_options(
         problems += site_map_problems(tasks, site_map or SiteMap(), config=config)
     site_map = site_map or SiteMap()
     journal_dir = Path(options.webarena_journal_dir or default_journal_dir(out))
-    pool = None
+    authority = None
     try:
-        pool = make_pool(site_map, output_dir, journal_dir, **({"copies": copies} if copies else {}))
+        authority = make_authority(
+            site_map, output_dir, journal_dir, **({"copies": copies} if copies else {})
+        )
     except WebArenaLiveError as error:
         problems.extend(str(error).splitlines())
-    if problems or tasks is None:
+    if problems or tasks is None or authority is None:
         raise exceptions.OptionsError("\n".join(problems))
     settings = RunSettings(
         site_map=site_map,
@@ -76,7 +79,7 @@ def read_options(
         redact=options.webarena_redact,
         data_checksum=tasks.checksum,
     )
-    return tasks, settings, pool
+    return tasks, settings, authority
 
 
 def unfinished_lines(sessions: SessionStore) -> list[str]:

@@ -1,4 +1,4 @@
-"""One way to build the pool, for the single process (`proxy/leases.py`) and a fleet's front
+"""One way to build the pool, for the single process (`control/authority.py`) and a fleet's front
 (`fleet/service.py`) alike: the same checks, the same counters file."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The pool's own errors: what a lease or a reset could not do. The control API turns them into its JSON
-replies (`control/leasing.py`: `as_control_error`); the pool knows nothing of HTTP servers."""
+replies (`control/errors.py`: `as_control_error`); the pool knows nothing of HTTP servers."""
 
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ class ReplicaPool(Holding):
         )  # fmt: skip
         """The copies' resets, repairs and bring-ups (`resetting.py`)."""
         self.on_end: Callable[[Lease], None] | None = None
-        """Told each lease that ended, once it is on disk: the control API says so (`control/leasing.py`),
+        """Told each lease that ended, once it is on disk: the control API says so (`control/authority.py`),
         a fleet's front tells the session's worker (`fleet/front/leases.py`)."""
         self.waiting = 0
         self.refused: deque[dict[str, Any]] = deque(maxlen=REFUSED_KEPT)

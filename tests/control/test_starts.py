@@ -12,6 +12,7 @@ import httpx
 from scripts.support.reset_endpoint import ResetEndpoint, reset_endpoints
 from tests.support.addon_helpers import browser_headers, make_flow
 from webarena_live.control.app import create_app
+from webarena_live.control.authority import PoolAuthority
 from webarena_live.control.context import ControlContext
 from webarena_live.evaluator import SiteMap, load_tasks
 from webarena_live.proxy.capture import event_from_flow
@@ -32,7 +33,9 @@ def control(
     replicas = [{"urls": [url], "reset_url": e.url} for url, e in zip(URLS, endpoints, strict=True)]
     mapped = SiteMap.from_config({"environments": {"__SHOPPING__": {"replicas": replicas}}}, source="test")
     store = store or SessionStore(RunSettings(mapped, journal_dir=tmp_path / "journal"))
-    return ControlContext(tasks=TASKS, sessions=store, pool=ReplicaPool(mapped, Isolation.EXCLUSIVE))
+    return ControlContext(
+        tasks=TASKS, sessions=store, authority=PoolAuthority(ReplicaPool(mapped, Isolation.EXCLUSIVE))
+    )
 
 
 def run(
@@ -58,20 +61,20 @@ def test_a_start_leases_and_a_finish_gives_the_replica_back_by_its_notice(tmp_pa
     async def scenario(
         endpoints: list[ResetEndpoint], ctx: ControlContext, client: httpx.AsyncClient
     ) -> None:
-        assert ctx.pool is not None
+        assert isinstance(ctx.authority, PoolAuthority)
         started = await client.post("/sessions", json={"task_id": READ, "session": "a"})
         assert started.status_code == 200, started.text
         held = started.json()["replicas"]["__SHOPPING__"]
-        assert started.json()["start_urls"] == [held] and set(ctx.pool.leases) == {"a"}
+        assert started.json()["start_urls"] == [held] and set(ctx.authority.pool.leases) == {"a"}
         visit(ctx, "a", held)
         finished = await client.post("/sessions/a/finish", json=ANSWER)
         assert finished.status_code == 200, finished.text
         lease = ctx.sessions.get_or_create("a").attempt.lease
-        assert ctx.pool.leases == {} and lease is not None and lease.ended == "finished"
+        assert ctx.authority.pool.leases == {} and lease is not None and lease.ended == "finished"
         # the same answer again: the first verdict, and nothing given back twice
         again = await client.post("/sessions/a/finish", json=ANSWER)
         assert again.status_code == 200 and again.headers["x-webarena-live-repeated"] == "true"
-        assert ctx.pool.status()["sites"]["__SHOPPING__"]["resets_skipped"] == 1
+        assert ctx.authority.pool.status()["sites"]["__SHOPPING__"]["resets_skipped"] == 1
 
     run(tmp_path, scenario)
 
@@ -82,11 +85,11 @@ def test_a_finish_outside_the_route_frees_the_lease_too(tmp_path: Path) -> None:
     async def scenario(
         endpoints: list[ResetEndpoint], ctx: ControlContext, client: httpx.AsyncClient
     ) -> None:
-        assert ctx.pool is not None
+        assert isinstance(ctx.authority, PoolAuthority)
         held = (await client.post("/sessions", json={"task_id": READ, "session": "b"})).json()
         visit(ctx, "b", held["replicas"]["__SHOPPING__"])
         ctx.sessions.get_or_create("b").finish(ANSWER)
-        assert ctx.pool.leases == {}
+        assert ctx.authority.pool.leases == {}
         # the replica is free for the next session at once (read only: no reset)
         next_one = await client.post("/sessions", json={"task_id": READ, "session": "c"})
         assert next_one.status_code == 200 and endpoints[0].calls == endpoints[1].calls == 0
@@ -98,18 +101,18 @@ def test_a_refused_reset_gives_the_lease_back_and_starts_nothing(tmp_path: Path)
     async def scenario(
         endpoints: list[ResetEndpoint], ctx: ControlContext, client: httpx.AsyncClient
     ) -> None:
-        assert ctx.pool is not None
+        assert isinstance(ctx.authority, PoolAuthority)
         for endpoint in endpoints:
             endpoint.mode = "error"
         refused = await client.post("/sessions", json={"task_id": READ, "session": "r", "reset": True})
         assert refused.status_code == 502 and refused.json()["error"] == "reset_failed", refused.text
-        assert ctx.pool.leases == {} and ctx.sessions.get("r") is None
+        assert ctx.authority.pool.leases == {} and ctx.sessions.get("r") is None
         assert sum(endpoint.calls for endpoint in endpoints) == 1  # the leased replica's endpoint only
         for endpoint in endpoints:
             endpoint.mode = "ok"
         started = await client.post("/sessions", json={"task_id": READ, "session": "r", "reset": True})
         assert started.status_code == 200 and [r["ok"] for r in started.json()["reset"]] == [True]
-        assert set(ctx.pool.leases) == {"r"}
+        assert set(ctx.authority.pool.leases) == {"r"}
 
     run(tmp_path, scenario)
 
@@ -121,16 +124,18 @@ def test_a_rebuilt_context_on_the_same_sessions_ends_them_on_its_own_pool(tmp_pa
     async def scenario(
         endpoints: list[ResetEndpoint], ctx: ControlContext, client: httpx.AsyncClient
     ) -> None:
-        old_pool = ctx.pool
-        assert old_pool is not None
+        assert isinstance(ctx.authority, PoolAuthority)
+        old_pool = ctx.authority.pool
         rebuilt = control(endpoints, tmp_path, store=ctx.sessions)
-        assert rebuilt.pool is not None and rebuilt.pool is not old_pool
+        assert isinstance(rebuilt.authority, PoolAuthority) and rebuilt.authority.pool is not old_pool
         transport = httpx.ASGITransport(app=create_app(rebuilt))
         async with httpx.AsyncClient(transport=transport, base_url="http://control") as again:
             held = (await again.post("/sessions", json={"task_id": READ, "session": "d"})).json()
-            old_pool.leases["d"] = rebuilt.pool.leases["d"]  # were the old ends listening, they would pop it
+            old_pool.leases["d"] = rebuilt.authority.pool.leases[
+                "d"
+            ]  # were the old ends listening, they would pop it
             visit(rebuilt, "d", held["replicas"]["__SHOPPING__"])
             assert (await again.post("/sessions/d/finish", json=ANSWER)).status_code == 200
-        assert rebuilt.pool.leases == {} and "d" in old_pool.leases
+        assert rebuilt.authority.pool.leases == {} and "d" in old_pool.leases
 
     run(tmp_path, scenario)

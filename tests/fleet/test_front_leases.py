@@ -20,8 +20,8 @@ import pytest
 from webarena_live.addresses.headers import INTERFERENCE_HEADER, LEASE_HEADER
 from webarena_live.addresses.placement import Placement
 from webarena_live.control.app import create_app
+from webarena_live.control.authority import ToldLeases, listed
 from webarena_live.control.context import ControlContext
-from webarena_live.control.leasing import listed
 from webarena_live.control.models import StartSession
 from webarena_live.control.wire import LeaseEnd, decode_interference
 from webarena_live.evaluator import NetworkEvent, SiteMap, load_tasks
@@ -63,7 +63,9 @@ class Fleet:
     def start(self, index: int) -> MutationLog:
         """Worker `index` (started again, when it ran): a new process's control app and mutation log."""
         log = MutationLog(SITE_MAP)
-        ctx = ControlContext(tasks=TASKS, sessions=SessionStore(RunSettings(SITE_MAP)), mutations=log)
+        ctx = ControlContext(
+            tasks=TASKS, sessions=SessionStore(RunSettings(SITE_MAP)), authority=ToldLeases(log)
+        )
         self.logs[index], self.contexts[index] = log, ctx
         self.mounts[f"{self.workers[index].control_url}"] = httpx.ASGITransport(app=create_app(ctx))
         return log

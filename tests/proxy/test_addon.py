@@ -18,6 +18,7 @@ from tests.support.addon_helpers import (
     write_config,
     write_tasks,
 )
+from webarena_live.control.authority import PoolAuthority, ToldLeases
 from webarena_live.proxy.addon import CAPTURED_KEY, WebArenaLive
 from webarena_live.proxy.credentials import proxy_username
 from webarena_live.runs.sessions import DEFAULT_SESSION, EVENT, STARTED
@@ -260,9 +261,12 @@ def test_a_worker_told_its_front_after_its_other_options_keeps_no_pool(tmp_path)
     addon = WebArenaLive()
     with taddons.context(addon) as tctx:
         configure_with_files(tctx, addon, tmp_path, webarena_lease_timeout="2")
-        assert addon.context is not None and (built := addon.context.pool) is not None  # a process's own
+        assert addon.context is not None and isinstance(
+            addon.context.authority, PoolAuthority
+        )  # a process's own
+        built = addon.context.authority.pool
         tctx.configure(addon, webarena_front="127.0.0.1:9")
-        assert addon.context is not None and addon.context.pool is None
+        assert addon.context is not None and isinstance(addon.context.authority, ToldLeases)
         assert addon.context.mutations is not None  # what the front gathers from it ...
         assert addon.context.mutations is not built.log  # ... which no pool here takes any more
 

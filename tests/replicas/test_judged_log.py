@@ -1,5 +1,5 @@
 """The mutation log judges what it records (`MutationLog.record` with `replicas.changes`): through the
-proxy's hook (`proxy.leases.record`, real mitmproxy flows with their bodies), a GraphQL query and a
+proxy's hook (`proxy.lease_checks.record`, real mitmproxy flows with their bodies), a GraphQL query and a
 sign-in leave the replica clean and are counted by rule in `/health`; a mutation marks it changed and
 names its sender in the others' interference. The trace's events are untouched: a POST stays a mutation
 event (`event_from_flow`)."""
@@ -14,11 +14,12 @@ from mitmproxy.http import HTTPFlow
 
 from tests.support.addon_helpers import make_flow
 from tests.support.control_in_process import call
+from webarena_live.control.authority import Authority, PoolAuthority, ToldLeases, authority_for
 from webarena_live.control.context import ControlContext
 from webarena_live.evaluator import SiteMap, load_tasks
 from webarena_live.evaluator.classify import EventType, classify
 from webarena_live.proxy.capture import event_from_flow
-from webarena_live.proxy.leases import log_for, record
+from webarena_live.proxy.lease_checks import record
 from webarena_live.replicas import Isolation, MutationLog
 from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.replicas.state import MUTATIONS_KEPT
@@ -34,7 +35,15 @@ def context(tmp_path: Path) -> ControlContext:
     site_map = SiteMap.from_config({"environments": {"__GITLAB__": {"urls": [GITLAB]}}}, source="test")
     store = SessionStore(RunSettings(site_map, output_dir=tmp_path / "out", journal_dir=tmp_path / "j"))
     pool = ReplicaPool(site_map, Isolation.NONE)
-    return ControlContext(tasks=load_tasks("demo"), sessions=store, pool=pool, mutations=pool.log)
+    return ControlContext(tasks=load_tasks("demo"), sessions=store, authority=PoolAuthority(pool))
+
+
+def kept(site_map: SiteMap, current: Authority, *, front: bool = False) -> Authority:
+    """The authority a reconfiguration to `site_map` keeps (the pool's, or a worker's log)."""
+    return authority_for(
+        site_map, front=front, isolation=Isolation.NONE, lease_timeout=None, current=current,
+        state_file=Path("/nonexistent/.pool.json"),
+    )  # fmt: skip
 
 
 def post(path: str, body: str, content_type: str, **headers: str) -> HTTPFlow:
@@ -46,7 +55,7 @@ def post(path: str, body: str, content_type: str, **headers: str) -> HTTPFlow:
 
 def test_reads_by_rule_leave_the_replica_clean_and_a_mutation_changes_it(tmp_path: Path) -> None:
     ctx = context(tmp_path)
-    assert ctx.pool is not None
+    assert isinstance(ctx.authority, PoolAuthority)
     flows = [
         post(
             "/users/sign_in", "user%5Blogin%5D=root&user%5Bpassword%5D=x", "application/x-www-form-urlencoded"
@@ -58,15 +67,15 @@ def test_reads_by_rule_leave_the_replica_clean_and_a_mutation_changes_it(tmp_pat
     assert (flows[2].request.raw_content or b"")[:2] == gzip.compress(b"")[:2]
     for flow in flows:
         record(ctx, "reader", flow)
-    site = ctx.pool.status()["sites"]["__GITLAB__"]
+    site = ctx.authority.pool.status()["sites"]["__GITLAB__"]
     assert site["dirty"] == 0 and site["replicas"][0]["state"] == "free"
     assert site["reads_by_rule"] == {"gitlab sign-in": 1, "gitlab graphql query": 2}
     # the trace keeps the seeds' classification: a POST is a mutation event whatever the pool judged
     event = event_from_flow(flows[1])
     assert classify(event.method, {}) is EventType.MUTATION and event.method == "POST"
     record(ctx, "writer", post("/api/graphql", MUTATION, "application/json"))
-    assert ctx.pool.status()["sites"]["__GITLAB__"]["dirty"] == 1
-    assert [m.method for m in ctx.pool.replicas["gitlab"][0].mutations] == ["POST"]
+    assert ctx.authority.pool.status()["sites"]["__GITLAB__"]["dirty"] == 1
+    assert [m.method for m in ctx.authority.pool.replicas["gitlab"][0].mutations] == ["POST"]
 
 
 def test_the_health_answer_counts_reads_by_rule(tmp_path: Path) -> None:
@@ -79,14 +88,16 @@ def test_the_health_answer_counts_reads_by_rule(tmp_path: Path) -> None:
 
 def test_a_kept_log_takes_a_reconfigured_maps_rules(tmp_path: Path) -> None:
     ctx = context(tmp_path)
-    assert ctx.pool is not None and ctx.mutations is not None
+    assert isinstance(ctx.authority, PoolAuthority) and ctx.mutations is not None
     search = post("/search", "q=x", "application/x-www-form-urlencoded")
-    assert log_for(ctx.site_map, ctx.pool, ctx.mutations) is ctx.pool.log
+    assert kept(ctx.site_map, ctx.authority).log is ctx.authority.pool.log
     record(ctx, "s", search)
-    assert ctx.pool.status()["sites"]["__GITLAB__"]["dirty"] == 1  # no rule: a change
+    assert ctx.authority.pool.status()["sites"]["__GITLAB__"]["dirty"] == 1  # no rule: a change
     own = {"urls": [GITLAB], "reads": [{"method": "POST", "path": "^/search$"}]}
     changed = SiteMap.from_config({"environments": {"__GITLAB__": own}}, source="test")
-    for log in (log_for(changed, ctx.pool, ctx.mutations), log_for(changed, None, MutationLog(ctx.site_map))):
+    worker = ToldLeases(MutationLog(ctx.site_map))
+    for log in (kept(changed, ctx.authority).log, kept(changed, worker, front=True).log):
+        assert log is not None
         assert log.record(search.request.url, "s", "POST", content_type="", body=b"q=x") is None
         assert log.reads_view() == {"__GITLAB__": {"__GITLAB__ reads[0] POST ^/search$": 1}}
 

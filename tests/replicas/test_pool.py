@@ -14,6 +14,7 @@ import pytest
 from scripts.support.reset_endpoint import ResetEndpoint, reset_endpoints
 from tests.support.addon_helpers import browser_headers, make_flow
 from tests.support.control_in_process import call
+from webarena_live.control.authority import PoolAuthority
 from webarena_live.control.context import ControlContext
 from webarena_live.evaluator import SiteMap, load_tasks
 from webarena_live.proxy.capture import event_from_flow
@@ -251,7 +252,7 @@ def test_a_resumed_session_keeps_its_lease_and_its_start_urls_name_its_replica(t
             RunSettings(mapped, output_dir=tmp_path / "out", journal_dir=tmp_path / "journal")
         )
         pool = build_pool(mapped, Isolation.EXCLUSIVE, None, state_file=tmp_path / "out" / ".pool.json")
-        return ControlContext(tasks=TASKS, sessions=store, pool=pool)
+        return ControlContext(tasks=TASKS, sessions=store, authority=PoolAuthority(pool))
 
     async def scenario(endpoints: list[ResetEndpoint]) -> None:
         first = control(endpoints)
@@ -268,8 +269,8 @@ def test_a_resumed_session_keeps_its_lease_and_its_start_urls_name_its_replica(t
         body = {"task_id": 1001, "session": "s", "resume_journal": True}
         status, resumed = call(again, "POST", "/sessions", body)
         assert status == 200 and resumed["resumed_events"] == 1
-        assert resumed["replicas"] == {"__SHOPPING__": held} and again.pool is not None
-        assert again.pool.leases["s"].indexes == {"shopping": 1}
+        assert resumed["replicas"] == {"__SHOPPING__": held} and isinstance(again.authority, PoolAuthority)
+        assert again.authority.pool.leases["s"].indexes == {"shopping": 1}
         assert call(again, "GET", "/sessions/s")[1]["replicas"] == {"__SHOPPING__": held}
 
     run(scenario)
@@ -307,12 +308,14 @@ def test_a_lease_end_naming_no_end_reason_is_refused_and_ends_nothing(tmp_path) 
     async def scenario(endpoints: list[ResetEndpoint]) -> None:
         mapped = site_map(endpoints)
         store = SessionStore(RunSettings(mapped, output_dir=tmp_path / "out"))
-        ctx = ControlContext(tasks=TASKS, sessions=store, pool=ReplicaPool(mapped, Isolation.EXCLUSIVE))
+        ctx = ControlContext(
+            tasks=TASKS, sessions=store, authority=PoolAuthority(ReplicaPool(mapped, Isolation.EXCLUSIVE))
+        )
         assert call(ctx, "POST", "/sessions", {"task_id": 1001, "session": "s"})[0] == 200
         status, refused = call(ctx, "PUT", "/sessions/s/lease_ended", {"ended": "exploded"})
         assert status == 400 and refused["error"] == "bad_lease_end", refused
         assert "timeout" in refused["detail"] and "abandoned" in refused["detail"], refused
-        assert ctx.pool is not None and ctx.pool.leases["s"].ended is None
+        assert isinstance(ctx.authority, PoolAuthority) and ctx.authority.pool.leases["s"].ended is None
         status, _ = call(ctx, "PUT", "/sessions/s/lease_ended", {"ended": "timeout", "reason": "idle"})
         assert status == 200 and call(ctx, "GET", "/sessions/s")[1]["lease_ended"] == "timeout"
 

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 from webarena_live.addresses.headers import INTERFERENCE_HEADER, LEASE_HEADER
+from webarena_live.control.authority import listed
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.errors import as_control_error
-from webarena_live.control.leasing import listed
 from webarena_live.control.models import MutationSeen, StartSession
 from webarena_live.control.wire import LeaseEnd, Mutations, encode_interference, encode_lease
 from webarena_live.evaluator import TaskSet, UnknownTaskError, site_key

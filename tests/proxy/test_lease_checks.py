@@ -1,4 +1,4 @@
-"""A request held against its session's lease (`proxy/leases.py`): the per-request answer from the
+"""A request held against its session's lease (`proxy/lease_checks.py`): the per-request answer from the
 request's origin alone (`inside`) never says more than the whole URL says (`SiteMap.replicas_of`), and
 says as much whenever the replicas are bare origins, so `check` counts and refuses exactly what it did
 when it read every request's URL.
@@ -18,7 +18,7 @@ from mitmproxy.test import tflow
 
 from webarena_live.evaluator import SiteMap
 from webarena_live.proxy.capture import request_url
-from webarena_live.proxy.leases import REFUSED_KEY, check, inside
+from webarena_live.proxy.lease_checks import REFUSED_KEY, check, inside
 from webarena_live.replicas import Lease
 
 ORIGINS = {

@@ -1,4 +1,4 @@
-"""Leases on the wire: each request held against its session's replicas, each mutation told to the pool.
+"""Leases on the wire: each request held against its session's lease, each mutation told to the log.
 
 A session's lease names one replica per site of its task (`replicas/pool.py` hands it out). A request
 to a replica the session does not hold, or to a host that is no site of the map (and no browser
@@ -6,20 +6,20 @@ service), is counted and listed in the session; with `--confine` the proxy answe
 page that says why, so an agent cannot wander into another session's copy or the open web. Every POST,
 PUT, PATCH or DELETE that reached a replica goes to the mutation log (`MutationLog.record`), whoever sent
 it, with its body: the log keeps the changes (`replicas.changes` judges), the pool reads them there.
-See docs/architecture.md, Replicas.
+The lease itself comes from the context's authority (`control/authority.py`; docs/architecture.md,
+Leases).
 """
 
 from __future__ import annotations
 
-import asyncio
 import html
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mitmproxy import http
 
+from webarena_live.control.authority import Authority, authority_for
 from webarena_live.control.context import RESERVED_HOST, ControlContext
 from webarena_live.evaluator import (
     MUTATION_METHODS,
@@ -30,20 +30,17 @@ from webarena_live.evaluator import (
 )
 from webarena_live.proxy.browser_traffic import is_service_host
 from webarena_live.proxy.capture import request_headers, request_origin, request_url
-from webarena_live.replicas import Lease, MutationLog, parse_isolation, parse_lease_timeout
-from webarena_live.replicas.build import build_pool, pool_file
-from webarena_live.replicas.pool import ReplicaPool
+from webarena_live.replicas import Lease, parse_isolation, parse_lease_timeout
+from webarena_live.replicas.build import pool_file
 from webarena_live.runs.fault_plan import FAULT_KEY
 from webarena_live.runs.sessions import Session
 from webarena_live.runs.settings import SessionState
-from webarena_live.sites import CopyKeeper, SitesPlan
+from webarena_live.sites import SitesPlan
 
 logger = logging.getLogger(__name__)
 
 REFUSED_KEY = "webarena_live.outside_lease"
 """Set on a flow `--confine` answered with a 403: it never reached a site, so it changed nothing."""
-WATCH_SECONDS = 1.0
-"""How often idle leases (`--lease-timeout`) are looked for."""
 ENDED_STATUS = 410
 """What the proxy answers, itself, to a request of a session whose lease ended before its finish."""
 
@@ -143,39 +140,25 @@ def record(
                content_type=request.headers.get("content-type", ""), body=body)  # fmt: skip
 
 
-def pool_for(
+def authority_of(
     site_map: SiteMap,
     options: Any,
-    current: ReplicaPool | None,
+    current: Authority | None,
     *,
     output_dir: Path | None,
     journal_dir: Path | None,
-    on_change: Callable[[str, dict[str, Any]], None],
     copies: SitesPlan | None = None,
-) -> ReplicaPool | None:
-    """The replicas of `site_map` under `--isolation`, with `--lease-timeout` (`options`: mitmproxy's),
-    built as a fleet's front builds its own (`build_pool`); None on a fleet's worker, whose front leases
-    (the worker keeps only a mutation log: `log_for`)."""
-    isolation = parse_isolation(options.webarena_isolation)
-    timeout = parse_lease_timeout(options.webarena_lease_timeout)
-    if options.webarena_front:
-        return None
-    kept = current is not None and current.site_map == site_map and current.keeper is not None
-    keeper = current.keeper if kept and current is not None else CopyKeeper(copies) if copies else None
-    return build_pool(
-        site_map, isolation, timeout, state_file=pool_file(output_dir, journal_dir),
-        reset_at_start=options.webarena_reset_at_start, current=current, on_change=on_change, keeper=keeper,
+) -> Authority:
+    """The lease authority `--isolation`, `--lease-timeout` and `--front` (`options`: mitmproxy's) call
+    for (`authority_for`): the pool of `site_map`, built as a fleet's front builds its own, or on a
+    fleet's worker the views its front tells."""
+    return authority_for(
+        site_map, front=bool(options.webarena_front),
+        isolation=parse_isolation(options.webarena_isolation),
+        lease_timeout=parse_lease_timeout(options.webarena_lease_timeout), current=current,
+        state_file=pool_file(output_dir, journal_dir), reset_at_start=options.webarena_reset_at_start,
+        copies=copies,
     )  # fmt: skip
-
-
-def log_for(site_map: SiteMap, pool: ReplicaPool | None, current: MutationLog | None) -> MutationLog:
-    """The mutation log of the traffic here: the pool's own, else a worker's (kept while its site map
-    is the same, so its front's reading position holds)."""
-    log = pool.log if pool is not None else current
-    if log is None or (pool is None and log.site_map != site_map):
-        return MutationLog(site_map)
-    log.judge_by(site_map)  # a kept log (the same URLs) takes the new map's reads and changes rules
-    return log
 
 
 def ended_page(url: str, session: str, reason: str) -> http.Response:
@@ -214,14 +197,3 @@ def hold(context: ControlContext, session: Session, flow: http.HTTPFlow) -> bool
     flow.metadata[REFUSED_KEY] = True
     flow.response = ended_page(flow.request.url, session.name, lease.ended_early or "finished")
     return True
-
-
-async def watch_idle(context: ControlContext) -> None:
-    """End the leases idle past `--lease-timeout` (`ReplicaPool.expire`: the pool's one way to end a
-    lease, which the control API's `SessionEnds.lease_ended` logs and announces)."""
-    pool = context.pool
-    if pool is None or pool.lease_timeout is None:
-        return
-    while True:
-        await asyncio.sleep(WATCH_SECONDS)
-        pool.expire()
