@@ -25,6 +25,8 @@ from webarena_live.addresses.placement import Placement, PortRange
 from webarena_live.control.context import RESERVED_HOST
 from webarena_live.control.server import ControlServer
 from webarena_live.evaluator import (
+    SiteMap,
+    TaskSet,
     WebArenaLiveError,
     __version__,
     load_tasks,
@@ -41,7 +43,7 @@ from webarena_live.fleet.front.router import SharedPort
 from webarena_live.fleet.workers.local import LocalWorkers, Workers
 from webarena_live.launch import LaunchError
 from webarena_live.replicas import Isolation
-from webarena_live.replicas.build import banner_line, build_pool, pool_file
+from webarena_live.replicas.build import build_pool, pool_file
 from webarena_live.runs.fault_plan import plan_line
 from webarena_live.runs.sessions import NoticeKind
 from webarena_live.sites import CopyKeeper, load_site_map
@@ -150,11 +152,11 @@ async def run_fleet(plan: FleetPlan) -> int:
     else:
         workers = LocalWorkers(plan.count, plan.worker_argv, env=env, listen_host=plan.listen_host)
     sessions = SessionRegistry(outputs, report)
-    if leases is not None:  # the replica pool's notices in the merged event stream
-        leases.pool.on_change = lambda session, notice: sessions.announce(
-            NoticeKind.POOL, {"session": session, **notice}
-        )
-        leases.pool.start()  # the resets a restart (or --reset-at-start) calls for, first
+    # the replica pool's notices in the merged event stream
+    leases.pool.on_change = lambda session, notice: sessions.announce(
+        NoticeKind.POOL, {"session": session, **notice}
+    )
+    leases.authority.start()  # the resets a restart (or --reset-at-start) calls for, first
     link = WorkerLink(workers, placement, sessions.starts, token=plan.token, worker_token=worker_token)
     front = Front(workers, placement, link, sessions, leases)
     front.faults_file = plan.faults
@@ -200,9 +202,7 @@ async def run_fleet(plan: FleetPlan) -> int:
         code = next((code for code in codes if code), 1)
         return _told(f"a worker did not start (exit code {code}; its output is above)", code)
     front.ready = True
-    watch = None
-    if leases is not None:
-        watch = asyncio.get_running_loop().create_task(leases.watch(link, link.up_workers))
+    watch = asyncio.get_running_loop().create_task(leases.watch(link, link.up_workers))
     health = await link.health(workers[0], CALL_DEADLINE) or {}  # a worker that just started answers
     if plan.web_ports and 0 in plan.web_ports:  # each worker picked its mitmweb port on its machine
         replies = [await link.health(w, CALL_DEADLINE) or {} for w in workers]
@@ -215,29 +215,33 @@ async def run_fleet(plan: FleetPlan) -> int:
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
     watching.cancel()
-    if watch is not None:
-        watch.cancel()
+    watch.cancel()
     await _stop(shared, servers, workers)
-    if leases is not None:
-        await leases.pool.close()
+    await leases.pool.close()
     await link.close()
     return 0
 
 
-def front_leases(plan: FleetPlan) -> FrontLeases | None:
-    """The front's replica pool, from the same tasks and site map as the workers'; None without a site
-    map. `WebArenaLiveError` (one line per problem) when they cannot be read or cannot be leased."""
-    if not plan.config:
-        return None
-    site_map, copies = load_site_map(plan.config)
+def front_leases(plan: FleetPlan) -> FrontLeases:
+    """The front's replica pool, from the same tasks and site map as the workers' (without a site map,
+    an empty pool: it leases nothing, as a single process's). `WebArenaLiveError` (one line per problem)
+    when they cannot be read or cannot be leased."""
+    site_map, copies = load_site_map(plan.config) if plan.config else (SiteMap(), None)
     output_dir = prepare_output_dir(plan.output_dir) if plan.output_dir else None
+    # remembered in the output directory, or with a site map in the state directory; an empty pool
+    # without one has nothing to remember there (nothing of a run outlives it)
+    state_file = pool_file(output_dir) if output_dir is not None or plan.config else None
     pool = build_pool(
         site_map, plan.isolation, plan.lease_timeout,
-        state_file=pool_file(output_dir), reset_at_start=plan.reset_at_start,
+        state_file=state_file, reset_at_start=plan.reset_at_start,
         keeper=CopyKeeper(copies) if copies is not None else None,  # the front owns the copies
     )  # fmt: skip
-    tasks = load_tasks(plan.tasks) if plan.tasks else load_tasks()
-    return FrontLeases(pool, tasks)
+
+    def tasks() -> TaskSet:
+        return load_tasks(plan.tasks) if plan.tasks else load_tasks()
+
+    # with a site map its tasks' problems are told now, with the map's; without, by the workers
+    return FrontLeases(pool, tasks() if plan.config else tasks)
 
 
 def banner(
@@ -269,8 +273,8 @@ def banner(
         lines.append(f"  worker {worker.index}      pid {pid}, control {worker.control_url}/{web}{node}")
     if isinstance(faults := health.get("faults"), dict):
         lines.append(plan_line({**faults, "source": plan.faults or faults.get("source")}))
-    if front.leases is not None:
-        lines.append(banner_line(front.leases.pool, confine=plan.confine))
+    if (leases := front.leases.authority.banner(confine=plan.confine)) is not None:
+        lines.append(leases)
     if plan.ray is not None:
         outputs = front.sessions.outputs.output_dir if front.sessions.outputs is not None else None
         carried = f"{outputs}  (carried from each worker's node)" if outputs else "none (--output-dir DIR)"

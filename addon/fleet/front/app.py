@@ -67,8 +67,7 @@ async def get_health(request: Request, front: FrontOf) -> Response:
     if not front.ready:  # not logged: this is what a launcher polls while the workers start
         return JsonResponse({"error": "starting", "detail": "the workers are starting"}, status_code=503)
     answer = await front_views.health(front, request)
-    if front.leases is not None:
-        answer["pool"] = add_reads(front.leases.pool.status(), *front.leases.reads.values())
+    answer["pool"] = add_reads(front.leases.pool.status(), *front.leases.reads.values())
     return JsonResponse(answer)
 
 
@@ -145,7 +144,7 @@ async def any_route(path: str, request: Request, front: FrontOf) -> Response:
         return await front.link.forward(workers[0], request)
     worker = owner_of(front, name)
     carried: dict[str, str] = {}
-    if front.leases is not None and request.method == "POST" and path.endswith("/preview"):
+    if request.method == "POST" and path.endswith("/preview"):
         link = front.link
         carried = await front.leases.interference_header(link, link.up_workers(), name)
     return await front.link.forward(worker, request, headers=carried)

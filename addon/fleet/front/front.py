@@ -28,7 +28,7 @@ class Front:
         placement: Placement,
         link: WorkerLink,
         sessions: SessionRegistry,
-        leases: FrontLeases | None = None,
+        leases: FrontLeases,
         listening: dict[str, int | None] | None = None,
     ) -> None:
         self.workers = workers
@@ -36,12 +36,11 @@ class Front:
         self.link = link
         self.sessions = sessions
         self.leases = leases
-        """The replica pool (`leases.py`), when a site map is loaded."""
+        """The replica pool (`leases.py`): the front leases every session's replicas."""
         self.life = SessionLife(self)
         """Start, finish, abandon and loss of a session, each in one place (`sessions.py`)."""
         self.recovery = Recovery(workers, placement, sessions, link, leases, lose=self.life.lost)
-        if leases is not None:  # a lease's end is told to its session's worker
-            leases.attach(link, self.owner_worker)
+        leases.attach(link, self.owner_worker)  # a lease's end is told to its session's worker
         self.listening = listening if listening is not None else {}
         """The front's own ports for `/health` (`proxy_port`, `session_port`, `control_port`)."""
         self.ready = False

@@ -1,15 +1,10 @@
-"""The replica pool of `serve --workers N`: the leases live in the front, whatever worker or node
-captures a session's traffic (docs/architecture.md, Replicas); a worker holds only the view the front
-told it.
-
-Before the front forwards `POST /sessions` it leases the task's replicas (waiting up to `wait`; a resumed
-session gets its own lease back as it was, an ended one ended), resets them when asked, and tells the
-worker the lease (`control/wire.py`: `encode_lease`). The workers see the traffic: each records the
-mutations through it, and the front gathers them (`GET /mutations`, validated by its model) before a
-finish or a preview, whose forwarded request carries the session's interference, and every few seconds,
-so a changed replica is known as changed when its lease ends. Every end goes through the pool's one
-function (`ReplicaPool.end_lease`); once it is on disk the session's worker is told (`LeaseEnd`, retried)
-so its proxy forwards nothing more for it. Every call to a worker goes through `WorkerLink`.
+"""The replica pool of `serve --workers N`: the front holds it, whatever worker or node captures a
+session's traffic; a worker holds only the views the front told it. The lease's life is told once, in
+docs/architecture.md (Leases); here is what only a front does around its `PoolAuthority`: gathering
+the workers' mutations, answers and lease uses (`GET /mutations`, validated by its model) before a
+finish, a preview or an abandon and every few seconds, carrying the session's interference on what it
+forwards, and telling each end to the session's worker (`LeaseEnd`, retried). Every call to a worker
+goes through `WorkerLink`.
 """
 
 from __future__ import annotations
@@ -20,15 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 from webarena_live.addresses.headers import INTERFERENCE_HEADER, LEASE_HEADER
-from webarena_live.control.authority import listed
+from webarena_live.control.authority import PoolAuthority, listed
 from webarena_live.control.bodies import ControlError
-from webarena_live.control.errors import as_control_error
 from webarena_live.control.models import MutationSeen, StartSession
 from webarena_live.control.wire import LeaseEnd, Mutations, encode_interference, encode_lease
 from webarena_live.evaluator import TaskSet, UnknownTaskError, site_key
 from webarena_live.fleet.front.link import WorkerLink
 from webarena_live.fleet.workers.local import Worker
-from webarena_live.replicas import FORGOTTEN, Lease, Mutation, PoolError
+from webarena_live.replicas import FORGOTTEN, EndReason, Lease, Mutation
 from webarena_live.replicas.pool import ReplicaPool
 
 logger = logging.getLogger("webarena_live.fleet")
@@ -38,11 +32,17 @@ GATHER_SECONDS = 2.0
 
 
 class FrontLeases:
-    """The front's pool and what it does around the session routes."""
+    """The front's pool and what it does around the session routes: the front is a `PoolAuthority`
+    (`control/authority.py`), with the workers' mutations gathered into it and each end told to the
+    session's worker. Without a site map its pool is empty and leases nothing, as a single process's."""
 
-    def __init__(self, pool: ReplicaPool, tasks: TaskSet) -> None:
+    def __init__(self, pool: ReplicaPool, tasks: TaskSet | Callable[[], TaskSet]) -> None:
         self.pool = pool
-        self.tasks = tasks
+        self.authority = PoolAuthority(pool)
+        """The pool's word, as a single process's control API asks it."""
+        self._tasks = tasks
+        """The workers' tasks, or how to read them at the first start (without a site map the workers
+        read and tell their own file's problems first)."""
         self.cursors: dict[int, tuple[str | None, int]] = {}
         """Per worker: its mutation log's epoch and the last mutation gathered from it."""
         self.answer_cursors: dict[int, int] = {}
@@ -60,6 +60,12 @@ class FrontLeases:
         self.link: WorkerLink | None = None
         self.owner_of: Callable[[str], Worker | None] = lambda name: None
         pool.on_end = self._ended
+
+    def tasks(self) -> TaskSet:
+        """The workers' tasks (read once)."""
+        if not isinstance(self._tasks, TaskSet):
+            self._tasks = self._tasks()
+        return self._tasks
 
     def attach(self, link: WorkerLink, owner_of: Callable[[str], Worker | None]) -> None:
         """The way to the workers, and where each session lives: a lease's end is told to its worker."""
@@ -86,21 +92,23 @@ class FrontLeases:
         and the body to forward (`document`, the body `start` was read from). Raises `ControlError`
         (the pool's 503, a failed reset's 502, an unknown task's 404) with nothing held."""
         try:
-            task = self.tasks[start.task_id]
+            task = self.tasks()[start.task_id]
         except UnknownTaskError as error:  # the workers' tasks: their 404, before a port is taken
             raise ControlError(404, "unknown_task", str(error)) from None
-        try:
-            lease = await self.pool.lease(name, task, wait=start.wait, resume=start.resume_journal)
-            if start.reset and lease.ended is None:
-                await self.pool.reset_leased(name, start.reset_timeout)  # a failure gives the lease back
-                document = {**document, "reset": False}  # done here, on the session's own replicas
-        except PoolError as error:
-            raise as_control_error(error) from None
+        authority = self.authority
+        lease = await authority.lease(name, task, wait=start.wait, resume=start.resume_journal)
+        if start.reset and lease.ended is None:  # a failure gives the lease back
+            await authority.reset_leased(name, start.reset_timeout)
+            document = {**document, "reset": False}  # done here, on the session's own replicas
         return {LEASE_HEADER: encode_lease(lease)}, document
+
+    def end(self, name: str, reason: EndReason, detail: str | None = None) -> None:
+        """End session `name`'s lease (the pool's one way); its worker is told (`_ended`)."""
+        self.authority.end(name, reason, detail)
 
     def told(self, name: str) -> dict[str, str]:
         """The header that tells a worker resuming session `name` its lease as the front keeps it."""
-        lease = self.pool.leases.get(name) or self.pool.ended.get(name)
+        lease = self.authority.lease_of(name)
         return {LEASE_HEADER: encode_lease(lease)} if lease is not None else {}
 
     # --- the finish ------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ class Recovery:
         placement: Placement,
         sessions: SessionRegistry,
         link: WorkerLink,
-        leases: FrontLeases | None,
+        leases: FrontLeases,
         *,
         lose: Callable[[str, str], None],
     ) -> None:
@@ -112,6 +112,6 @@ class Recovery:
     async def _start_on(self, worker: Worker, body: dict[str, Any], port: int) -> httpx.Response:
         """Start the session on its restarted worker with its lease as the front keeps it (an ended one
         ended: its address then forwards nothing)."""
-        told = self.leases.told(str(body["session"])) if self.leases is not None else {}
+        told = self.leases.told(str(body["session"]))
         headers = {PROXY_PORT_HEADER: str(port), **told}
         return await self.link.start_on(worker, body, headers, RESUME_DEADLINE)

@@ -60,32 +60,38 @@ class SessionRegistry:
         for queue in self.event_streams:
             queue.put_nowait(message)
 
-    async def remember_finished(self, link: WorkerLink, worker: Worker, name: str) -> None:
-        """Keep the view of a session its worker just finished, to list it after that worker restarts."""
-        reply = await link.session_view(worker, name)
+    async def remember_finished(
+        self, link: WorkerLink, worker: Worker, name: str, view: dict[str, Any] | None = None
+    ) -> None:
+        """Keep the view of a session its worker just finished, to list it after that worker restarts
+        (`view`: the one read since the finish, when the files' carrying read it)."""
+        reply = view if view is not None else await link.session_view(worker, name)
         if reply is not None:
             self.finished[name] = {**reply, "worker": worker.index, "node": worker.node}
 
-    async def carry_outputs(self, link: WorkerLink, worker: Worker, name: str) -> None:
+    async def carry_outputs(self, link: WorkerLink, worker: Worker, name: str) -> dict[str, Any] | None:
         """The files of a session the worker just finished, written into this machine's output dir
         (`self.outputs`); their paths here are what the session's view shows from then on. When they
-        cannot be carried the verdict stands, and the view says where the files stayed."""
+        cannot be carried the verdict stands, and the view says where the files stayed. The session's
+        view as last read (None when none was), so the finish reads it once."""
         assert self.outputs is not None
         self.carried.pop(name, None)  # until carried, the view shows where the worker wrote them
+        view = None
         try:
             for _ in range(CARRY_ATTEMPTS):  # a later finish of the task there may move them aside
                 view = await link.session_view(worker, name, quiet=False)
                 written = view.get("outputs") if view is not None else None
                 if not written:
-                    return
+                    return view
                 carried = await self.outputs.carry(worker.index, name, written)
                 if carried is not None:
                     self.carried[name] = carried
-                    return
+                    return view
             raise WebArenaLiveError(f"its files kept moving on worker {worker.index}")
         except Exception as error:  # Ray's and httpx's errors alike, a deadline passed: the verdict stands
             where = f"node {worker.node}"
             logger.error("webarena-live: the files of session %s stay on %s: %r", name, where, error)
+        return view
 
     def carried_files(self, name: str) -> dict[str, str] | None:
         """Where session `name`'s carried files are on this machine now, by file name; None when none

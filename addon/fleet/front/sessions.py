@@ -1,8 +1,8 @@
 """The front's sessions in one place: a session's start, finish, abandon and loss under `serve --workers`,
 each written once (docs/architecture.md, Workers). The routes (`front/app.py`) and the recovery of
 workers (`front/recovery.py`) only call `SessionLife`, as `control/starts.py` and `SessionEnds` do in
-one process. The front owns every lease (`front/leases.py`): it leases before a start goes to a worker, ends
-the lease at a finish, an abandon or a loss through the pool's one function, and tells the worker.
+one process. The front owns every lease (`front/leases.py`; the lease's life: docs/architecture.md,
+Leases): it leases before a start goes to a worker and ends the lease at a finish, an abandon or a loss.
 """
 
 from __future__ import annotations
@@ -81,15 +81,14 @@ class SessionLife:
         among = front.workers_near(start.near) if start.near is not None else None
         if owner is None and start.resume_journal:  # after a restart: on a worker that holds its journal
             among = await front_views.journal_holders(front, request, name) or among
-        lease: dict[str, str] = {}
-        if front.leases is not None:  # the replicas first: a refusal (raised) then holds nothing
-            lease, document = await front.leases.before_start(name, start, document)
+        # the replicas first: a refusal (raised) then holds nothing
+        lease, document = await front.leases.before_start(name, start, document)
         placed = None
         try:  # the one place a start's lease is given back: whatever did not start
             placed = await _place(front, request, name, among, json.dumps(document).encode(), lease)
         finally:
-            if placed is None and front.leases is not None:
-                front.leases.pool.end_lease(name, EndReason.REFUSED)
+            if placed is None:
+                front.leases.end(name, EndReason.REFUSED)
         worker, content = placed
         reply = json.loads(content)
         front.sessions.started(name, reply["task_id"], start.run)
@@ -107,33 +106,30 @@ class SessionLife:
             known = front.sessions
             front.placement.release(name)  # the worker closed the session's address; its port is free
             known.starts.pop(name, None)
-            if front.leases is not None:
-                front.leases.pool.end_lease(name, EndReason.FINISHED)
+            front.leases.end(name, EndReason.FINISHED)
+            view = None
             if known.outputs is not None:  # written on the worker's node: carried here before the answer
-                await known.carry_outputs(front.link, worker, name)
-            await known.remember_finished(front.link, worker, name)
+                view = await known.carry_outputs(front.link, worker, name)
+            await known.remember_finished(front.link, worker, name, view)
         return Response(content, upstream.status_code, headers=answer_headers(upstream))
 
     async def abandon(self, owner: Owner, request: Request) -> Response:
-        """`POST /sessions/{s}/abandon`: without a pool here, the worker ends its session's lease;
-        with one, the front ends it (what its traffic changed gathered first, so a changed replica is
-        reset) and the worker is told before the answer, so its address forwards nothing after it."""
+        """`POST /sessions/{s}/abandon`: the front ends the session's lease (what its traffic changed
+        gathered first, so a changed replica is reset) and the worker is told before the answer, so its
+        address forwards nothing after it."""
         front, name = self.front, owner.name
-        if front.leases is None:
-            upstream, content = await _forward_ending(front, owner, request)
-            return Response(content, upstream.status_code, headers=answer_headers(upstream))
         front.link.guard(request)
         if name in front.sessions.finished and name not in front.sessions.starts:
             raise Conflict("already_finished", f"session {name!r} is finished; its lease ended")
         given = parse_abandon(await bounded_body(request))  # as the worker's route (`control/bodies.py`)
         reason = given.reason if given is not None else None
         leases = front.leases
-        lease = leases.pool.leases.get(name) or leases.pool.ended.get(name)
+        lease = leases.authority.lease_of(name)
         if lease is None:
             raise Conflict("no_lease", f"session {name!r} holds no lease here")
         if lease.ended is None:
             await leases.gather(front.link, front.up_workers())
-            leases.pool.end_lease(name, EndReason.ABANDONED, reason)
+            leases.end(name, EndReason.ABANDONED, reason)
             if (telling := leases.telling.get(name)) is not None:
                 await telling  # the worker refuses the session's traffic before the answer
         return JsonResponse({"session": name, "lease_ended": lease.ended, "reason": lease.ended_detail,
@@ -153,8 +149,7 @@ class SessionLife:
         front.sessions.lost[name] = view
         front.recovery.resume_failures.pop(name, None)
         front.placement.forget(name)
-        if front.leases is not None:
-            front.leases.pool.end_lease(name, EndReason.LOST, reason)
+        front.leases.end(name, EndReason.LOST, reason)
         if worker is not None and port is not None:
             front.workers.forget_port(worker.index, port)
         logger.error("webarena-live: session %s is lost: %s", name, reason)
@@ -228,7 +223,7 @@ async def _forward_ending(front: Front, owner: Owner, request: Request) -> tuple
     name, worker = owner
     body = await bounded_body(request)
     carried: dict[str, str] = {}
-    if front.leases is not None and request.url.path.endswith("/finish"):
+    if request.url.path.endswith("/finish"):
         carried = await front.leases.interference_header(front.link, front.up_workers(), name)
     upstream = await front.link.send(worker, request, body, carried)
     content = await upstream.aread()
