@@ -151,14 +151,14 @@ async def run_fleet(plan: FleetPlan) -> int:
         placement.is_free = lambda port: True  # a port is the worker's node's: its bind is the check
     else:
         workers = LocalWorkers(plan.count, plan.worker_argv, env=env, listen_host=plan.listen_host)
-    sessions = SessionRegistry(outputs, report)
+    registry = SessionRegistry(outputs, report)
     # the replica pool's notices in the merged event stream
-    leases.pool.on_change = lambda session, notice: sessions.announce(
+    leases.pool.on_change = lambda session, notice: registry.announce(
         NoticeKind.POOL, {"session": session, **notice}
     )
     leases.authority.start()  # the resets a restart (or --reset-at-start) calls for, first
-    link = WorkerLink(workers, placement, sessions.starts, token=plan.token, worker_token=worker_token)
-    front = Front(workers, placement, link, sessions, leases)
+    link = WorkerLink(workers, placement, registry.starts, token=plan.token, worker_token=worker_token)
+    front = Front(workers, placement, link, registry, leases)
     front.faults_file = plan.faults
     app = create_front_app(front)
     server = ControlServer(app, host=plan.control_host, port=plan.control_port)
@@ -276,7 +276,7 @@ def banner(
     if (leases := front.leases.authority.banner(confine=plan.confine)) is not None:
         lines.append(leases)
     if plan.ray is not None:
-        outputs = front.sessions.outputs.output_dir if front.sessions.outputs is not None else None
+        outputs = front.registry.outputs.output_dir if front.registry.outputs is not None else None
         carried = f"{outputs}  (carried from each worker's node)" if outputs else "none (--output-dir DIR)"
         lines.append(f"  outputs       {carried}")
         lines.append("  journal       in each worker's node's temp directory")

@@ -26,7 +26,7 @@ from webarena_live.replicas.policy import Isolation, default_isolation, is_mutat
 from webarena_live.replicas.reset import RESET_TIMEOUT, EndpointReset
 from webarena_live.replicas.resetting import CopyKeeper, PoolCare, Trigger
 from webarena_live.replicas.state import Mutation, ReplicaState, SiteCounters
-from webarena_live.replicas.views import busy_detail, counters_view, pool_status
+from webarena_live.replicas.status import busy_detail, counters_view, pool_status
 from webarena_live.replicas.ways import ResetOutcome, ResetWay
 
 logger = logging.getLogger("webarena_live.replicas")

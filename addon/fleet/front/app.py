@@ -2,7 +2,7 @@
 
 Each request goes to the worker that owns its session (`front/front.py`, through `front/link.py`); the
 routes that speak of every session (`GET /health`, `GET /sessions`, `GET /events`: `front/events.py`)
-ask every worker and answer once; a session's start, finish and abandon are `front/sessions.py`'s.
+ask every worker and answer once; a session's start, finish and abandon are `front/life.py`'s.
 `POST /sessions` places a new session (`addresses/placement.py`) and tells the worker the port of its
 address. While a session's worker is restarting, its routes answer a JSON 503 with `Retry-After`
 (docs/architecture.md, Workers).
@@ -27,10 +27,10 @@ from webarena_live.control.errors import ControlError, JsonResponse, install_err
 from webarena_live.control.streams import Streams
 from webarena_live.evaluator import __version__
 from webarena_live.fleet.front import events as front_events
-from webarena_live.fleet.front import views as front_views
+from webarena_live.fleet.front import overview
 from webarena_live.fleet.front.front import Front
+from webarena_live.fleet.front.life import Owner, owner_of
 from webarena_live.fleet.front.link import relayed, session_of, unavailable
-from webarena_live.fleet.front.sessions import Owner, owner_of
 from webarena_live.replicas.mutations import add_reads
 
 logger = logging.getLogger("webarena_live.fleet")
@@ -66,14 +66,14 @@ forwarded = APIRouter(tags=["forwarded"])
 async def get_health(request: Request, front: FrontOf) -> Response:
     if not front.ready:  # not logged: this is what a launcher polls while the workers start
         return JsonResponse({"error": "starting", "detail": "the workers are starting"}, status_code=503)
-    answer = await front_views.health(front, request)
+    answer = await overview.health(front, request)
     answer["pool"] = add_reads(front.leases.pool.status(), *front.leases.reads.values())
     return JsonResponse(answer)
 
 
 @sessions.get("")
 async def get_sessions(request: Request, front: FrontOf) -> Response:
-    return JsonResponse({"sessions": await front_views.sessions(front, request)})
+    return JsonResponse({"sessions": await overview.sessions(front, request)})
 
 
 @sessions.post("")
@@ -93,7 +93,7 @@ async def post_abandon(owner: OwnerOf, request: Request, front: FrontOf) -> Resp
 
 @sessions.get("/{session}")
 async def get_session(session: str, request: Request, front: FrontOf) -> Response:
-    name, known = unquote(session), front.sessions
+    name, known = unquote(session), front.registry
     try:
         worker = owner_of(front, name)
     except ControlError:
@@ -104,29 +104,29 @@ async def get_session(session: str, request: Request, front: FrontOf) -> Respons
     upstream = await front.link.send(worker, request, b"")
     content = await upstream.aread()
     await upstream.aclose()
-    if upstream.status_code == 404 and name in front.sessions.finished:  # its worker restarted since
-        view = dict(front.sessions.finished[name])
+    if upstream.status_code == 404 and name in front.registry.finished:  # its worker restarted since
+        view = dict(front.registry.finished[name])
     elif upstream.status_code != 200:
         raise relayed(upstream, content)
     else:
         view = {**json.loads(content), "worker": worker.index, "node": worker.node}
-    if front.sessions.outputs is not None:
-        if (carried := front.sessions.carried_files(name)) is not None:
+    if front.registry.outputs is not None:
+        if (carried := front.registry.carried_files(name)) is not None:
             view["outputs"] = carried
-        elif view.get("outputs") and name not in front.sessions.finished:
-            view["outputs"] = front.sessions.outputs.local(worker.index, view["outputs"])
+        elif view.get("outputs") and name not in front.registry.finished:
+            view["outputs"] = front.registry.outputs.local(worker.index, view["outputs"])
     return JsonResponse(view)
 
 
 @agents.get("/report")
 async def get_report(request: Request, front: FrontOf, run: str | None = None) -> Response:
     workers = front.up_workers()
-    if front.sessions.report is None:  # the workers share the output directory: any of them answers
+    if front.registry.report is None:  # the workers share the output directory: any of them answers
         if not workers:
             raise unavailable(front.workers[0])
         return await front.link.forward(workers[0], request)
     front.link.guard(request)
-    return JsonResponse(await front.sessions.report(run))
+    return JsonResponse(await front.registry.report(run))
 
 
 @events.get("")

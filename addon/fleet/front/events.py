@@ -43,8 +43,8 @@ async def merged_events(front: Front, request: Request) -> Response:
 
     async def events() -> AsyncIterator[bytes]:
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        front.sessions.event_streams.add(queue)
-        sessions: list[dict[str, Any]] = list(front.sessions.lost.values())
+        front.registry.event_streams.add(queue)
+        sessions: list[dict[str, Any]] = list(front.registry.lost.values())
         readers = []
         try:
             for worker, upstream in upstreams:
@@ -68,7 +68,7 @@ async def merged_events(front: Front, request: Request) -> Response:
                     continue
                 yield item
         finally:
-            front.sessions.event_streams.discard(queue)
+            front.registry.event_streams.discard(queue)
             for reader in readers:
                 reader.cancel()
             for _, upstream in upstreams:

@@ -3,7 +3,7 @@
 `Front` holds them, built in order once the workers exist (nothing replaced later): where each session
 lives (`addresses/placement.py`), the way to the workers (`link.py`: forwarding, deadlines, refusals,
 credentials), what the front knows of each session (`registry.py`), their starts, finishes, abandons
-and losses (`sessions.py`), what it does when a worker dies, returns or leaves (`recovery.py`) and
+and losses (`life.py`), what it does when a worker dies, returns or leaves (`recovery.py`) and
 the replica pool's leases (`leases.py`). The routes are in
 `fleet/front/app.py` (docs/architecture.md, Workers).
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from webarena_live.addresses.placement import Placement
 from webarena_live.fleet.front.leases import FrontLeases
+from webarena_live.fleet.front.life import SessionLife
 from webarena_live.fleet.front.link import WorkerLink
 from webarena_live.fleet.front.recovery import Recovery
 from webarena_live.fleet.front.registry import SessionRegistry
-from webarena_live.fleet.front.sessions import SessionLife
 from webarena_live.fleet.workers.local import Worker, Workers
 
 
@@ -27,19 +27,20 @@ class Front:
         workers: Workers,
         placement: Placement,
         link: WorkerLink,
-        sessions: SessionRegistry,
+        registry: SessionRegistry,
         leases: FrontLeases,
         listening: dict[str, int | None] | None = None,
     ) -> None:
         self.workers = workers
         self.placement = placement
         self.link = link
-        self.sessions = sessions
+        self.registry = registry
+        """What the front knows of each session (`registry.py`)."""
         self.leases = leases
         """The replica pool (`leases.py`): the front leases every session's replicas."""
         self.life = SessionLife(self)
-        """Start, finish, abandon and loss of a session, each in one place (`sessions.py`)."""
-        self.recovery = Recovery(workers, placement, sessions, link, leases, lose=self.life.lost)
+        """Start, finish, abandon and loss of a session, each in one place (`life.py`)."""
+        self.recovery = Recovery(workers, placement, registry, link, leases, lose=self.life.lost)
         leases.attach(link, self.owner_worker)  # a lease's end is told to its session's worker
         self.listening = listening if listening is not None else {}
         """The front's own ports for `/health` (`proxy_port`, `session_port`, `control_port`)."""

@@ -34,13 +34,13 @@ class Recovery:
         self,
         workers: Workers,
         placement: Placement,
-        sessions: SessionRegistry,
+        registry: SessionRegistry,
         link: WorkerLink,
         leases: FrontLeases,
         *,
         lose: Callable[[str, str], None],
     ) -> None:
-        self.workers, self.placement, self.sessions, self.link = workers, placement, sessions, link
+        self.workers, self.placement, self.registry, self.link = workers, placement, registry, link
         self.leases = leases
         self.session_lost = lose
         """Report a session `lost` with the reason (`SessionLife.lost`: the one place that does)."""
@@ -61,7 +61,7 @@ class Recovery:
         A session whose resume is refused, or fails `RESUME_TRIES` times (tries cut short by the
         worker's death count too), is reported `lost` with the reason: none waits for ever."""
         worker = self.workers[index]
-        starts = self.sessions.starts
+        starts = self.registry.starts
         for name in self.placement.running_on(index):
             start = starts.get(name)
             port = self.placement.port_of(name)

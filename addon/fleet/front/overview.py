@@ -50,7 +50,7 @@ async def health(front: Front, request: Request) -> dict[str, Any]:
         })  # fmt: skip
     answer = {**first, "sessions": sum(w["sessions"] for w in workers), "workers": workers}
     answer["refused_strangers"] = sum(w["refused_strangers"] for w in workers)
-    answer["lost_sessions"] = len(front.sessions.lost)
+    answer["lost_sessions"] = len(front.registry.lost)
     answer["control_token"] = bool(
         front.link.token
     )  # this port's, not the workers' (a Ray fleet's own token)
@@ -59,8 +59,8 @@ async def health(front: Front, request: Request) -> dict[str, Any]:
         answer["faults"] = {**answer["faults"], "source": front.faults_file}
     for own in ("memory", "web_port"):  # a worker's own; each worker answers them on its port
         answer.pop(own, None)
-    if front.sessions.outputs is not None:  # the workers write on their nodes; the files are carried here
-        answer["output_dir"], answer["journal_dir"] = str(front.sessions.outputs.output_dir), None
+    if front.registry.outputs is not None:  # the workers write on their nodes; the files are carried here
+        answer["output_dir"], answer["journal_dir"] = str(front.registry.outputs.output_dir), None
     return answer
 
 
@@ -82,20 +82,20 @@ async def sessions(front: Front, request: Request) -> list[dict[str, Any]]:
     answered = {worker.index for worker, reply in replies if reply is not None}
     for name in front.placement.held_ports():  # the sessions of a worker that is silent or restarting
         owner = front.placement.owner(name)
-        if name in seen or name not in front.sessions.starts or owner is None:
+        if name in seen or name not in front.registry.starts or owner is None:
             continue
         worker = front.workers[owner]
         state = front.state_of(worker)
         if owner in answered:
             state = "restarting"  # it answered without the session: resuming it
-        live.append({"session": name, "state": "running", "task_id": front.sessions.starts[name]["task_id"],
-                     "run": front.sessions.starts[name].get("run"), "worker": owner, "node": worker.node,
+        live.append({"session": name, "state": "running", "task_id": front.registry.starts[name]["task_id"],
+                     "run": front.registry.starts[name].get("run"), "worker": owner, "node": worker.node,
                      "worker_state": state, "worker_restarting": state == "restarting"})  # fmt: skip
         seen.add(name)
     rest = [view for path, view in resumable.items() if path not in journals and view["session"] not in seen]
-    finished = [view for name, view in front.sessions.finished.items() if name not in seen]
-    seen.update(front.sessions.finished)
-    lost = [view for name, view in front.sessions.lost.items() if name not in seen]
+    finished = [view for name, view in front.registry.finished.items() if name not in seen]
+    seen.update(front.registry.finished)
+    lost = [view for name, view in front.registry.lost.items() if name not in seen]
     return live + finished + rest + lost
 
 

@@ -34,7 +34,7 @@ from webarena_live.control.errors import (
 from webarena_live.control.middleware import MAX_CONTROL_BODY
 from webarena_live.control.models import StartSession
 from webarena_live.evaluator import run_name_problem
-from webarena_live.fleet.front import views as front_views
+from webarena_live.fleet.front import overview
 from webarena_live.fleet.front.link import answer_headers, error_of, relayed, unavailable, unresponsive
 from webarena_live.fleet.workers.local import Worker
 from webarena_live.replicas import EndReason
@@ -80,7 +80,7 @@ class SessionLife:
             _check_up(front, front.workers[owner])
         among = front.workers_near(start.near) if start.near is not None else None
         if owner is None and start.resume_journal:  # after a restart: on a worker that holds its journal
-            among = await front_views.journal_holders(front, request, name) or among
+            among = await overview.journal_holders(front, request, name) or among
         # the replicas first: a refusal (raised) then holds nothing
         lease, document = await front.leases.before_start(name, start, document)
         placed = None
@@ -91,7 +91,7 @@ class SessionLife:
                 front.leases.end(name, EndReason.REFUSED)
         worker, content = placed
         reply = json.loads(content)
-        front.sessions.started(name, reply["task_id"], start.run)
+        front.registry.started(name, reply["task_id"], start.run)
         reply["worker"], reply["node"] = worker.index, worker.node
         if among is not None and worker.index not in among:
             reply["near_unmet"] = f"no worker is up on {start.near!r}; placed on the least busy worker"
@@ -103,7 +103,7 @@ class SessionLife:
         front, (name, worker) = self.front, owner
         upstream, content = await _forward_ending(front, owner, request)
         if upstream.status_code == 200 and not upstream.headers.get(REPEATED_HEADER):
-            known = front.sessions
+            known = front.registry
             front.placement.release(name)  # the worker closed the session's address; its port is free
             known.starts.pop(name, None)
             front.leases.end(name, EndReason.FINISHED)
@@ -119,7 +119,7 @@ class SessionLife:
         address forwards nothing after it."""
         front, name = self.front, owner.name
         front.link.guard(request)
-        if name in front.sessions.finished and name not in front.sessions.starts:
+        if name in front.registry.finished and name not in front.registry.starts:
             raise Conflict("already_finished", f"session {name!r} is finished; its lease ended")
         given = parse_abandon(await bounded_body(request))  # as the worker's route (`control/bodies.py`)
         reason = given.reason if given is not None else None
@@ -141,19 +141,19 @@ class SessionLife:
         front = self.front
         owner = front.placement.owner(name)
         worker = front.workers[owner] if owner is not None else None
-        start = front.sessions.starts.pop(name, {})
+        start = front.registry.starts.pop(name, {})
         port = front.placement.port_of(name)
         node = worker.node if worker else None
         view = {"session": name, "state": "lost", "reason": reason, "task_id": start.get("task_id"),
                 "run": start.get("run"), "worker": owner, "node": node}  # fmt: skip
-        front.sessions.lost[name] = view
+        front.registry.lost[name] = view
         front.recovery.resume_failures.pop(name, None)
         front.placement.forget(name)
         front.leases.end(name, EndReason.LOST, reason)
         if worker is not None and port is not None:
             front.workers.forget_port(worker.index, port)
         logger.error("webarena-live: session %s is lost: %s", name, reason)
-        front.sessions.announce("lost", view)
+        front.registry.announce("lost", view)
 
 
 def _start_mistake(name: str, start: StartSession) -> tuple[str, str] | None:
@@ -242,8 +242,8 @@ def owner_of(front: Front, name: str) -> Worker:
     """The worker of session `name`, up and answering; raises what its routes answer instead: 410 for a
     lost session, 404 for one unknown, 503 while its worker restarts or does not answer."""
     owner = front.placement.owner(name)
-    if owner is None and name in front.sessions.lost:
-        lost = front.sessions.lost[name]
+    if owner is None and name in front.registry.lost:
+        lost = front.registry.lost[name]
         detail = f"session {name!r} is lost: {lost['reason']}; start it again to run it elsewhere"
         raise Gone("session_lost", detail)
     if owner is None:
