@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 from mitmproxy import exceptions
 from mitmproxy.proxy import mode_specs
 
-from webarena_live.control.authority import Authority
 from webarena_live.evaluator import SiteMap, TaskSet, WebArenaLiveError, load_tasks, prepare_output_dir
 from webarena_live.replicas.memory import state_dir
 from webarena_live.runs.sessions import SessionStore
@@ -44,15 +43,12 @@ def checked(problems: list[str], load: Callable[[Any], T], argument: Any) -> T |
         return None
 
 
-def read_options(
-    options: Any, make_authority: Callable[..., Authority]
-) -> tuple[TaskSet, RunSettings, Authority]:
+def read_options(options: Any, make_authority: Callable[..., T]) -> tuple[TaskSet, RunSettings, T]:
     """The addon's options read together: the tasks, the settings every attempt reads, and the lease
     authority `make_authority(site_map, output_dir, journal_dir)` builds on them (`control/authority.py`:
     the replica pool, or a worker's view of its front's), given `copies=` the plan of the map's container
-    copies when it has some
-    (`webarena_live.sites`). Raises `OptionsError` with every problem found, one a line, so all are told
-    at once."""
+    copies when it has some (`webarena_live.sites`). Raises `OptionsError` with every problem found, one
+    a line, so all are told at once."""
     problems: list[str] = []
     tasks = checked(problems, load_tasks, options.webarena_tasks or None)
     config, out = options.webarena_config, options.webarena_output_dir
@@ -63,14 +59,13 @@ def read_options(
         problems += site_map_problems(tasks, site_map or SiteMap(), config=config)
     site_map = site_map or SiteMap()
     journal_dir = Path(options.webarena_journal_dir or default_journal_dir(out))
-    authority = None
+    made: list[T] = []
     try:
-        authority = make_authority(
-            site_map, output_dir, journal_dir, **({"copies": copies} if copies else {})
-        )
+        given = {"copies": copies} if copies else {}
+        made.append(make_authority(site_map, output_dir, journal_dir, **given))
     except WebArenaLiveError as error:
         problems.extend(str(error).splitlines())
-    if problems or tasks is None or authority is None:
+    if problems or tasks is None:
         raise exceptions.OptionsError("\n".join(problems))
     settings = RunSettings(
         site_map=site_map,
@@ -79,7 +74,7 @@ def read_options(
         redact=options.webarena_redact,
         data_checksum=tasks.checksum,
     )
-    return tasks, settings, authority
+    return tasks, settings, made[0]
 
 
 def unfinished_lines(sessions: SessionStore) -> list[str]:
