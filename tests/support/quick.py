@@ -12,6 +12,17 @@ using the engine fixtures of tests/containers/conftest.py is. A test is left out
 class, for a method) or a fixture it uses is heavy, and so is every test in `tests/e2e` (real browsers
 on real sites) and `tests/browsergym` (its own venv). What stays is every package's unit tests, the
 tests that start `webarena-live serve` itself, and the parity corpora judged by the reference.
+
+To keep the quick run under five minutes on two cores, the slow kinds of `serve` test are left out the
+same way, by the code (`SLOW`): a fleet (`"--workers"` in the test, a helper or fixture it uses, or a
+parameter of it or of its fixture: the one-process parameter of the same test stays), a `serve` killed
+with SIGKILL and started again on what it left, a benchmark beside another tree exported from git, and
+the package's wheel built and installed (`tests/support/wheel.py`: the quick run needs no wheel). The
+parity corpora stay, smaller: `sample` keeps every `STRIDE`-th case of each kind of case (a mutation, a
+variant, an answer label), counted from the first in the corpus' own order, so every kind is still
+judged against the reference and the same cases are chosen every run; `share` scales the corpora's
+floors on how many verdicts of each status they must give, and `examples` gives Hypothesis a fifth of
+its examples. The full run (no plugin: `running()` is false) is unchanged, every case and example.
 """
 
 from __future__ import annotations
@@ -274,4 +285,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return "quick: no browser, real application, Ray or network-namespace machines (tests/support/quick.py)"
+    return (
+        "quick: no browser, real application, Ray, network-namespace machines, fleet, crash, other tree or"
+        " wheel; the parity corpora sampled (tests/support/quick.py)"
+    )
