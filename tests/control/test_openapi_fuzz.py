@@ -28,13 +28,14 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.site.harness import RESERVED_HOST, ProxyProcess, start_proxy, write_config
+from tests.support import quick
 from tests.support.addon_helpers import NAVIGATE_TASK, write_tasks
 from webarena_live.control.app import openapi_document
 
 TOKEN = "fuzz-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-EXAMPLES = 40
-"""Generated requests per operation and generation mode (the run's bound)."""
+EXAMPLES = quick.examples(40)
+"""Generated requests per operation and generation mode (the run's bound; fewer in a quick run)."""
 
 STREAMING = {"/sessions/{session}/events", "/events"}
 """Never end on the control port while sessions run, so they are exercised by the route tests, not fuzzed."""
@@ -143,9 +144,9 @@ def test_fuzz_the_control_port(served):
     known_session(served)
     fuzz(schema, GenerationMode.NEGATIVE, negative, seen)
     print("control port:", dict(seen))
-    assert sum(seen.values()) >= 400, seen
+    assert sum(seen.values()) >= quick.examples(400), seen
     assert not [status for status in seen if status >= 500], seen
-    assert seen[200] >= 20 and seen[400] and seen[404] and seen[409], (
+    assert seen[200] >= quick.examples(20) and seen[400] and seen[404] and seen[409], (
         seen
     )  # both accepted and refused requests were made
     assert_still_serving(served)
@@ -163,9 +164,9 @@ def test_fuzz_through_the_proxy_at_the_reserved_host(served):
         )
 
     known_session(served)
-    fuzz(schema, GenerationMode.POSITIVE, send, seen, examples=15)
+    fuzz(schema, GenerationMode.POSITIVE, send, seen, examples=quick.examples(15))
     print("through the proxy:", dict(seen))
-    assert sum(seen.values()) >= 60 and not [status for status in seen if status >= 500], seen
+    assert sum(seen.values()) >= quick.examples(60) and not [status for status in seen if status >= 500], seen
     assert_still_serving(served)
 
 

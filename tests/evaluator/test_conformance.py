@@ -9,10 +9,14 @@ writes it; a stale file fails here, naming that command). Every run:
 - the live reference's own batch command re-judges a fresh random sample of at
   least 300 stored cases (every kind of case included, seed printed), and any
   difference from the stored verdicts fails.
+A quick run (tests/support/quick.py) generates every case and checks the stored file against all of
+them, but judges only `quick.sample`'s share of each kind, and asks the live reference about fewer.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +27,11 @@ from scripts.support.conformance import sample, stored_verdicts, suite
 from scripts.support.conformance.mutations import GROUPS
 from scripts.support.conformance.oracle_batch import OracleBatch
 from scripts.support.conformance.progress import say
-from scripts.support.conformance.runs import Verdict
+from scripts.support.conformance.runs import Verdict, read_cases
+from tests.support import quick
+
+LIVE_SAMPLE = quick.share(sample.SAMPLE_SIZE)
+"""Cases the live reference re-judges (at least two of each kind, whatever the size)."""
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +48,7 @@ def generated(
 def live_sample(generated: suite.Generated, oracle_python: Path) -> Iterator[tuple[int, OracleBatch]]:
     """The live oracle at work on a random sample, started in the background (see the first test)."""
     seed = sample.seed_from_environment()
-    chosen = sample.choose(generated.kinds, seed)
+    chosen = sample.choose(generated.kinds, seed, LIVE_SAMPLE)
     say(f"live oracle sample: {len(chosen)} cases, seed {seed} (WEBARENA_CONFORMANCE_SEED={seed} redraws it)")
     batch = OracleBatch(
         oracle_python,
@@ -52,26 +60,52 @@ def live_sample(generated: suite.Generated, oracle_python: Path) -> Iterator[tup
     batch.verdicts()  # never leave the oracle running past this module
 
 
+def judged(generated: suite.Generated) -> tuple[dict[str, Path], dict[str, str]]:
+    """The groups' directories our evaluator judges and their cases (case id -> kind): every case, or in
+    a quick run `quick.sample`'s share of each kind, copied to directories of their own."""
+    chosen = set(quick.sample(sorted(generated.kinds, key=_in_order), lambda case: _kind(generated, case)))
+    if chosen == set(generated.kinds):
+        return generated.directories, generated.kinds
+    directories = {}
+    for group, directory in generated.directories.items():
+        directories[group] = generated.root / "quick-sample" / group
+        cases = {task: kind for task, kind in read_cases(directory).items() if f"{group}/{task}" in chosen}
+        for task_id in cases:
+            shutil.copytree(directory / str(task_id), directories[group] / str(task_id))
+        (directories[group] / "cases.json").write_text(json.dumps(cases, indent=1), encoding="utf-8")
+    return directories, {case: generated.kinds[case] for case in sorted(chosen)}
+
+
+def _in_order(case: str) -> tuple[str, int]:
+    group, task_id = case.split("/")
+    return group, int(task_id)
+
+
+def _kind(generated: suite.Generated, case: str) -> str:
+    return f"{case.split('/')[0]}:{generated.kinds[case]}"
+
+
 def test_our_verdicts_match_the_stored_oracle_verdicts_on_every_case(
     official_dataset: Path,
     generated: suite.Generated,
     live_sample: tuple[int, OracleBatch],  # started first: the oracle works while we judge
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    say(f"judging all {len(generated.runs)} cases with our evaluator")
+    directories, kinds = judged(generated)
+    say(f"judging {len(kinds)} of the {len(generated.runs)} cases with our evaluator")
     started = time.perf_counter()
-    ours = suite.judge_with_us(official_dataset, generated.root, generated.directories)
-    report = suite.compare(generated.kinds, generated.stored, ours)
+    ours = suite.judge_with_us(official_dataset, generated.root, directories)
+    report = suite.compare(kinds, generated.stored, ours)
     report.timings["ours"] = time.perf_counter() - started
     with capsys.disabled():  # the agreement figure is shown even when the test passes
         print("\n" + "\n".join(report.lines()))
 
-    assert report.golden_total == 812
+    assert report.golden_total == 812 if not quick.running() else report.golden_total >= quick.share(812)
     golden_rate = report.golden_oracle_pass / report.golden_total
     assert golden_rate >= 0.95, f"golden runs pass under the oracle for only {golden_rate:.1%} of tasks"
     # Every mutation group contributed, so a generator regression cannot silently shrink the suite.
     groups = {kind.split(":", 1)[0] for kind in report.cases_by_kind}
-    assert groups == set(GROUPS) and report.compared > 6000
+    assert groups == set(GROUPS) and report.compared > quick.share(6000)
     assert not report.unknown, "verdicts differ from the oracle:\n" + "\n".join(
         d.describe() for d in report.unknown
     )
@@ -82,7 +116,7 @@ def test_the_live_oracle_gives_the_stored_verdicts_on_a_random_sample(
 ) -> None:
     seed, batch = live_sample
     live = batch.verdicts()
-    assert len(live) >= sample.SAMPLE_SIZE
+    assert len(live) >= LIVE_SAMPLE
     assert {case_id.split("/")[0] for case_id in live} == set(GROUPS)
     differences = [
         f"{case_id} [{generated.kinds[case_id]}]: live {verdict}, stored {generated.stored[case_id]}"

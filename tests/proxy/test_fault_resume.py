@@ -177,7 +177,7 @@ def test_a_fault_cut_off_by_the_crash_is_drawn_again_and_listed_once(tmp_path: P
         with ThreadPoolExecutor(1) as pool:
             pausing = pool.submit(browse, first, "agent", site, ["/slow/1"])
             wait_until("the fault journaled", lambda: list(journals.glob("agent-*.jsonl.faults")))
-            first.process.kill()
+            first.process.kill()  # SIGKILL, as above
             first.process.wait(timeout=30)
             assert pausing.result() == ["dropped"]  # the agent saw no answer
     finally:

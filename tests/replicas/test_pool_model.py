@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from scripts.support.reset_endpoint import ResetEndpoint
+from tests.support import quick
 from tests.support.pool_loop import OnLoop
 from webarena_live.evaluator import SiteMap, load_tasks
 from webarena_live.replicas import Isolation, Lease, Mutation, NoReplica
@@ -353,8 +354,11 @@ class PoolMachine(OnLoop, RuleBasedStateMachine):
 
 
 # Derandomized (the same sequences every run, as `test_openapi_fuzz.py`) and sized for the test command,
-# yet enough that a pool granting an ended lease again after a restart fails in its first sequences.
-SETTINGS = settings(max_examples=50, stateful_step_count=30, deadline=None, database=None, derandomize=True)
+# yet enough that a pool granting an ended lease again after a restart fails in its first sequences
+# (a quick run tries fewer: tests/support/quick.py's `examples`).
+SETTINGS = settings(
+    max_examples=quick.examples(50), stateful_step_count=30, deadline=None, database=None, derandomize=True
+)
 
 
 class ExclusiveMachine(PoolMachine):

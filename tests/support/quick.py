@@ -12,6 +12,17 @@ using the engine fixtures of tests/containers/conftest.py is. A test is left out
 class, for a method) or a fixture it uses is heavy, and so is every test in `tests/e2e` (real browsers
 on real sites) and `tests/browsergym` (its own venv). What stays is every package's unit tests, the
 tests that start `webarena-live serve` itself, and the parity corpora judged by the reference.
+
+To keep the quick run under five minutes on two cores, the slow kinds of `serve` test are left out the
+same way, by the code (`SLOW`): a fleet (`"--workers"` in the test, a helper or fixture it uses, or a
+parameter of it or of its fixture: the one-process parameter of the same test stays), a `serve` killed
+with SIGKILL and started again on what it left, a benchmark beside another tree exported from git, and
+the package's wheel built and installed (`tests/support/wheel.py`: the quick run needs no wheel). The
+parity corpora stay, smaller: `sample` keeps every `STRIDE`-th case of each kind of case (a mutation, a
+variant, an answer label), counted from the first in the corpus' own order, so every kind is still
+judged against the reference and the same cases are chosen every run; `share` scales the corpora's
+floors on how many verdicts of each status they must give, and `examples` gives Hypothesis a fifth of
+its examples. The full run (no plugin: `running()` is false) is unchanged, every case and example.
 """
 
 from __future__ import annotations
@@ -20,7 +31,10 @@ import ast
 import functools
 import inspect
 import re
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -61,6 +75,8 @@ def _read(path: Path) -> dict[str, str]:
         return {WHOLE: f"tests/{relative.parts[0]}"}
     if relative.as_posix() in MACHINES:
         return {WHOLE: f"tests/{relative.as_posix()}: machines made of network namespaces"}
+    if relative.as_posix() in SLOW_MODULES:
+        return {WHOLE: f"tests/{relative.as_posix()}: {SLOW_MODULES[relative.as_posix()]}"}
     text = path.read_text()
     defs: dict[str, ast.AST] = {}
     heavy: dict[str, str] = {}
@@ -79,7 +95,7 @@ def _read(path: Path) -> dict[str, str]:
             heavy |= shared_applications(node)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             continue
-        found = HEAVY.search(ast.get_source_segment(text, node) or "")
+        found = _heavy_or_slow(ast.get_source_segment(text, node) or "", node)
         if not found:
             continue
         why = f"{relative} says {found.group(0).strip()!r}"
@@ -96,7 +112,7 @@ def _read(path: Path) -> dict[str, str]:
     uses = {}
     for name, node in defs.items():
         uses[name], through = _uses(node, imported)
-        if found := HEAVY.search(ast.get_source_segment(text, node) or ""):
+        if found := _heavy_or_slow(ast.get_source_segment(text, node) or "", node):
             heavy[name] = f"{relative}: {name} says {found.group(0).strip()!r}"
         elif through:
             heavy[name] = through
@@ -132,6 +148,70 @@ def shared_applications(node: ast.ImportFrom) -> dict[str, str]:
         if names is None or name in names:
             found[alias.asname or alias.name] = f"{source}: {name or 'the module'} is heavy"
     return found
+
+
+# --- the slow kinds of `serve` test, and smaller corpora: what keeps the quick run under five minutes -------
+
+SLOW = re.compile(
+    r'"--workers"|\bLocalWorkers\('  # a fleet: a front and its worker processes, each a `serve`
+    r"|\bSIGKILL\b"  # a `serve` (or a worker) killed mid-run, then started again on what it left
+    r'|"--other", "HEAD"',  # a benchmark run beside another tree, exported from git and started too
+)
+SLOW_MODULES = {"support/wheel.py": "the package's wheel, built and installed in a fresh venv"}
+"""Modules of `tests` whose every piece is slow (a quick run needs no wheel), as `MACHINES`."""
+STRIDE = 8
+"""A quick run judges every `STRIDE`-th case of each kind of a parity corpus (`sample`)."""
+T = TypeVar("T")
+_running = False
+"""Whether this process runs the quick selection (set when pytest loads this module as its plugin)."""
+
+
+def _heavy_or_slow(source: str, node: ast.AST) -> re.Match[str] | None:
+    """What makes the piece `node` (its `source`) heavy or slow; a module's docstring is read for the
+    heavy only (a slow kind of test it describes is found in the tests themselves)."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return HEAVY.search(source)
+    return HEAVY.search(source) or SLOW.search(source)
+
+
+def slow_parameter(item: pytest.Item) -> str | None:
+    """Why `item` is slow by one of its parameters (a fixture's or its own: `("--workers", "2")`)."""
+    callspec = getattr(item, "callspec", None)
+    for name, value in callspec.params.items() if callspec is not None else ():
+        values = value if isinstance(value, tuple | list) else (value,)
+        if any(isinstance(part, str) and SLOW.search(f'"{part}"') for part in values):
+            return f"parameter {name}={value!r}: a fleet of `serve` workers"
+    return None
+
+
+def running() -> bool:
+    """Whether this is a quick run (tests/support/quick.py loaded as pytest's plugin)."""
+    return _running
+
+
+def sample(cases: Sequence[T], kind: Callable[[T], Hashable], *, quick: bool | None = None) -> list[T]:
+    """`cases` whole in the full run; in a quick run (`quick` says, else `running()`) every
+    `STRIDE`-th case of each kind, counted in the given order from its first, so every kind keeps at
+    least one case and the same cases are chosen every run."""
+    if not (running() if quick is None else quick):
+        return list(cases)
+    seen: Counter[Hashable] = Counter()
+    chosen = []
+    for case in cases:
+        if seen[key := kind(case)] % STRIDE == 0:
+            chosen.append(case)
+        seen[key] += 1
+    return chosen
+
+
+def share(count: int) -> int:
+    """A floor on how many cases of a corpus give some verdict, for the cases `sample` keeps."""
+    return count // STRIDE if running() else count
+
+
+def examples(count: int) -> int:
+    """Hypothesis's `max_examples`: `count` in the full run, a fifth of it (at least 5) in a quick run."""
+    return max(5, count // 5) if running() else count
 
 
 def _uses(node: ast.AST, imported: dict[str, tuple[Path, str | None]]) -> tuple[set[str], str | None]:
@@ -170,6 +250,8 @@ def why_left_out(item: pytest.Item) -> str | None:
     relative = path.relative_to(TESTS)
     if relative.parts[0] in LEFT_OUT_FOLDERS:
         return f"tests/{relative.parts[0]}: {LEFT_OUT_FOLDERS[relative.parts[0]]}"
+    if why := slow_parameter(item):
+        return why
     function = getattr(item, "function", None)
     if why := _why(path, function.__qualname__.split(".")[0] if function is not None else ""):
         return why
@@ -183,6 +265,16 @@ def why_left_out(item: pytest.Item) -> str | None:
     return None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    global _running
+    _running = True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _running
+    _running = False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     kept, left = [], []
     for item in items:
@@ -193,4 +285,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return "quick: no browser, real application, Ray or network-namespace machines (tests/support/quick.py)"
+    return (
+        "quick: no browser, real application, Ray, network-namespace machines, fleet, crash, other tree or"
+        " wheel; the parity corpora sampled (tests/support/quick.py)"
+    )
