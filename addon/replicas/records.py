@@ -118,7 +118,8 @@ class OtherMutation(BaseModel):
     session: StrictStr
     method: StrictStr
     url: StrictStr
-    time: float
+    time: float | None = None
+    """When the pool saw it; a front's word may leave it out, and the view then has no `time`."""
 
 
 class Interference(BaseModel):

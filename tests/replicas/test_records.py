@@ -154,7 +154,7 @@ def test_the_interference_of_a_session_nobody_interfered_with_is_the_old_shape()
 
 
 def test_a_listed_interference_is_the_dict_the_finish_reported_before() -> None:
-    """What `control/leasing.py`'s `listed` made of the pool's dict: every mutation counted, the first
+    """What `control/authority.py`'s `listed` made of the pool's dict: every mutation counted, the first
     ones listed."""
     views = [old_view(m) for m in MUTATIONS]
     pool_dict = {"exposed": True, "mutations": views, "replicas": REPLICAS}
@@ -189,3 +189,9 @@ def test_a_fleets_interference_names_the_workers_that_did_not_answer_as_it_did()
 def test_an_interference_that_does_not_add_up_is_refused(document: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         Interference.model_validate(document)
+
+
+def test_a_mutation_told_without_its_time_is_listed_as_it_was_told() -> None:
+    """A front's interference as the wire took it before it was typed: a mutation without `time`."""
+    told = {"exposed": True, "count": 1, "mutations": [{"session": "o", "method": "POST", "url": SHOP_B}]}
+    assert Interference.model_validate(told).view() == {**told, "replicas": {}}
