@@ -15,7 +15,8 @@ from webarena_live.evaluator import placeholder
 from webarena_live.replicas.lease import FORGOTTEN, EndReason, Lease
 from webarena_live.replicas.lease_book import LeaseBook
 from webarena_live.replicas.policy import Isolation
-from webarena_live.replicas.state import Mutation, ReplicaState, no_interference
+from webarena_live.replicas.records import Interference
+from webarena_live.replicas.state import Mutation, ReplicaState
 
 
 class Holding:
@@ -159,20 +160,20 @@ class Holding:
         first, replica.dirty = not replica.dirty, True
         return replica, first
 
-    def interference(self, session: str, *, since: float | None = None) -> dict[str, Any]:
-        """The mutations other sessions made on `session`'s replicas while it held them: `exposed`
-        true when there is at least one."""
+    def interference_record(self, session: str, *, since: float | None = None) -> Interference:
+        """The mutations other sessions made on `session`'s replicas while it held them (since `since`,
+        else since its lease started), every one listed: `exposed` when there is at least one."""
         lease = self.leases.get(session)
         if lease is None:
-            return no_interference()
+            return Interference.none()
         start = lease.started if since is None else since
         others = sorted(
             (m for replica in self.leased(lease) for m in replica.mutations
              if m.session != session and m.time >= start),
             key=lambda m: m.time,
         )  # fmt: skip
-        return {
-            "exposed": bool(others),
-            "mutations": [m.view() for m in others],
-            "replicas": dict(lease.replicas),
-        }
+        return Interference.of(others, lease.replicas)
+
+    def interference(self, session: str, *, since: float | None = None) -> dict[str, Any]:
+        """`interference_record`'s JSON view, as a finish reports it."""
+        return self.interference_record(session, since=since).view()

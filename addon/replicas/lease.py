@@ -98,39 +98,6 @@ class Lease:
             view["outside_lease"] = {"count": self.outside, "recent": list(self.recent_outside)}
         return view
 
-    def record(self) -> dict[str, Any]:
-        """What the lease book keeps (and a fleet's front tells its worker: `control/wire.py`)."""
-        record: dict[str, Any] = {
-            "session": self.session, "task_id": self.task_id, "mutating": self.mutating,
-            "indexes": self.indexes, "replicas": self.replicas, "started": self.started,
-        }  # fmt: skip
-        if self.ended is not None:
-            record.update(ended=self.ended, ended_reason=self.ended_detail, ended_at=self.ended_at)
-        return record
-
-    @classmethod
-    def from_record(cls, record: Any) -> Lease | None:
-        if not isinstance(record, dict):
-            return None
-        indexes, replicas = record.get("indexes"), record.get("replicas")
-        if not isinstance(indexes, dict) or not isinstance(replicas, dict):
-            return None
-        if not all(isinstance(k, str) and isinstance(v, int) for k, v in indexes.items()):
-            return None
-        lease = cls({k: int(v) for k, v in indexes.items()}, {str(k): str(v) for k, v in replicas.items()})
-        if isinstance(session := record.get("session"), str):
-            lease.session = session
-        if isinstance(task_id := record.get("task_id"), int):
-            lease.task_id = task_id
-        lease.mutating = record.get("mutating") is True
-        if isinstance(started := record.get("started"), int | float):
-            lease.started = lease.touched = float(started)
-        if isinstance(record.get("ended"), str):
-            detail, at = record.get("ended_reason"), record.get("ended_at")
-            lease._close(EndReason(record["ended"]), detail if isinstance(detail, str) else None,
-                         float(at) if isinstance(at, int | float) else None)  # fmt: skip
-        return lease
-
 
 def replica_urls(site_map: SiteMap, indexes: dict[str, int]) -> dict[str, str]:
     """The lease as an agent reads it: placeholder -> its replica's URL."""

@@ -11,13 +11,15 @@ once. A finished session's record is dropped: it cannot be resumed.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+from pydantic import ValidationError
+
 from webarena_live.evaluator import write_json_atomically
 from webarena_live.replicas.lease import Lease
+from webarena_live.replicas.records import LeaseRecord
 
 logger = logging.getLogger("webarena_live.replicas")
 
@@ -50,7 +52,7 @@ class LeaseBook:
                 self._made = True
             elif self._made_for != lease.session:
                 self._made_for = None  # another record: the folder is no longer one lease's
-            write_json_atomically(self._path(lease.session), lease.record())
+            write_json_atomically(self._path(lease.session), LeaseRecord.of(lease).book_document())
         except OSError as error:
             logger.warning("cannot keep session %s's lease in %s: %s", lease.session, self.folder, error)
 
@@ -77,12 +79,17 @@ class LeaseBook:
             return {}
         found = {}
         for path in sorted(self.folder.glob("*.json")):
-            try:
-                lease = Lease.from_record(json.loads(path.read_text(encoding="utf-8")))
-            except (OSError, ValueError):
-                lease = None
-            if lease is None:
-                logger.warning("the lease record %s cannot be read: skipped", path)
+            try:  # a record of the last release reads as it was written (`LeaseRecord`)
+                lease = LeaseRecord.model_validate_json(path.read_bytes()).lease()
+            except (OSError, ValidationError) as error:  # unreadable, damaged, not JSON
+                logger.warning("the lease record %s cannot be read: skipped (%s)", path, _why(error))
                 continue
             found[lease.session or unquote(path.stem)] = lease
         return found
+
+
+def _why(error: OSError | ValidationError) -> str:
+    """What is wrong with a record, on one line."""
+    if isinstance(error, OSError):
+        return str(error)
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in error.errors())

@@ -131,8 +131,3 @@ class SiteCounters:
     failed: int = 0
     seconds: float = 0.0
     """Seconds spent in reset endpoints, all resets together."""
-
-
-def no_interference(replicas: dict[str, str] | None = None) -> dict[str, Any]:
-    """The interference of a session nobody interfered with (the one shape: `count` always there)."""
-    return {"exposed": False, "count": 0, "mutations": [], "replicas": dict(replicas or {})}

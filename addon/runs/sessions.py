@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from webarena_live.evaluator import EventRecord, NetworkEvent, NetworkTrace, Revalidations, Task, TaskResult
-from webarena_live.replicas import Lease
+from webarena_live.replicas import Interference, Lease
 from webarena_live.runs.attempt import Attempt
 from webarena_live.runs.fault_log import FaultLine
 from webarena_live.runs.finish_outcome import FinishOutcome
@@ -236,10 +236,15 @@ class Session:
         if seen and self._store.notices:  # an `EVENT` only wakes a stream, which reads the trace itself
             self._store.notices.publish(self, EVENT)
 
-    def finish(self, response: Any, *, interference: dict[str, Any] | None = None) -> FinishOutcome:
-        """Judge the current attempt with the agent's final answer (`Attempt.finish`), then say so."""
+    def finish(
+        self, response: Any, *, interference: Interference | dict[str, Any] | None = None
+    ) -> FinishOutcome:
+        """Judge the current attempt with the agent's final answer (`Attempt.finish`), then say so.
+        `interference`: the replica pool's word on other sessions' changes (`Interference`, or its JSON
+        view), read before anything is judged: one that is none is a `ValueError` and changes nothing."""
+        seen = None if interference is None else Interference.model_validate(interference)
         attempt = self.attempt
-        outcome = attempt.finish(response, interference=interference)
+        outcome = attempt.finish(response, interference=None if seen is None else seen.view())
         if outcome.repeated:  # the first finish's outcome again: already logged and announced
             return outcome
         result = outcome.result
@@ -253,13 +258,10 @@ class Session:
             (attempt.finished or attempt.started) - attempt.started,
             f"; earlier attempt kept in {outcome.earlier_attempt}" if outcome.earlier_attempt else "",
         )
-        if result.interference and result.interference.get(
-            "exposed"
-        ):  # the verdict stands; say why to doubt it
+        if seen is not None and seen.exposed:  # the verdict stands; say why to doubt it
             logger.warning(
-                "session %s's verdict is exposed: %s mutation(s) by other sessions on its replicas (%s)",
-                self.name, result.interference.get("count", len(result.interference.get("mutations", []))),
-                ", ".join(sorted({str(m.get("session")) for m in result.interference.get("mutations", [])})),
+                "session %s's verdict is exposed: %d mutation(s) by other sessions on its replicas (%s)",
+                self.name, seen.count, ", ".join(sorted({m.session for m in seen.mutations})),
             )  # fmt: skip
         if result.lease_ended:
             logger.warning("session %s finished after its lease ended (%s)", self.name, result.lease_ended)

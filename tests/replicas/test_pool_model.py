@@ -26,7 +26,7 @@ from scripts.support.reset_endpoint import ResetEndpoint
 from tests.support import quick
 from tests.support.pool_loop import OnLoop
 from webarena_live.evaluator import SiteMap, load_tasks
-from webarena_live.replicas import Isolation, Lease, Mutation, NoReplica
+from webarena_live.replicas import Isolation, Lease, LeaseRecord, Mutation, NoReplica
 from webarena_live.replicas.build import build_pool
 from webarena_live.replicas.memory import read_document
 from webarena_live.replicas.pool import ReplicaPool
@@ -106,11 +106,11 @@ class PoolMachine(OnLoop, RuleBasedStateMachine):
     def pool_suspended(self) -> dict[str, Lease]:
         return self.p.suspended
 
-    def on_disk(self) -> dict[str, dict[str, Any]]:
+    def on_disk(self) -> dict[str, LeaseRecord]:
         return {s: self.record(lease) for s, lease in self.p.book.all().items()}
 
-    def record(self, lease: Lease) -> dict[str, Any]:
-        return lease.record()
+    def record(self, lease: Lease) -> LeaseRecord:
+        return LeaseRecord.of(lease)
 
     # --- helpers ------------------------------------------------------------------------------------
 
