@@ -83,7 +83,7 @@ async def post_preview(found: PathSession, request: Request, ctx: Control) -> Re
         raise Conflict(refused.reason, refused.detail_body) from None
     if attempt.state is not SessionState.FINISHED:  # a finished one's is the finish's, kept
         given = request.headers.get(INTERFERENCE_HEADER)  # a fleet's front names it
-        result = result.model_copy(update={"interference": ctx.authority.interference(found, given)})
+        result = result.model_copy(update={"interference": ctx.authority.interference(found, given).view()})
     answer = {**result.to_dict(), **attempt.sites_answered()}  # as the finish would answer it
     return JsonResponse(answer, headers=server_timing(started))
 

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.errors import as_control_error
-from webarena_live.control.wire import decode_interference, lease_view
+from webarena_live.control.wire import lease_view, read_interference
 from webarena_live.evaluator import SiteMap, Task
-from webarena_live.replicas import EndReason, Isolation, Lease, MutationLog, PoolError, no_interference
+from webarena_live.replicas import EndReason, Interference, Isolation, Lease, MutationLog, PoolError
 from webarena_live.replicas.build import banner_line, build_pool
 from webarena_live.replicas.pool import ReplicaPool
 from webarena_live.replicas.reset import ResetOutcome, reset_sites, sites_without_reset
@@ -85,7 +85,7 @@ class Authority(ABC):
         """End a held `lease` before its finish (an abandon, or the end a front told)."""
 
     @abstractmethod
-    def interference(self, session: Session, given: str | None = None) -> dict[str, Any]:
+    def interference(self, session: Session, given: str | None = None) -> Interference:
         """What a finish or a preview reports of others' mutations on the session's replicas (`given`:
         the front's word, `INTERFERENCE_HEADER`, which never overrides a pool's)."""
 
@@ -165,8 +165,9 @@ class PoolAuthority(Authority):
         else:  # a lease the pool does not hold (a session without replicas): its end is its own
             self._told_end(lease, reason, detail)
 
-    def interference(self, session: Session, given: str | None = None) -> dict[str, Any]:
-        return listed(self.pool.interference(session.name, since=session.attempt.started))
+    def interference(self, session: Session, given: str | None = None) -> Interference:
+        interference = self.pool.interference_record(session.name, since=session.attempt.started)
+        return interference.listed(INTERFERENCE_LISTED)
 
     def lease_of(self, name: str) -> Lease | None:
         """Session `name`'s lease as the pool keeps it, held or ended."""
@@ -221,8 +222,8 @@ class ToldLeases(Authority):
     def end_early(self, lease: Lease, reason: EndReason, detail: str | None) -> None:
         self._told_end(lease, reason, detail)
 
-    def interference(self, session: Session, given: str | None = None) -> dict[str, Any]:
-        return decode_interference(given) if given is not None else no_interference()
+    def interference(self, session: Session, given: str | None = None) -> Interference:
+        return read_interference(given) if given is not None else Interference.none()
 
     def start(self) -> None:
         return None  # the front's pool makes its resets
@@ -285,12 +286,6 @@ async def reset_first(ctx: ControlContext, sites: tuple[str, ...], timeout: floa
     if not all(outcome.ok for outcome in outcomes):
         raise ControlError(502, "reset_failed", [outcome.view() for outcome in outcomes])
     return outcomes
-
-
-def listed(interference: dict[str, Any]) -> dict[str, Any]:
-    """The interference with at most `INTERFERENCE_LISTED` mutations listed and all of them counted."""
-    mutations = interference.get("mutations", [])
-    return {**interference, "count": len(mutations), "mutations": mutations[:INTERFERENCE_LISTED]}
 
 
 def abandon(

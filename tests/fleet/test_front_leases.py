@@ -20,7 +20,7 @@ import pytest
 from webarena_live.addresses.headers import INTERFERENCE_HEADER, LEASE_HEADER
 from webarena_live.addresses.placement import Placement
 from webarena_live.control.app import create_app
-from webarena_live.control.authority import ToldLeases, listed
+from webarena_live.control.authority import INTERFERENCE_LISTED, ToldLeases
 from webarena_live.control.context import ControlContext
 from webarena_live.control.models import StartSession
 from webarena_live.control.wire import LeaseEnd, decode_interference
@@ -215,7 +215,7 @@ def test_the_forwarded_finish_carries_the_interference_the_verdict_names() -> No
             reader.append(NetworkEvent("GET", f"{URLS[held]}/", 200, started=time.time()))
             change(other, held, "writer", "/cart/add")  # on the reader's copy, captured by the other worker
             carried = await leases.interference_header(fleet.link(http), fleet.workers, "reader")
-            expected = listed(pool.interference("reader"))
+            expected = pool.interference_record("reader").listed(INTERFERENCE_LISTED).view()
             assert decode_interference(carried[INTERFERENCE_HEADER]) == expected and expected["exposed"]
             answer = {"task_type": "retrieve", "status": "success", "retrieved_data": ["x"]}
             # A header that holds no interference is a 400 that changes nothing.

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from webarena_live.addresses.headers import INTERFERENCE_HEADER, LEASE_HEADER
-from webarena_live.control.authority import PoolAuthority, listed
+from webarena_live.control.authority import INTERFERENCE_LISTED, PoolAuthority
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.models import MutationSeen, StartSession
 from webarena_live.control.wire import LeaseEnd, Mutations, encode_interference, encode_lease
@@ -117,10 +117,8 @@ class FrontLeases:
         """Gather every worker's mutations; then the header that carries session `name`'s interference
         on the finish (or preview) the front forwards to its worker."""
         await self.gather(link, workers)
-        interference = listed(self.pool.interference(name))
-        if self.unanswered:
-            interference["unanswered_workers"] = sorted(self.unanswered)
-        return {INTERFERENCE_HEADER: encode_interference(interference)}
+        interference = self.pool.interference_record(name).listed(INTERFERENCE_LISTED)
+        return {INTERFERENCE_HEADER: encode_interference(interference.unanswered(sorted(self.unanswered)))}
 
     async def gather(self, link: WorkerLink, workers: list[Worker]) -> None:
         """Every up worker's mutations since the last gathering, into the front's pool."""
