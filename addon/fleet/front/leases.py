@@ -115,13 +115,18 @@ class FrontLeases:
 
     async def interference_header(self, link: WorkerLink, workers: list[Worker], name: str) -> dict[str, str]:
         """Gather every worker's mutations; then the header that carries session `name`'s interference
-        on the finish (or preview) the front forwards to its worker."""
+        on the finish (or preview) the front forwards to its worker; none when the pool holds no
+        replica (no site map: nobody can interfere, and the worker's answer is that)."""
+        if not self.pool.replicas:
+            return {}
         await self.gather(link, workers)
         interference = self.pool.interference_record(name).listed(INTERFERENCE_LISTED)
         return {INTERFERENCE_HEADER: encode_interference(interference.unanswered(sorted(self.unanswered)))}
 
     async def gather(self, link: WorkerLink, workers: list[Worker]) -> None:
         """Every up worker's mutations since the last gathering, into the front's pool."""
+        if not self.pool.replicas and self.pool.lease_timeout is None:
+            return  # no replica to judge, no lease to time out: nothing the workers tell matters here
         answers = await asyncio.gather(*(self._ask(link, worker) for worker in workers))
         self.unanswered = {
             worker.index for worker, answer in zip(workers, answers, strict=True) if answer is None
