@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -18,6 +16,7 @@ import pytest
 
 from tests.support.doc_blocks import fenced_after
 from tests.support.quick import WHOLE, heavy_names
+from tests.support.quick_collection import quick_collection
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -140,15 +139,11 @@ def test_the_quick_selection_reads_what_starts_a_browser_an_application_ray_or_m
 
 
 def test_the_quick_selection_leaves_those_tests_out_and_keeps_the_others():
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.support.quick", "-p", "no:cacheprovider", "--co",
-         "-q", "tests/control/test_dashboard.py", "tests/control/test_guard.py",
-         "tests/fleet/test_ray_machines.py"],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    collected = [line for line in done.stdout.splitlines() if "::" in line]
+    collection = quick_collection(
+        "tests/control/test_dashboard.py", "tests/control/test_guard.py", "tests/fleet/test_ray_machines.py"
+    )
+    collected = collection.ids
     assert collected and all(line.startswith("tests/control/test_guard.py::") for line in collected), (
         collected
     )
-    assert re.search(r"\d+/\d+ tests collected \(\d+ deselected\)", done.stdout), done.stdout
+    assert re.search(r"\d+/\d+ tests collected \(\d+ deselected\)", collection.output), collection.output

@@ -3,14 +3,13 @@ out, read from the code and the parameters, and the parity corpora's cases it sa
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support import quick
 from tests.support.quick import WHOLE, heavy_names
+from tests.support.quick_collection import quick_collection
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = REPO / "tests"
@@ -43,14 +42,11 @@ def test_fleets_crashes_other_trees_and_the_wheel_are_read_from_the_code():
 
 
 def test_a_fleet_named_in_a_parameter_leaves_only_that_parameters_tests_out():
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.support.quick", "-p", "no:cacheprovider", "--co",
-         "-q", "tests/control/test_token_words.py", "tests/control/test_abandon_body.py",
-         "tests/proxy/test_fault_resume.py"],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    collected = [line for line in done.stdout.splitlines() if "::" in line]
+    collected = quick_collection(
+        "tests/control/test_token_words.py",
+        "tests/control/test_abandon_body.py",
+        "tests/proxy/test_fault_resume.py",
+    ).ids
     assert (
         "tests/control/test_token_words.py::test_a_401_names_the_variable_the_token_comes_from[one process]"
         in (collected)
