@@ -17,7 +17,6 @@ errors here (`as_control_error`).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -98,8 +97,8 @@ class Authority(ABC):
         """At shutdown: what the leases hold beyond the process (container copies) is let go."""
 
     @abstractmethod
-    async def watch_idle(self) -> None:
-        """End the leases idle past `--lease-timeout`, for as long as the proxy runs."""
+    def expire_idle(self) -> None:
+        """End the leases idle past `--lease-timeout` now (the proxy asks every `WATCH_SECONDS`)."""
 
     @abstractmethod
     def health(self) -> dict[str, Any]:
@@ -180,12 +179,8 @@ class PoolAuthority(Authority):
         if self.pool.keeper is not None:
             await self.pool.close()  # its container copies removed, unless kept
 
-    async def watch_idle(self) -> None:
-        if self.pool.lease_timeout is None:
-            return
-        while True:
-            await asyncio.sleep(WATCH_SECONDS)
-            self.pool.expire()  # each end logged and announced by the context (`SessionEnds`)
+    def expire_idle(self) -> None:
+        self.pool.expire()  # nothing without a timeout; each end logged and announced (`SessionEnds`)
 
     def health(self) -> dict[str, Any]:
         return {"pool": self.pool.status()}
@@ -195,8 +190,9 @@ class PoolAuthority(Authority):
 
 
 class ToldLeases(Authority):
-    """A fleet's worker: its front leases; this process keeps the views it was told and a mutation log
-    of the traffic it sees (which the front gathers)."""
+    """A fleet's worker: its front leases. Each attempt holds the view of the lease the front told it
+    (`lease_view`); this authority keeps only the mutation log of the traffic here (which the front
+    gathers)."""
 
     def __init__(self, log: MutationLog | None = None) -> None:
         super().__init__()
@@ -231,7 +227,7 @@ class ToldLeases(Authority):
     async def close(self) -> None:
         return None  # the front's pool holds the copies
 
-    async def watch_idle(self) -> None:
+    def expire_idle(self) -> None:
         return None  # the front ends idle leases, and tells this worker
 
     def health(self) -> dict[str, Any]:
@@ -255,14 +251,14 @@ def authority_for(
     """The authority of a configuration: told by its front (`front`), else the pool of `site_map` under
     `isolation` (`build_pool`, the same checks as a fleet's front's). What `current` holds is kept when
     it still fits: the same pool (its leases live on), or a worker's log of the same map (its front's
-    reading position holds). Never a pool's log for a worker: a pool built before the worker learnt its
-    front would go on taking the worker's mutations."""
+    reading position holds); a kept log takes the new map's reads and changes rules from
+    `MutationLog.judge_by`, which the caller calls once every option holds. Never a pool's log for a
+    worker: a pool built before the worker learnt its front would go on taking the worker's mutations."""
     if front:
         log = current.log if isinstance(current, ToldLeases) else None
         if log is None or log.site_map != site_map:
             return ToldLeases(MutationLog(site_map))
-        log.judge_by(site_map)  # a kept log (the same URLs) takes the new map's reads and changes rules
-        return ToldLeases(log)
+        return ToldLeases(log)  # the caller has it judge by the new map once the options all hold
     pool = current.pool if isinstance(current, PoolAuthority) else None
     kept = pool is not None and pool.site_map == site_map and pool.keeper is not None
     keeper = pool.keeper if kept and pool is not None else CopyKeeper(copies) if copies else None
@@ -270,7 +266,6 @@ def authority_for(
         site_map, isolation, lease_timeout, state_file=state_file,
         reset_at_start=reset_at_start, current=pool, keeper=keeper,
     )  # fmt: skip
-    built.log.judge_by(site_map)
     return PoolAuthority(built)
 
 

@@ -21,7 +21,7 @@ from mitmproxy import connection, ctx, exceptions, http
 from mitmproxy.proxy import server_hooks
 
 from webarena_live.control.app import create_app
-from webarena_live.control.authority import Authority
+from webarena_live.control.authority import WATCH_SECONDS, Authority
 from webarena_live.control.context import RESERVED_HOST, ControlContext
 from webarena_live.control.server import ControlServer
 from webarena_live.evaluator import EventRecord, SiteMap
@@ -89,7 +89,8 @@ class WebArenaLive:
         self._front: tuple[str, int] | None = None
         self.confine = False
         self._watcher: asyncio.Task[None] | None = None
-        """Ends the leases idle past `--lease-timeout` (`Authority.watch_idle`)."""
+        """Ends the leases idle past `--lease-timeout` (`Authority.expire_idle`), whichever authority
+        the current configuration holds."""
         self.started = False
         """The proxy runs (`running` was called): a reconfiguration from now on says what it loaded."""
         self.captures: TurnWrites[Captured] = TurnWrites(self._record, released=self._released)
@@ -123,6 +124,8 @@ class WebArenaLive:
         if options.webarena_body_cap < 0:
             raise exceptions.OptionsError("webarena_body_cap must not be negative")
         tasks, settings, authority = read_options(options, self._authority)
+        if authority.log is not None:  # a kept log (the same URLs) takes the new map's rules
+            authority.log.judge_by(settings.site_map)
         site_map = settings.site_map
         reserved = frozenset(
             [*listen_ports(options.mode, options.listen_port), options.webarena_control_port]
@@ -176,7 +179,7 @@ class WebArenaLive:
         if self.context is not None:
             self.context.authority.start()  # the resets a restart found needed, before the first lease
         if self.context is not None and self._watcher is None:
-            self._watcher = asyncio.get_running_loop().create_task(self.context.authority.watch_idle())
+            self._watcher = asyncio.get_running_loop().create_task(self._watch_idle())
         options = ctx.options
         if self.context is None or not options.webarena_control_port or self.server is not None:
             return
@@ -191,6 +194,12 @@ class WebArenaLive:
         self.server = server
         self.extra_health["control_port"] = server.port
         logger.info("webarena-live: control API on http://%s:%d/", server.host, server.port)
+
+    async def _watch_idle(self) -> None:
+        while True:
+            await asyncio.sleep(WATCH_SECONDS)
+            if self.context is not None:
+                self.context.authority.expire_idle()
 
     async def done(self) -> None:
         self.captures.flush()  # the last turn's lines before the journals close

@@ -2,7 +2,7 @@
 fits a start under the sharing policy, and the mutations each replica saw, which make a session's
 interference. Pure and synchronous: no event loop, no notice, no reset. `ReplicaPool`
 (`replicas/pool.py`) is a `Holding` that also cares for its copies (`replicas/resetting.py`). How a lease
-lives and ends: docs/architecture.md, Replicas.
+lives and ends: docs/architecture.md, Leases.
 """
 
 from __future__ import annotations

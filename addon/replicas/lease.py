@@ -1,5 +1,5 @@
 """A lease, the replica of each site a session works on (`Lease`), why one ends (`EndReason`), and the
-leases used in this process (`LeaseUse`). How a lease lives and ends: docs/architecture.md, Replicas.
+leases used in this process (`LeaseUse`). How a lease lives and ends: docs/architecture.md, Leases.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The lease book: every lease the pool granted, held or ended, one small file a session, so a restart
 (even after SIGKILL) knows which leases ended and never grants them again (docs/architecture.md,
-Replicas).
+Leases).
 
 The pool writes a session's record at each transition of its lease (granted, ended) before anyone can
 see it (`ReplicaPool._grant`, `ReplicaPool.end_lease`), atomically, in `<pool dir>/.leases/`. One file

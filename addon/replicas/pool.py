@@ -225,7 +225,7 @@ class ReplicaPool(Holding):
     # --- views ----------------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """The pool as `/health` shows it (`views.pool_status`)."""
+        """The pool as `/health` shows it (`status.pool_status`)."""
         policy, leases, refused = str(self.isolation), len(self.leases), list(self.refused)
         status = pool_status(self.replicas, self.counters, policy, self.waiting, leases, refused)
         return add_reads(status, self.log.reads_view())

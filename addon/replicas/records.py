@@ -2,7 +2,7 @@
 and a session's interference (`Interference`). The lease book writes and reads the record
 (`replicas/lease_book.py`); a fleet's wire carries the grant, the end and the interference
 (`control/wire.py`); a finish, a preview and the session views show the interference's JSON
-(`Interference.view`). How a lease lives and ends: docs/architecture.md, Replicas.
+(`Interference.view`). How a lease lives and ends: docs/architecture.md, Leases.
 """
 
 from __future__ import annotations

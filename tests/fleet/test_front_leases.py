@@ -236,3 +236,32 @@ def test_the_forwarded_finish_carries_the_interference_the_verdict_names() -> No
             assert named == expected and named["mutations"][0]["url"] == f"{URLS[held]}/cart/add"
 
     asyncio.run(scenario())
+
+
+def test_without_a_site_map_the_front_tells_its_worker_no_lease_and_leaves_the_reset_to_it() -> None:
+    """An empty pool (no site map) leases nothing: the worker is told no lease (it checks no request
+    against one) and a start asking for a reset goes on to the worker as it came (its 409 says the
+    task's sites have no reset endpoint); the front still keeps the session's empty lease, so an abandon,
+    a loss and a lease timeout end it there."""
+
+    async def scenario() -> None:
+        leases = FrontLeases(ReplicaPool(SiteMap(), Isolation.NONE), TASKS)
+        document = {"task_id": 1001, "session": "s", "reset": True}
+        headers, forwarded = await leases.before_start("s", StartSession.model_validate(document), document)
+        assert headers == {} and forwarded == document
+        assert leases.told("s") == {}
+        held = leases.authority.lease_of("s")
+        assert held is not None and held.indexes == {} and held.ended is None
+
+    asyncio.run(scenario())
+
+
+def test_with_a_site_map_the_front_tells_its_worker_the_lease_and_resets_it_itself() -> None:
+    async def scenario() -> None:
+        leases = FrontLeases(ReplicaPool(SITE_MAP, Isolation.NONE), TASKS)
+        document = {"task_id": 1001, "session": "s"}
+        headers, forwarded = await leases.before_start("s", StartSession.model_validate(document), document)
+        assert set(headers) == {LEASE_HEADER} and forwarded == document
+        assert leases.told("s") == headers
+
+    asyncio.run(scenario())

@@ -39,11 +39,15 @@ def context(tmp_path: Path) -> ControlContext:
 
 
 def kept(site_map: SiteMap, current: Authority, *, front: bool = False) -> Authority:
-    """The authority a reconfiguration to `site_map` keeps (the pool's, or a worker's log)."""
-    return authority_for(
+    """The authority a reconfiguration to `site_map` keeps (the pool's, or a worker's log), its log
+    judging by the new map as the addon has it once the options all hold (`WebArenaLive.configure`)."""
+    authority = authority_for(
         site_map, front=front, isolation=Isolation.NONE, lease_timeout=None, current=current,
         state_file=Path("/nonexistent/.pool.json"),
     )  # fmt: skip
+    assert authority.log is not None
+    authority.log.judge_by(site_map)
+    return authority
 
 
 def post(path: str, body: str, content_type: str, **headers: str) -> HTTPFlow:

@@ -97,10 +97,10 @@ class FrontLeases:
             raise ControlError(404, "unknown_task", str(error)) from None
         authority = self.authority
         lease = await authority.lease(name, task, wait=start.wait, resume=start.resume_journal)
-        if start.reset and lease.ended is None:  # a failure gives the lease back
+        if start.reset and lease.ended is None and lease.indexes:  # a failure gives the lease back
             await authority.reset_leased(name, start.reset_timeout)
             document = {**document, "reset": False}  # done here, on the session's own replicas
-        return {LEASE_HEADER: encode_lease(lease)}, document
+        return self._told_header(lease), document
 
     def end(self, name: str, reason: EndReason, detail: str | None = None) -> None:
         """End session `name`'s lease (the pool's one way); its worker is told (`_ended`)."""
@@ -109,7 +109,13 @@ class FrontLeases:
     def told(self, name: str) -> dict[str, str]:
         """The header that tells a worker resuming session `name` its lease as the front keeps it."""
         lease = self.authority.lease_of(name)
-        return {LEASE_HEADER: encode_lease(lease)} if lease is not None else {}
+        return self._told_header(lease) if lease is not None else {}
+
+    def _told_header(self, lease: Lease) -> dict[str, str]:
+        """The lease header for a worker; none when the pool holds no replica (no site map): the worker
+        then holds no lease, checks no request against one and resets the task's sites itself (its 409
+        when they have no reset endpoint), as a worker always did without a site map."""
+        return {LEASE_HEADER: encode_lease(lease)} if self.pool.replicas else {}
 
     # --- the finish ------------------------------------------------------------------------------
 
