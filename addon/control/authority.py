@@ -165,8 +165,12 @@ class PoolAuthority(Authority):
             self._told_end(lease, reason, detail)
 
     def interference(self, session: Session, given: str | None = None) -> Interference:
-        interference = self.pool.interference_record(session.name, since=session.attempt.started)
-        return interference.listed(INTERFERENCE_LISTED)
+        return self.listed_interference(session.name, since=session.attempt.started)
+
+    def listed_interference(self, name: str, since: float | None = None) -> Interference:
+        """Session `name`'s interference (since `since`, else its lease's start), at most
+        `INTERFERENCE_LISTED` mutations listed and all of them counted."""
+        return self.pool.interference_record(name, since=since).listed(INTERFERENCE_LISTED)
 
     def lease_of(self, name: str) -> Lease | None:
         """Session `name`'s lease as the pool keeps it, held or ended."""

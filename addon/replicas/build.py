@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from webarena_live.evaluator import POOL_FILE, SiteMap
 from webarena_live.replicas.errors import PoolSetupError
@@ -25,7 +23,6 @@ def build_pool(
     state_file: Path | None = None,
     reset_at_start: bool = False,
     current: ReplicaPool | None = None,
-    on_change: Callable[[str, dict[str, Any]], None] | None = None,
     keeper: CopyKeeper | None = None,
 ) -> ReplicaPool:
     """The replicas of `site_map` under the sharing policy (None: the map decides), leases ending after
@@ -48,7 +45,7 @@ def build_pool(
         if problems:
             raise PoolSetupError("\n".join(problems))
         pool = ReplicaPool(
-            site_map, wanted, lease_timeout=lease_timeout, on_change=on_change, ways=ways,
+            site_map, wanted, lease_timeout=lease_timeout, ways=ways,
             ceilings=keeper.ceilings if keeper is not None else None, keeper=keeper,
         )  # fmt: skip
         pool.state_file = state_file

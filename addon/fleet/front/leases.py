@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from webarena_live.addresses.headers import INTERFERENCE_HEADER, LEASE_HEADER
-from webarena_live.control.authority import INTERFERENCE_LISTED, PoolAuthority
+from webarena_live.control.authority import PoolAuthority
 from webarena_live.control.bodies import ControlError
 from webarena_live.control.models import MutationSeen, StartSession
 from webarena_live.control.wire import LeaseEnd, Mutations, encode_interference, encode_lease
@@ -126,7 +126,7 @@ class FrontLeases:
         if not self.pool.replicas:
             return {}
         await self.gather(link, workers)
-        interference = self.pool.interference_record(name).listed(INTERFERENCE_LISTED)
+        interference = self.authority.listed_interference(name)
         return {INTERFERENCE_HEADER: encode_interference(interference.unanswered(sorted(self.unanswered)))}
 
     async def gather(self, link: WorkerLink, workers: list[Worker]) -> None:
