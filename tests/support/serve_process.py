@@ -128,11 +128,20 @@ def start_session(control: str, session: str, task_id: int = 1003, **extra: Any)
 
 
 def browse(proxy: str, site: str, path: str, *, patience: float = 90) -> None:
-    """One navigation through `proxy`; retried while the address is not back (its worker restarting)."""
+    """One navigation through `proxy`; retried while the address is not back (its worker restarting).
+
+    While a local worker restarts, its kept listener accepts the connection and the next worker
+    answers it (`addresses/listeners.py`), so the reply may wait for a whole restart: the read waits
+    as long as the patience left. A read that timed out is never sent again, since the next worker
+    may still serve it and a second copy would be a second event.
+    """
     deadline = time.monotonic() + patience
     while True:
+        left = max(10.0, deadline - time.monotonic())
         try:
-            reply = requests.get(f"{site}{path}", proxies={"http": proxy}, headers=NAVIGATION, timeout=10)
+            reply = requests.get(
+                f"{site}{path}", proxies={"http": proxy}, headers=NAVIGATION, timeout=(10, left)
+            )
             assert reply.status_code == 200
             return
         except requests.ConnectionError:
