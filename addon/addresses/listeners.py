@@ -82,14 +82,14 @@ class ListenerKeeper:
                 fds = fds[1:]
             elif verb == "drop":
                 self.drop(port)
-            elif verb == "take":
+            elif verb == "take":  # the answer names its port: a late one is told from the next
                 with self._lock:
                     held = self.held.get(port)
                     with contextlib.suppress(OSError):
                         if held is not None:
-                            socket.send_fds(channel, [b"yes"], [held.fileno()])
+                            socket.send_fds(channel, [f"yes {port}".encode()], [held.fileno()])
                         else:
-                            channel.send(b"no")
+                            channel.send(f"no {port}".encode())
             for fd in fds:
                 os.close(fd)
 
@@ -127,15 +127,27 @@ class KeptListeners:
         self._lock = threading.Lock()
 
     def take(self, port: int) -> socket.socket | None:
-        """The listener a previous worker opened on `port`, if the parent kept it (non-blocking)."""
+        """The listener a previous worker opened on `port`, if the parent kept it (non-blocking).
+
+        An answer to an earlier take that came after its deadline names another port: it is passed
+        over (its descriptor closed) rather than taken for this one's.
+        """
         with self._lock:
             try:
                 self.channel.send(f"take {port}".encode())
-                message, fds, _, _ = socket.recv_fds(self.channel, _MESSAGE, 1)
+                while True:
+                    message, fds, _, _ = socket.recv_fds(self.channel, _MESSAGE, 1)
+                    if not message:  # the parent closed its end
+                        return None
+                    verb, _, answered = message.decode("ascii", "replace").partition(" ")
+                    if answered == str(port):
+                        break
+                    for fd in fds:
+                        os.close(fd)
             except OSError as error:
                 logger.warning("webarena-live: no kept listener for port %d: %s", port, error)
                 return None
-        if message != b"yes" or not fds:
+        if verb != "yes" or not fds:
             return None
         sock = socket.socket(fileno=fds[0])
         sock.setblocking(False)

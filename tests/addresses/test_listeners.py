@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from webarena_live.addresses.listeners import ListenerKeeper
+from webarena_live.addresses.listeners import KeptListeners, ListenerKeeper
 
 CHILD = """
 import socket, sys, time
@@ -73,3 +73,24 @@ def test_a_listener_outlives_its_child_and_the_next_child_serves_what_waited() -
             assert refused.connect_ex(("127.0.0.1", port)) != 0
     finally:
         keeper.close()
+
+
+def test_a_late_answer_to_an_earlier_take_is_not_taken_for_the_next_one() -> None:
+    """A take that timed out leaves its answer in the channel: the next take passes over it (closing
+    its descriptor) and waits for the answer naming its own port."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    kept = KeptListeners(theirs)
+    with socket.create_server(("127.0.0.1", 0)) as late, socket.create_server(("127.0.0.1", 0)) as asked:
+        late_port, asked_port = late.getsockname()[1], asked.getsockname()[1]
+        socket.send_fds(ours, [f"yes {late_port}".encode()], [late.fileno()])
+        socket.send_fds(ours, [f"yes {asked_port}".encode()], [asked.fileno()])
+        taken = kept.take(asked_port)
+        assert taken is not None and taken.getsockname()[1] == asked_port
+        assert ours.recv(100) == f"take {asked_port}".encode()
+        taken.close()
+        ours.send(f"no {late_port}".encode())  # a "no" for another port is passed over too
+        ours.send(b"no 1")
+        assert kept.take(1) is None
+        ours.close()  # the parent gone: no answer, none waited for
+        assert kept.take(2) is None
+    theirs.close()
